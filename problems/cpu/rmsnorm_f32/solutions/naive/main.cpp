@@ -1,0 +1,72 @@
+// RMSNorm, written the obvious way: a sum of squares, then a scaling pass, one thread.
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+
+#include "kernelarc/abi.h"
+
+namespace {
+
+constexpr float kEps = 1e-6f;
+
+char g_error[256];
+
+int fail(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(g_error, sizeof g_error, format, args);
+  va_end(args);
+  return 1;
+}
+
+bool is_contiguous(const ka_tensor& t) {
+  int64_t expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.stride[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return true;
+}
+
+int check(const ka_tensor& t, const char* name, int ndim) {
+  if (t.dtype != KA_FLOAT32) return fail("%s: expected float32, got dtype %d", name, t.dtype);
+  if (t.ndim != ndim) return fail("%s: expected %d dims, got %d", name, ndim, t.ndim);
+  if (!is_contiguous(t)) return fail("%s: expected a contiguous row-major tensor", name);
+  return 0;
+}
+
+}  // namespace
+
+extern "C" const char* ka_last_error(void) { return g_error; }
+
+extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
+                      void* /*stream*/, void* /*workspace*/, size_t /*workspace_bytes*/) {
+  if (n_inputs != 2 || n_outputs != 1)
+    return fail("expected 2 inputs and 1 output, got %d and %d", n_inputs, n_outputs);
+  const ka_tensor& x = inputs[0];
+  const ka_tensor& weight = inputs[1];
+  ka_tensor& out = outputs[0];
+  if (check(x, "x", 2) || check(weight, "weight", 1) || check(out, "output", 2)) return 1;
+  const int64_t rows = x.shape[0];
+  const int64_t cols = x.shape[1];
+  if (weight.shape[0] != cols)
+    return fail("weight: expected shape [%lld], got [%lld]", static_cast<long long>(cols),
+                static_cast<long long>(weight.shape[0]));
+  if (out.shape[0] != rows || out.shape[1] != cols)
+    return fail("output: expected shape [%lld, %lld]", static_cast<long long>(rows),
+                static_cast<long long>(cols));
+
+  const float* src = static_cast<const float*>(x.data);
+  const float* w = static_cast<const float*>(weight.data);
+  float* dst = static_cast<float*>(out.data);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = src + r * cols;
+    float* y = dst + r * cols;
+    float sum_squares = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) sum_squares += row[c] * row[c];
+    const float rstd = 1.0f / std::sqrt(sum_squares / static_cast<float>(cols) + kEps);
+    for (int64_t c = 0; c < cols; ++c) y[c] = row[c] * rstd * w[c];
+  }
+  return 0;
+}

@@ -1,0 +1,199 @@
+// LayerNorm with weight and bias, bfloat16 in and out, float32 inside: one 256-thread block per
+// row, warp-shuffle reductions.
+//
+// Rows of up to 8192 elements whose length is a multiple of 8 (16-byte aligned) are loaded once
+// into registers; the mean and then the variance of the centred values (two reductions, which
+// keeps the variance accurate when the mean is large) come from the registers, and the result
+// is written from them. Other shapes take an element-wise path that re-reads the row.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+
+#include "kernelarc/abi.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxVectors = 4;  // 16-byte vectors (8 elements) per thread held in registers
+constexpr float kEps = 1e-5f;
+
+char g_error[256];
+
+int fail(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(g_error, sizeof g_error, format, args);
+  va_end(args);
+  return 1;
+}
+
+bool is_contiguous(const ka_tensor& t) {
+  int64_t expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.stride[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return true;
+}
+
+int check(const ka_tensor& t, const char* name, int ndim) {
+  if (t.dtype != KA_BFLOAT16) return fail("%s: expected bfloat16, got dtype %d", name, t.dtype);
+  if (t.ndim != ndim) return fail("%s: expected %d dims, got %d", name, ndim, t.ndim);
+  if (!is_contiguous(t)) return fail("%s: expected a contiguous row-major tensor", name);
+  return 0;
+}
+
+__device__ float warp_sum(float value) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+/// The sum over the block, returned to every thread. Safe to call repeatedly.
+__device__ float block_sum(float value) {
+  __shared__ float partial[kThreads / 32];
+  value = warp_sum(value);
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (lane == 0) partial[warp] = value;
+  __syncthreads();
+  value = warp_sum(lane < kThreads / 32 ? partial[lane] : 0.0f);
+  __syncthreads();  // partial may be written again by the next call
+  return value;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    layernorm_vectors(const uint4* __restrict__ x, const uint4* __restrict__ weight,
+                      const uint4* __restrict__ bias, uint4* __restrict__ y, int vectors_per_row,
+                      float inv_cols) {
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * vectors_per_row;
+  float values[kMaxVectors][8];
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kMaxVectors; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    if (i < vectors_per_row) {
+      const uint4 packed = x[base + i];
+      const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&packed);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 f = __bfloat1622float2(pairs[j]);
+        values[k][2 * j] = f.x;
+        values[k][2 * j + 1] = f.y;
+        sum += f.x + f.y;
+      }
+    }
+  }
+  const float mean = block_sum(sum) * inv_cols;
+  float centred_squares = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kMaxVectors; ++k) {
+    if (threadIdx.x + k * kThreads < vectors_per_row) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        values[k][j] -= mean;
+        centred_squares += values[k][j] * values[k][j];
+      }
+    }
+  }
+  const float rstd = rsqrtf(block_sum(centred_squares) * inv_cols + kEps);
+#pragma unroll
+  for (int k = 0; k < kMaxVectors; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    if (i < vectors_per_row) {
+      const uint4 w = weight[i];
+      const uint4 b = bias[i];
+      const __nv_bfloat162* wp = reinterpret_cast<const __nv_bfloat162*>(&w);
+      const __nv_bfloat162* bp = reinterpret_cast<const __nv_bfloat162*>(&b);
+      uint4 result;
+      __nv_bfloat162* rp = reinterpret_cast<__nv_bfloat162*>(&result);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 wf = __bfloat1622float2(wp[j]);
+        const float2 bf = __bfloat1622float2(bp[j]);
+        rp[j] = __floats2bfloat162_rn(values[k][2 * j] * rstd * wf.x + bf.x,
+                                      values[k][2 * j + 1] * rstd * wf.y + bf.y);
+      }
+      y[base + i] = result;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    layernorm_scalar(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ weight,
+                     const __nv_bfloat16* __restrict__ bias, __nv_bfloat16* __restrict__ y,
+                     int64_t cols) {
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
+  const float inv_cols = 1.0f / static_cast<float>(cols);
+  float sum = 0.0f;
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) sum += __bfloat162float(x[base + c]);
+  const float mean = block_sum(sum) * inv_cols;
+  float centred_squares = 0.0f;
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) {
+    const float d = __bfloat162float(x[base + c]) - mean;
+    centred_squares += d * d;
+  }
+  const float rstd = rsqrtf(block_sum(centred_squares) * inv_cols + kEps);
+  for (int64_t c = threadIdx.x; c < cols; c += kThreads) {
+    const float d = __bfloat162float(x[base + c]) - mean;
+    y[base + c] =
+        __float2bfloat16(d * rstd * __bfloat162float(weight[c]) + __bfloat162float(bias[c]));
+  }
+}
+
+bool aligned16(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+}
+
+}  // namespace
+
+extern "C" const char* ka_last_error(void) {
+  return g_error;
+}
+
+extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
+                      void* stream, void* /*workspace*/, size_t /*workspace_bytes*/) {
+  if (n_inputs != 3 || n_outputs != 1)
+    return fail("expected 3 inputs and 1 output, got %d and %d", n_inputs, n_outputs);
+  const ka_tensor& x = inputs[0];
+  const ka_tensor& weight = inputs[1];
+  const ka_tensor& bias = inputs[2];
+  const ka_tensor& out = outputs[0];
+  if (check(x, "x", 2) || check(weight, "weight", 1) || check(bias, "bias", 1) ||
+      check(out, "output", 2))
+    return 1;
+  const int64_t rows = x.shape[0];
+  const int64_t cols = x.shape[1];
+  if (weight.shape[0] != cols || bias.shape[0] != cols)
+    return fail("weight and bias: expected %lld elements, got %lld and %lld",
+                static_cast<long long>(cols), static_cast<long long>(weight.shape[0]),
+                static_cast<long long>(bias.shape[0]));
+  if (out.shape[0] != rows || out.shape[1] != cols)
+    return fail("output: expected shape [%lld, %lld]", static_cast<long long>(rows),
+                static_cast<long long>(cols));
+  if (rows > 0x7fffffff) return fail("x: more than 2^31 - 1 rows");
+  if (rows == 0 || cols == 0) return 0;
+
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const auto* xp = static_cast<const __nv_bfloat16*>(x.data);
+  const auto* wp = static_cast<const __nv_bfloat16*>(weight.data);
+  const auto* bp = static_cast<const __nv_bfloat16*>(bias.data);
+  auto* yp = static_cast<__nv_bfloat16*>(out.data);
+  const bool vectorized = cols % 8 == 0 && cols / 8 <= kThreads * kMaxVectors && aligned16(xp) &&
+                          aligned16(wp) && aligned16(bp) && aligned16(yp);
+  if (vectorized) {
+    layernorm_vectors<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(
+        reinterpret_cast<const uint4*>(xp), reinterpret_cast<const uint4*>(wp),
+        reinterpret_cast<const uint4*>(bp), reinterpret_cast<uint4*>(yp),
+        static_cast<int>(cols / 8), 1.0f / static_cast<float>(cols));
+  } else {
+    layernorm_scalar<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(xp, wp, bp, yp, cols);
+  }
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) return fail("kernel launch failed: %s", cudaGetErrorString(error));
+  return 0;
+}

@@ -1,0 +1,369 @@
+"""kernelarc oracle: generates a problem's inputs, runs its PyTorch reference, times it.
+
+Usage: kernelarc_oracle.py JOB.json
+
+The job file (written by src/oracle/python_bridge.cpp) names the definition, the device, a
+results file, trial jobs (inputs + expected outputs -> two safetensors files) and timing jobs
+(-> one JSON file). Everything this script reports goes to files: the reference may print what
+it likes, and stdout is sent to stderr anyway.
+
+Results file: JSON lines, appended and flushed one by one so the parent can tell which job was
+running if the interpreter dies:
+  {"event": "env", "python": ..., "torch": ..., "device": ...}
+  {"event": "start", "id": ...}
+  {"event": "done", "id": ..., "ok": true} | {... "ok": false, "error": ..., "kind": ...}
+"kind" is "input" when a problem file (a safetensors blob) is at fault and "reference" when
+the reference or the definition is.
+
+Exit codes: 0 all jobs handled (each may still have failed), 3 torch cannot be imported,
+4 the requested device is not available.
+
+Inputs follow SOL-ExecBench's generator: the same distributions per dtype and the same name
+heuristics, so a kernel is scored on the kind of data it will meet there.
+"""
+
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+import types
+
+# The helper modules sit beside this file; in isolated mode (-I) its directory is not on the path.
+# No __pycache__ next to them: the data directory may be read-only or a source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from kernelarc_oracle_inputs import heuristic_pattern, heuristic_tensor, random_tensor
+from kernelarc_oracle_tensors import (InputFault, ReferenceFault, read_safetensors_tensor,
+                                      torch_dtype, write_atomically, write_safetensors)
+
+EXIT_NO_TORCH = 3
+EXIT_NO_DEVICE = 4
+REFERENCE_FILE = "<reference>"
+
+
+def python_scalar(torch, value, dtype):
+    if dtype == torch.bool:
+        return bool(value)
+    if dtype.is_floating_point:
+        return float(value)
+    return int(value)
+
+
+def check_tensor(role, name, tensor, shape, dtype):
+    if tuple(tensor.shape) != tuple(shape):
+        raise ReferenceFault(
+            f"{role} '{name}': expected shape {list(shape)}, got {list(tensor.shape)}")
+    if tensor.dtype != dtype:
+        raise ReferenceFault(f"{role} '{name}': expected dtype {dtype}, got {tensor.dtype}")
+
+
+class Problem:
+    def __init__(self, torch, definition, problem_dir, device):
+        self.torch = torch
+        self.definition = definition
+        self.problem_dir = problem_dir
+        self.device = torch.device(device)
+        self.module = None
+        self.load_error = None
+        self.flusher = None
+        try:
+            self.module = load_reference(definition)
+        except Exception as error:
+            self.load_error = "the reference does not load: " + describe_exception(error)
+
+    def dtype(self, spec):
+        return torch_dtype(self.torch, spec["dtype"])
+
+    def shape(self, spec, axes):
+        return None if spec["shape"] is None else [
+            axis if isinstance(axis, int) else axes[axis] for axis in spec["shape"]]
+
+    def inputs(self, workload, axes):
+        """Input values in definition order (tensors, or Python numbers for scalars)."""
+        torch = self.torch
+        given = workload.get("inputs", {})
+        custom = None
+        if any(entry.get("type") == "custom" for entry in given.values()):
+            custom = self.custom_inputs(given, axes)
+        values = []
+        for name, spec in self.definition["inputs"].items():
+            dtype = self.dtype(spec)
+            shape = self.shape(spec, axes)
+            entry = given.get(name, {"type": "random"})
+            kind = entry.get("type", "random")
+            if kind == "scalar":
+                value = entry["value"]
+                values.append(python_scalar(torch, value, dtype) if shape is None else
+                              torch.tensor(value, dtype=dtype, device=self.device))
+            elif kind == "safetensors":
+                path = os.path.join(self.problem_dir, entry["path"])
+                tensor = read_safetensors_tensor(torch, path, entry["tensor_key"])
+                check_tensor(f"safetensors input ({path})", name, tensor, shape, dtype)
+                values.append(tensor.to(self.device))
+            elif kind == "custom":
+                if name not in custom:
+                    raise ReferenceFault(
+                        f"{self.definition['custom_inputs_entrypoint']} returned no '{name}'")
+                value = custom[name]
+                if isinstance(value, torch.Tensor):
+                    check_tensor("custom input", name, value, shape or [], dtype)
+                    value = value.to(self.device)
+                elif shape is not None:
+                    raise ReferenceFault(f"custom input '{name}': expected a tensor of shape "
+                                         f"{shape}, got {type(value).__name__}")
+                values.append(value)
+            elif shape is None:
+                values.append(random_tensor(torch, (), dtype, self.device).item())
+            else:
+                values.append(self.random_input(name, spec, shape, dtype))
+        return values
+
+    def random_input(self, name, spec, shape, dtype):
+        torch = self.torch
+        pattern = None
+        if dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+            pattern = heuristic_pattern(name, shape, spec.get("description"))
+        value = (heuristic_tensor(torch, pattern, shape, dtype, self.device) if pattern
+                 else random_tensor(torch, shape, dtype, self.device))
+        if self.definition.get("op_type") == "sampling" and name == "probs":
+            value = torch.softmax(value, dim=-1)
+        return value
+
+    def custom_inputs(self, given, axes):
+        entry_name = self.definition.get("custom_inputs_entrypoint")
+        if not entry_name:
+            raise ReferenceFault("the workload has custom inputs but the definition names no "
+                                 "custom_inputs_entrypoint")
+        function = getattr(self.module, entry_name, None)
+        if not callable(function):
+            raise ReferenceFault(f"the reference defines no function '{entry_name}'")
+        axes_and_scalars = dict(axes)
+        for name, entry in given.items():
+            if entry.get("type") == "scalar":
+                axes_and_scalars[name] = entry["value"]
+        result = function(axes_and_scalars, self.device)
+        if not isinstance(result, dict):
+            raise ReferenceFault(f"{entry_name} returned {type(result).__name__}, expected a dict")
+        return result
+
+    def saved_inputs(self, values, axes):
+        """The inputs as CPU tensors (scalars as 0-D tensors), copied before the reference runs."""
+        torch = self.torch
+        saved = {}
+        for (name, spec), value in zip(self.definition["inputs"].items(), values):
+            if isinstance(value, torch.Tensor):
+                saved[name] = value.detach().to("cpu", copy=True)
+            else:
+                saved[name] = torch.tensor(value, dtype=self.dtype(spec))
+        return saved
+
+    def outputs(self, result, axes):
+        """The reference's return value as CPU tensors by output name, checked against the
+        definition."""
+        torch = self.torch
+        specs = self.definition["outputs"]
+        names = list(specs)
+        if isinstance(result, dict):
+            missing = [name for name in names if name not in result]
+            if missing:
+                raise ReferenceFault(f"run() returned a dict without {missing}")
+            values = [result[name] for name in names]
+        elif isinstance(result, (tuple, list)):
+            values = list(result)
+        else:
+            values = [result]
+        if len(values) != len(names):
+            raise ReferenceFault(f"run() returned {len(values)} values, the definition has "
+                                 f"{len(names)} outputs ({', '.join(names)})")
+        outputs = {}
+        for name, value in zip(names, values):
+            dtype = self.dtype(specs[name])
+            shape = self.shape(specs[name], axes) or []
+            if not isinstance(value, torch.Tensor):
+                value = torch.tensor(value, dtype=dtype)
+            check_tensor("output", name, value, shape, dtype)
+            outputs[name] = value.detach().cpu()
+        return outputs
+
+    def check_loaded(self):
+        if self.load_error:
+            raise ReferenceFault(self.load_error)
+        for role in ("inputs", "outputs"):
+            for spec in self.definition[role].values():
+                self.dtype(spec)
+
+
+def load_reference(definition):
+    module = types.ModuleType("kernelarc_reference")
+    module.__file__ = REFERENCE_FILE
+    sys.modules[module.__name__] = module
+    exec(compile(definition["reference"], REFERENCE_FILE, "exec"), module.__dict__)
+    if not callable(getattr(module, "run", None)):
+        raise ReferenceFault("the reference defines no function run(...)")
+    return module
+
+
+def describe_exception(error):
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    if isinstance(error, (ReferenceFault, InputFault)):
+        return str(error)
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+             if frame.filename == REFERENCE_FILE]
+    return f"{text} (reference line {lines[-1]})" if lines else text
+
+
+# ── jobs ────────────────────────────────────────────────────────────────────────
+
+
+def trial_job(problem, job):
+    torch = problem.torch
+    problem.check_loaded()
+    torch.manual_seed(job["seed"])
+    values = problem.inputs(job["workload"], job["axes"])
+    saved = problem.saved_inputs(values, job["axes"])
+    with torch.no_grad():
+        result = problem.module.run(*values)
+    synchronize(problem)
+    expected = problem.outputs(result, job["axes"])
+    write_safetensors(torch, job["inputs_out"], saved)
+    write_safetensors(torch, job["expected_out"], expected)
+
+
+def synchronize(problem):
+    if problem.device.type == "cuda":
+        problem.torch.cuda.synchronize(problem.device)
+
+
+def last_level_cache_bytes():
+    best = 0
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    for entry in os.listdir(root) if os.path.isdir(root) else []:
+        try:
+            with open(os.path.join(root, entry, "size")) as file:
+                text = file.read().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
+        digits = text.rstrip("KM")
+        if digits.isdigit():
+            best = max(best, int(digits) * scale)
+    return best or (32 << 20)
+
+
+def cache_flusher(problem):
+    """A function that evicts the last-level cache (CPU) or L2 (CUDA) by writing twice its size,
+    and its description. The buffer is allocated once per process."""
+    if problem.flusher is None:
+        problem.flusher = make_cache_flusher(problem)
+    return problem.flusher
+
+
+def make_cache_flusher(problem):
+    torch = problem.torch
+    if problem.device.type == "cuda":
+        properties = torch.cuda.get_device_properties(problem.device)
+        size = getattr(properties, "L2_cache_size", 0) or (64 << 20)
+        description = f"L2 flushed ({2 * size >> 20} MiB written)"
+    else:
+        size = last_level_cache_bytes()
+        description = f"last-level cache flushed ({2 * size >> 20} MiB written)"
+    buffer = torch.empty(2 * size // 4, dtype=torch.int32, device=problem.device)
+    return (lambda: buffer.zero_()), description
+
+
+def timing_job(problem, job):
+    torch = problem.torch
+    baseline = job["baseline"]
+    if baseline == "compiled" and not hasattr(torch, "compile"):
+        return {"unavailable": f"torch.compile unavailable: torch {torch.__version__}"}
+    try:
+        problem.check_loaded()
+        torch.manual_seed(job["seed"])
+        values = problem.inputs(job["workload"], job["axes"])
+    except Exception as error:
+        return {"unavailable": "reference failed: " + describe_exception(error)}
+    function = problem.module.run
+    if baseline == "compiled":
+        try:
+            function = torch.compile(problem.module.run)
+        except Exception as error:
+            return {"unavailable": "torch.compile failed: " + describe_exception(error)}
+    flush, flush_note = cache_flusher(problem)
+    cuda = problem.device.type == "cuda"
+    times = []
+    try:
+        with torch.no_grad():
+            for _ in range(job["warmup"]):
+                flush()
+                function(*values)
+            for _ in range(job["iterations"]):
+                flush()
+                synchronize(problem)
+                if cuda:
+                    start = torch.cuda.Event(enable_timing=True)
+                    end = torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    function(*values)
+                    end.record()
+                    end.synchronize()
+                    times.append(start.elapsed_time(end) * 1e6)
+                else:
+                    begin = time.perf_counter_ns()
+                    function(*values)
+                    times.append(float(time.perf_counter_ns() - begin))
+    except Exception as error:
+        stage = "torch.compile" if baseline == "compiled" else "reference"
+        return {"unavailable": f"{stage} failed: " + describe_exception(error)}
+    clock = "CUDA events" if cuda else "time.perf_counter_ns"
+    return {"times_ns": times, "note": f"{baseline}, {clock}, {flush_note}"}
+
+
+def main():
+    os.dup2(2, 1)  # the reference's prints must never reach whoever reads our stdout
+    with open(sys.argv[1]) as file:
+        job_file = json.load(file)
+    results = open(job_file["results"], "a", buffering=1)
+
+    def emit(**fields):
+        results.write(json.dumps(fields) + "\n")
+        results.flush()
+
+    try:
+        import torch
+    except Exception as error:
+        print(f"kernelarc oracle: cannot import torch: {error}", file=sys.stderr)
+        return EXIT_NO_TORCH
+    device = job_file["device"]
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        print(f"kernelarc oracle: device {device} requested but torch {torch.__version__} "
+              "sees no CUDA device", file=sys.stderr)
+        return EXIT_NO_DEVICE
+    emit(event="env", python=platform.python_version(), torch=torch.__version__, device=device)
+    if not job_file.get("jobs") and not job_file.get("timing"):
+        return 0
+
+    with open(job_file["definition"]) as file:
+        definition = json.load(file)
+    problem = Problem(torch, definition, job_file["problem_dir"], device)
+    for job in job_file.get("jobs", []):
+        emit(event="start", id=job["id"])
+        try:
+            trial_job(problem, job)
+            emit(event="done", id=job["id"], ok=True)
+        except Exception as error:
+            kind = "input" if isinstance(error, InputFault) else "reference"
+            emit(event="done", id=job["id"], ok=False, kind=kind, error=describe_exception(error))
+    for job in job_file.get("timing", []):
+        emit(event="start", id=job["id"])
+        result = timing_job(problem, job)
+        result["baseline"] = job["baseline"]
+        write_atomically(job["out"], [json.dumps(result).encode()])
+        emit(event="done", id=job["id"], ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+// The parent's handle on an isolated worker process that loads a candidate and runs it.
+//
+// The worker is a fresh process (`kernelarc worker`, exec'd, so no CUDA state is inherited)
+// that talks over a pipe pair with length-prefixed JSON messages and exchanges tensors through
+// a shared-memory arena. The candidate never receives arena pointers: the worker copies inputs
+// from the arena into its own (device) buffers at a new address every call, poisons the outputs,
+// calls the entry point, and copies outputs and inputs back. The expected outputs never enter
+// the worker. A crash, a hang (watchdog) or a runaway allocation (memory limit) ends only the
+// worker; the next call restarts it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace kernelarc {
+
+struct WorkerOptions {
+  std::string device = "cpu";  ///< "cpu" or "cuda:N"
+  /// The kernelarc executable to run as `<executable> worker ...`; default: this process's.
+  std::filesystem::path executable;
+  /// A call (one ka_run plus its copies) that takes longer is a hang: the worker is killed.
+  std::chrono::milliseconds call_timeout{10'000};
+  /// Address-space limit of the worker on the CPU (RLIMIT_AS); 0 = none. Not applied for CUDA,
+  /// whose driver reserves huge virtual ranges.
+  std::size_t memory_limit_bytes = std::size_t{16} << 30;
+  /// Where the worker's (and the candidate's) stdout/stderr go; empty = a temporary file.
+  /// Emptied before a request once it passes 64 MiB; the worker cannot grow it past 256 MiB.
+  std::filesystem::path log_path;
+};
+
+/// A contiguous tensor at an offset in the shared arena.
+struct ArenaTensor {
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+  std::size_t offset = 0;
+};
+
+struct ExecuteRequest {
+  std::vector<ArenaTensor> inputs;
+  std::vector<ArenaTensor> outputs;
+  /// One element's bytes per output, written over the whole output before every call.
+  std::vector<std::vector<uint8_t>> output_poison;
+  std::size_t workspace_bytes = 0;
+  int warmup = 0;      ///< untimed calls first
+  int iterations = 1;  ///< timed calls
+  bool flush_cache = true;
+  /// After the last call, copy outputs and inputs back to their arena offsets.
+  bool copy_back = true;
+};
+
+enum class CallOutcome {
+  Ok,
+  Failed,       ///< the entry point returned non-zero
+  Crashed,      ///< the worker died (signal or exit) during the call
+  TimedOut,     ///< the watchdog killed the worker
+  OutOfMemory,  ///< an allocation failed or the memory limit was hit
+  LoadFailed,   ///< dlopen/dlsym failed
+};
+
+std::string_view call_outcome_name(CallOutcome outcome);
+
+struct ExecuteResult {
+  CallOutcome outcome = CallOutcome::Ok;
+  int return_code = 0;
+  std::string message;  ///< ka_last_error(), the signal, the loader's error, ...
+  std::vector<double> times_ns;  ///< one per timed iteration
+  std::vector<std::vector<std::string>> launched;  ///< per timed iteration (CUDA)
+  std::string clock;
+  int threads_before = 0;  ///< threads of the worker after the first call
+  int threads_after = 0;   ///< threads after the last call
+  /// Last lines (up to 20) the worker/candidate printed during this request, for diagnostics;
+  /// filled when the outcome is not Ok.
+  std::string log_tail;
+};
+
+
+/// Not thread-safe: one thread at a time per Worker (any thread; the process is forked from a
+/// long-lived launcher thread, so the worker outlives the thread that started it).
+class Worker {
+ public:
+  explicit Worker(WorkerOptions options);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  /// Loads a compiled library and resolves its entry point (and optional ka_last_error).
+  /// Restarts the worker first if it died. Outcome Ok or LoadFailed (or Crashed/TimedOut).
+  ExecuteResult load(const std::filesystem::path& library, const std::string& symbol);
+  /// The shared arena, at least `bytes` long; pointers stay valid until the next call to arena().
+  std::span<std::byte> arena(std::size_t bytes);
+  /// Runs the loaded candidate. If the worker died, it is restarted and the library reloaded.
+  ExecuteResult execute(const ExecuteRequest& request);
+  /// Device kind and description as the worker sees it.
+  std::string device_description();
+  /// Kills the worker process (if any); the next call starts a new one.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The body of `kernelarc worker`: serves requests on the given fds until EOF.
+int worker_main(int request_fd, int reply_fd, const std::string& device,
+                const std::filesystem::path& arena_path);
+
+}  // namespace kernelarc

@@ -1,0 +1,183 @@
+#include "backend/worker_execute.h"
+
+#include <filesystem>
+#include <new>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "backend/worker_protocol.h"
+
+namespace kernelarc {
+namespace {
+
+// Each call moves every buffer by kShiftStep bytes, cycling through kShiftSlots positions, so a
+// candidate cannot cache results keyed on the input address. 256 keeps CUDA's alignment.
+constexpr std::size_t kShiftStep = 256;
+constexpr std::size_t kShiftSlots = 16;
+// ka_last_error text beyond this is cut: it only needs to explain, and must fit in a frame.
+constexpr std::size_t kMaxMessage = 4096;
+
+ka_tensor make_ka_tensor(const ArenaTensor& tensor) {
+  ka_tensor view{};
+  view.dtype = static_cast<int>(tensor.dtype);
+  view.ndim = static_cast<int>(tensor.shape.size());
+  int64_t stride = 1;
+  for (int dim = view.ndim - 1; dim >= 0; --dim) {
+    view.shape[dim] = tensor.shape[dim];
+    view.stride[dim] = stride;
+    stride *= tensor.shape[dim];
+  }
+  return view;
+}
+
+std::string last_error_text(const EntryPoint& entry) {
+  if (!entry.last_error) return {};
+  const char* text = entry.last_error();
+  if (!text) return {};
+  std::string message(text);
+  if (message.size() > kMaxMessage) message.resize(kMaxMessage);
+  return message;
+}
+
+struct Tensors {
+  std::vector<std::byte*> bases;
+  std::vector<std::size_t> bytes;
+  std::vector<ka_tensor> views;
+};
+
+Tensors prepare(BufferPool& pool, std::size_t& slot, const std::vector<ArenaTensor>& tensors) {
+  Tensors prepared;
+  for (const ArenaTensor& tensor : tensors) {
+    std::size_t bytes = arena_tensor_bytes(tensor);
+    prepared.bases.push_back(pool.get(slot++, bytes));
+    prepared.bytes.push_back(bytes);
+    prepared.views.push_back(make_ka_tensor(tensor));
+  }
+  return prepared;
+}
+
+ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> arena,
+                        const ExecuteRequest& request, const EntryPoint& entry,
+                        uint64_t& call_counter) {
+  std::size_t slot = 0;
+  Tensors inputs = prepare(pool, slot, request.inputs);
+  Tensors outputs = prepare(pool, slot, request.outputs);
+  std::byte* workspace_base =
+      request.workspace_bytes > 0 ? pool.get(slot, request.workspace_bytes) : nullptr;
+
+  ExecuteResult result;
+  int calls = request.warmup + request.iterations;
+  for (int call = 0; call < calls; ++call) {
+    std::size_t shift = (call_counter++ % kShiftSlots) * kShiftStep;
+    for (std::size_t i = 0; i < request.inputs.size(); ++i) {
+      inputs.views[i].data = inputs.bases[i] + shift;
+      device.copy_from_host(inputs.views[i].data, arena.data() + request.inputs[i].offset,
+                            inputs.bytes[i]);
+    }
+    for (std::size_t i = 0; i < request.outputs.size(); ++i) {
+      outputs.views[i].data = outputs.bases[i] + shift;
+      device.fill_pattern(outputs.views[i].data, outputs.bytes[i], request.output_poison[i]);
+    }
+    void* workspace = workspace_base ? workspace_base + shift : nullptr;
+    if (request.flush_cache) {
+      for (std::size_t i = 0; i < request.inputs.size(); ++i) {
+        device.evict(inputs.views[i].data, inputs.bytes[i]);
+      }
+      for (std::size_t i = 0; i < request.outputs.size(); ++i) {
+        device.evict(outputs.views[i].data, outputs.bytes[i]);
+      }
+      device.flush_cache();
+    }
+    device.synchronize();
+
+    auto invoke = [&] {
+      return entry.run(inputs.views.data(), static_cast<int>(inputs.views.size()),
+                       outputs.views.data(), static_cast<int>(outputs.views.size()),
+                       device.stream(), workspace, request.workspace_bytes);
+    };
+    int return_code;
+    if (call < request.warmup) {
+      return_code = invoke();
+      device.synchronize();
+    } else {
+      TimedCall timed = device.timed_call(invoke);
+      return_code = timed.return_code;
+      result.times_ns.push_back(timed.nanoseconds);
+      result.launched.push_back(std::move(timed.launched));
+      result.clock = timed.clock;
+    }
+    if (call == 0) result.threads_before = count_threads();
+    if (return_code != 0) {
+      result.outcome = CallOutcome::Failed;
+      result.return_code = return_code;
+      result.message = last_error_text(entry);
+      result.threads_after = count_threads();
+      return result;
+    }
+  }
+  result.threads_after = count_threads();
+  if (request.copy_back) {
+    for (std::size_t i = 0; i < request.outputs.size(); ++i)
+      device.copy_to_host(arena.data() + request.outputs[i].offset, outputs.views[i].data,
+                          outputs.bytes[i]);
+    for (std::size_t i = 0; i < request.inputs.size(); ++i)
+      device.copy_to_host(arena.data() + request.inputs[i].offset, inputs.views[i].data,
+                          inputs.bytes[i]);
+  }
+  return result;
+}
+
+}  // namespace
+
+std::byte* BufferPool::get(std::size_t slot, std::size_t bytes) {
+  if (slot >= buffers_.size()) buffers_.resize(slot + 1);
+  Buffer& buffer = buffers_[slot];
+  std::size_t needed = bytes + kShiftStep * (kShiftSlots - 1);
+  if (buffer.capacity < needed) {
+    if (buffer.base) device_.release(buffer.base);
+    buffer = Buffer{};
+    buffer.base = device_.allocate(needed);
+    buffer.capacity = needed;
+  }
+  return static_cast<std::byte*>(buffer.base);
+}
+
+void BufferPool::clear() {
+  for (Buffer& buffer : buffers_)
+    if (buffer.base) device_.release(buffer.base);
+  buffers_.clear();
+}
+
+int count_threads() {
+  int count = 0;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it("/proc/self/task", error), end; !error && it != end;
+       it.increment(error))
+    ++count;
+  return count;
+}
+
+ExecuteResult execute_request(Device& device, BufferPool& pool, std::span<std::byte> arena,
+                              const ExecuteRequest& request, const EntryPoint& entry,
+                              uint64_t& call_counter) {
+  ExecuteResult result;
+  try {
+    return run_calls(device, pool, arena, request, entry, call_counter);
+  } catch (const std::bad_alloc&) {
+    pool.clear();
+    result.outcome = CallOutcome::OutOfMemory;
+    result.message =
+        "an allocation failed (std::bad_alloc): out of memory or over the memory limit";
+  } catch (const std::exception& error) {
+    result.outcome = CallOutcome::Crashed;
+    result.message = std::string("the call threw an exception: ") + error.what();
+  } catch (...) {
+    result.outcome = CallOutcome::Crashed;
+    result.message = "the call threw an exception that is not a std::exception";
+  }
+  if (result.message.size() > kMaxMessage) result.message.resize(kMaxMessage);
+  return result;
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,58 @@
+// The worker's execute loop: one ExecuteRequest against the loaded entry point.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/device.h"
+#include "backend/worker.h"
+#include "kernelarc/abi.h"
+
+namespace kernelarc {
+
+/// The loaded candidate.
+struct EntryPoint {
+  ka_run_fn run = nullptr;
+  ka_last_error_fn last_error = nullptr;  ///< optional
+};
+
+/// Device buffers kept from one request to the next, one per tensor position, so that
+/// repeated requests of the same shapes allocate nothing (cudaMalloc costs far more than a
+/// call, and synchronizes the device). Each has room to be shifted to a new address per call.
+class BufferPool {
+ public:
+  explicit BufferPool(Device& device) : device_(device) {}
+  ~BufferPool() { clear(); }
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  /// Buffer number `slot`, able to hold `bytes` at every shift. Throws std::bad_alloc.
+  std::byte* get(std::size_t slot, std::size_t bytes);
+  /// Releases every buffer.
+  void clear();
+
+ private:
+  struct Buffer {
+    void* base = nullptr;
+    std::size_t capacity = 0;
+  };
+  Device& device_;
+  std::vector<Buffer> buffers_;
+};
+
+/// Runs `request` (already validated against `arena`): per call, copies the inputs into pool
+/// buffers shifted to a new address, poisons the outputs, flushes the cache if asked, then calls
+/// the entry point (warm-up calls untimed, the rest through Device::timed_call). `call_counter`
+/// numbers calls across requests so that consecutive requests also see new addresses.
+/// Allocation failures give OutOfMemory (and empty the pool), a non-zero return Failed, an
+/// exception thrown by the candidate Crashed; it never throws.
+ExecuteResult execute_request(Device& device, BufferPool& pool, std::span<std::byte> arena,
+                              const ExecuteRequest& request, const EntryPoint& entry,
+                              uint64_t& call_counter);
+
+/// Threads of this process (entries of /proc/self/task).
+int count_threads();
+
+}  // namespace kernelarc

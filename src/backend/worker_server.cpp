@@ -1,0 +1,156 @@
+// worker_main: the child side of the worker protocol (see worker_protocol.h).
+#include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <new>
+#include <string>
+
+#include "backend/device.h"
+#include "backend/shared_arena.h"
+#include "backend/worker.h"
+#include "backend/worker_execute.h"
+#include "backend/worker_protocol.h"
+#include "core/error.h"
+
+namespace kernelarc {
+namespace {
+
+std::unique_ptr<Device> make_device(const std::string& name) {
+  if (name == "cpu") return make_cpu_device();
+  if (name == "cuda") return make_cuda_device(0);
+  if (name.rfind("cuda:", 0) == 0) {
+    std::string ordinal = name.substr(5);
+    if (!ordinal.empty() && ordinal.find_first_not_of("0123456789") == std::string::npos)
+      return make_cuda_device(std::stoi(ordinal));
+  }
+  throw InputError("--device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
+}
+
+class WorkerServer {
+ public:
+  WorkerServer(std::unique_ptr<Device> device, ArenaMapping arena, int reply_fd)
+      : device_(std::move(device)),
+        pool_(*device_),
+        arena_(std::move(arena)),
+        reply_fd_(reply_fd) {}
+
+  /// Serves requests until the parent closes the pipe.
+  int serve(int request_fd) {
+    if (!write_message(
+            reply_fd_,
+            {{"type", "hello"}, {"protocol", kWorkerProtocolVersion}, {"pid", getpid()}}))
+      return 0;
+    for (;;) {
+      Json message;
+      std::string error;
+      ReadStatus status = read_message(request_fd, std::nullopt, message, error);
+      if (status == ReadStatus::Eof) return 0;
+      if (status != ReadStatus::Ok) {
+        std::cerr << "kernelarc worker: malformed request: " << error << std::endl;
+        return 2;
+      }
+      if (!write_message(reply_fd_, handle(message))) return 0;
+    }
+  }
+
+ private:
+  Json handle(const Json& message) {
+    Json id = message.value("id", Json());
+    try {
+      std::string type = message.at("type").get<std::string>();
+      if (type == "describe")
+        return {{"type", "description"},
+                {"id", id},
+                {"kind", device_->kind()},
+                {"description", device_->description()}};
+      ExecuteResult result;
+      if (type == "load") {
+        result =
+            load(message.at("library").get<std::string>(), message.at("symbol").get<std::string>());
+      } else if (type == "remap") {
+        result = remap(message.at("bytes").get<std::size_t>());
+      } else if (type == "execute") {
+        result = execute(request_from_json(message.at("request")));
+      } else {
+        throw InternalError("unknown request type \"" + type + "\"");
+      }
+      return {{"type", "result"}, {"id", id}, {"result", result_to_json(result)}};
+    } catch (const std::exception& error) {
+      return {{"type", "error"}, {"id", id}, {"message", error.what()}};
+    }
+  }
+
+  ExecuteResult load(const std::string& library, const std::string& symbol) {
+    ExecuteResult result;
+    // Earlier libraries stay loaded: dlclose of a library whose OpenMP threads or
+    // thread-local destructors are still live can crash the worker.
+    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      result.outcome = CallOutcome::LoadFailed;
+      result.message = dlerror();
+      return result;
+    }
+    void* run = dlsym(handle, symbol.c_str());
+    if (!run) {
+      result.outcome = CallOutcome::LoadFailed;
+      result.message = "entry point \"" + symbol + "\" not found in " + library;
+      return result;
+    }
+    entry_.run = reinterpret_cast<ka_run_fn>(run);
+    entry_.last_error = reinterpret_cast<ka_last_error_fn>(dlsym(handle, "ka_last_error"));
+    return result;
+  }
+
+  ExecuteResult remap(std::size_t bytes) {
+    ExecuteResult result;
+    try {
+      arena_.remap(bytes);
+    } catch (const std::bad_alloc&) {
+      result.outcome = CallOutcome::OutOfMemory;
+      result.message = "cannot map the " + std::to_string(bytes) +
+                       "-byte shared arena within the worker's memory limit";
+    }
+    return result;
+  }
+
+  ExecuteResult execute(const ExecuteRequest& request) {
+    if (!entry_.run) throw InternalError("execute before a successful load");
+    std::string problem = request_problem(request, arena_.bytes().size());
+    if (!problem.empty()) throw InternalError("bad execute request: " + problem);
+    return execute_request(*device_, pool_, arena_.bytes(), request, entry_, call_counter_);
+  }
+
+  std::unique_ptr<Device> device_;
+  BufferPool pool_;  // declared after device_, so released before the device goes
+  ArenaMapping arena_;
+  int reply_fd_;
+  EntryPoint entry_;
+  uint64_t call_counter_ = 0;
+};
+
+}  // namespace
+
+int worker_main(int request_fd, int reply_fd, const std::string& device,
+                const std::filesystem::path& arena_path) {
+  // A dead parent must end the worker through a failed write, not a signal mid-reply.
+  signal(SIGPIPE, SIG_IGN);
+  // stdout is the log file; line buffering keeps a crashing candidate's last prints.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::unique_ptr<Device> worker_device;
+  ArenaMapping arena;
+  try {
+    worker_device = make_device(device);
+    arena = ArenaMapping(arena_path);
+  } catch (const std::exception& error) {
+    std::string message = std::string("kernelarc worker cannot start: ") + error.what();
+    std::cerr << message << std::endl;
+    write_message(reply_fd, {{"type", "error"}, {"message", message}});
+    return 1;
+  }
+  return WorkerServer(std::move(worker_device), std::move(arena), reply_fd).serve(request_fd);
+}
+
+}  // namespace kernelarc

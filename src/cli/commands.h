@@ -1,0 +1,17 @@
+// The subcommands of the `kernelarc` executable. Each registers its flags on the CLI11 app and
+// returns the function that runs it (returning the process exit code).
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace kernelarc {
+
+using CommandRunner = std::function<int()>;
+
+CommandRunner add_eval_command(CLI::App& app);
+CommandRunner add_worker_command(CLI::App& app);
+CommandRunner add_calibrate_command(CLI::App& app);
+
+}  // namespace kernelarc

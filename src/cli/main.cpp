@@ -1,0 +1,39 @@
+// kernelarc: optimizes compute kernels autonomously. This file only dispatches subcommands and
+// turns errors into exit codes: 2 for bad input (the message says what to fix), 3 for an
+// internal failure.
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kernelarc: autonomous compute-kernel optimization with a hack-proof benchmark guard"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, kernelarc::CommandRunner> runners;
+  auto add = [&](auto add_command) {
+    const auto before = app.get_subcommands({});
+    auto runner = add_command(app);
+    for (auto* sub : app.get_subcommands({})) {
+      if (std::find(before.begin(), before.end(), sub) == before.end()) runners[sub] = runner;
+    }
+  };
+  add(kernelarc::add_eval_command);
+  add(kernelarc::add_calibrate_command);
+  add(kernelarc::add_worker_command);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  }
+  try {
+    for (auto* sub : app.get_subcommands()) return runners.at(sub)();
+  } catch (const kernelarc::InputError& error) {
+    std::cerr << "error: " << error.what() << '\n';
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "internal error: " << error.what() << '\n';
+    return 3;
+  }
+  return 0;
+}

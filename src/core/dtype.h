@@ -1,0 +1,62 @@
+// Element types and their conversions.
+//
+// The low-precision formats (bf16, fp16, fp8 e4m3fn, fp8 e5m2) are converted in software with
+// round-to-nearest-even, matching PyTorch's casts bit for bit, so the guard can compare and
+// generate tensors without a GPU or a compiler extension.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "kernelarc/abi.h"
+
+namespace kernelarc {
+
+enum class DType : int {
+  Float64 = KA_FLOAT64,
+  Float32 = KA_FLOAT32,
+  Float16 = KA_FLOAT16,
+  BFloat16 = KA_BFLOAT16,
+  Float8E4M3FN = KA_FLOAT8_E4M3FN,
+  Float8E5M2 = KA_FLOAT8_E5M2,
+  Int8 = KA_INT8,
+  Int16 = KA_INT16,
+  Int32 = KA_INT32,
+  Int64 = KA_INT64,
+  UInt8 = KA_UINT8,
+  Bool = KA_BOOL,
+};
+
+/// Name as written in definition.json ("bfloat16", "float8_e4m3fn", "bool", ...).
+std::string_view dtype_name(DType dtype);
+/// Inverse of dtype_name; nullopt for an unknown name.
+std::optional<DType> dtype_from_name(std::string_view name);
+/// Name in a safetensors header ("BF16", "F8_E4M3", ...).
+std::string_view dtype_safetensors_name(DType dtype);
+std::optional<DType> dtype_from_safetensors_name(std::string_view name);
+/// The comma-separated list of accepted definition.json names, for error messages.
+std::string_view dtype_accepted_names();
+
+std::size_t dtype_size(DType dtype);
+bool dtype_is_floating(DType dtype);
+
+float bf16_to_float(uint16_t bits);
+uint16_t float_to_bf16(float value);
+float fp16_to_float(uint16_t bits);
+uint16_t float_to_fp16(float value);
+/// e4m3fn has no infinities: like PyTorch, values beyond +-448 become NaN.
+float fp8_e4m3fn_to_float(uint8_t bits);
+uint8_t float_to_fp8_e4m3fn(float value);
+/// e5m2 has infinities: values beyond +-57344 become +-inf.
+float fp8_e5m2_to_float(uint8_t bits);
+uint8_t float_to_fp8_e5m2(float value);
+
+/// Reads one element of the given type as a double (exact for every type but int64 beyond 2^53).
+double load_element(DType dtype, const void* element);
+/// Writes one element, converting (round-to-nearest-even for floats, truncation toward zero and
+/// wrap-around for integers, != 0 for bool).
+void store_element(DType dtype, void* element, double value);
+
+}  // namespace kernelarc

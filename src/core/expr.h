@@ -1,0 +1,31 @@
+// The integer expression language of definition.json: `expr` axes ("hidden_size // 128") and
+// `constraints` ("H_qo == H_kv * H_r"). Python semantics on integers: + - * // % ** with floor
+// division and floored modulo, `/` only when it divides exactly, unary -, parentheses,
+// comparisons (== != < <= > >=, chained as in Python) and `and` / `or` / `not`, whose results
+// are 0 or 1.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace kernelarc {
+
+using AxisValues = std::map<std::string, int64_t, std::less<>>;
+
+/// A syntax or evaluation error; what() names the position and the problem, e.g.
+/// "at column 7: unknown variable 'hiden_size'".
+class ExprError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+int64_t evaluate_expr(std::string_view expression, const AxisValues& variables);
+/// The variable names an expression mentions (throws ExprError on a syntax error).
+std::set<std::string> expr_variables(std::string_view expression);
+
+}  // namespace kernelarc

@@ -1,0 +1,151 @@
+// The problem format: SOL-ExecBench / FlashInfer-Bench definition.json, workload.jsonl and
+// solution.json, read natively. kernelarc's own fields live under the "kernelarc" key of a
+// definition or a solution (see docs/FORMAT.md).
+//
+// Every loader validates fully and raises InputError naming the file, the line (for JSONL) or
+// field path, and what was expected; nothing malformed gets past it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/expr.h"
+
+namespace kernelarc {
+
+using OrderedJson = nlohmann::ordered_json;
+
+enum class AxisKind { Const, Var, Expr };
+
+struct Axis {
+  std::string name;
+  AxisKind kind = AxisKind::Var;
+  int64_t value = 0;       ///< for Const
+  std::string expression;  ///< for Expr
+};
+
+struct TensorSpec {
+  std::string name;
+  /// Axis names; nullopt for a Python scalar (shape null), empty for a 0-D tensor.
+  std::optional<std::vector<std::string>> shape;
+  DType dtype = DType::Float32;
+  std::string description;
+
+  bool is_scalar() const { return !shape.has_value(); }
+};
+
+/// kernelarc's extension fields of a definition ("kernelarc": {...}).
+struct DefinitionExtension {
+  std::string op_family;  ///< e.g. "rmsnorm", "softmax", "gemm"; maps the problem to templates
+  std::string flops;      ///< expression over axes; empty = not given
+  std::string bytes;      ///< unique bytes read + written, expression over axes; empty = derived
+  /// solution.json of a native reference, relative to the problem directory; empty = none.
+  std::string native_reference;
+};
+
+struct Definition {
+  std::string name;
+  std::string op_type;
+  std::string description;
+  std::vector<Axis> axes;
+  std::vector<std::string> constraints;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::string reference;                 ///< Python source defining run(...)
+  std::string custom_inputs_entrypoint;  ///< empty = none
+  DefinitionExtension ext;
+  OrderedJson raw;                       ///< the file as read, for hashing and export
+  std::filesystem::path path;
+
+  const Axis* find_axis(std::string_view name) const;
+};
+
+enum class InputKind { Random, Scalar, Safetensors, Custom };
+
+struct WorkloadInput {
+  InputKind kind = InputKind::Random;
+  double scalar_value = 0;  ///< for Scalar
+  std::string path;         ///< for Safetensors, relative to the problem directory
+  std::string tensor_key;   ///< for Safetensors
+};
+
+/// SOL-ExecBench's per-workload tolerance; the defaults are SOL-ExecBench's.
+struct Tolerance {
+  double max_atol = 1e-2;
+  double max_rtol = 1e-2;
+  double required_matched_ratio = 0.99;
+  std::optional<double> max_error_cap;
+  bool allow_negative_inf = false;
+};
+
+struct Workload {
+  std::string uuid;
+  AxisValues axes;  ///< the var axes only, as written
+  std::map<std::string, WorkloadInput> inputs;
+  Tolerance tolerance;
+  OrderedJson raw;  ///< the bare workload object as read
+  int line = 0;     ///< 1-based line in workload.jsonl
+};
+
+struct SourceFile {
+  std::string path;  ///< relative, no "..", unique
+  std::string content;
+};
+
+struct Solution {
+  std::string name;
+  std::string definition;
+  std::string author;
+  std::string description;
+  std::vector<std::string> languages;  ///< "cpp" (CPU) or "cuda_cpp"/"cuda" (CUDA), ...
+  std::vector<std::string> target_hardware;
+  std::string entry_file;    ///< the part of entry_point before "::"
+  std::string entry_symbol;  ///< the part after "::"
+  bool destination_passing_style = true;
+  std::vector<std::string> cflags;
+  std::vector<std::string> cuda_cflags;
+  std::vector<std::string> ld_flags;
+  std::string binding;  ///< spec.binding ("torch", "tvm-ffi"); empty = not given (kernelarc ABI)
+  std::vector<SourceFile> sources;
+  OrderedJson ext;  ///< the "kernelarc" object, {} when absent
+  std::filesystem::path path;
+};
+
+struct Problem {
+  std::filesystem::path dir;
+  Definition definition;
+  std::vector<Workload> workloads;
+};
+
+Definition parse_definition(const OrderedJson& json, const std::string& where);
+Definition load_definition(const std::filesystem::path& path);
+/// Reads workload.jsonl: bare workloads (SOL-ExecBench) or trace-wrapped lines (FlashInfer-Bench,
+/// {"definition":..,"workload":{..}}). Empty lines are skipped. Each workload is validated
+/// against the definition (every var axis given, no unknown axis or input, custom inputs all or
+/// none, constraints hold).
+std::vector<Workload> load_workloads(const std::filesystem::path& path, const Definition& def);
+/// Loads <dir>/definition.json and <dir>/workload.jsonl.
+Problem load_problem(const std::filesystem::path& dir);
+
+/// Reads a solution.json (or a directory holding one). A source given as {"path", "content"} is
+/// used as is; {"path"} alone is read from the file beside solution.json.
+Solution load_solution(const std::filesystem::path& path);
+Solution parse_solution(const OrderedJson& json, const std::string& where,
+                        const std::filesystem::path& base_dir);
+/// SOL-ExecBench form, sources inline.
+OrderedJson solution_to_json(const Solution& solution);
+
+/// Every axis value for a workload: const, var (from the workload) and expr (evaluated in
+/// dependency order). Throws InputError on a missing or negative value, a cyclic or failing
+/// expression, or a constraint that does not hold.
+AxisValues resolve_axes(const Definition& def, const Workload& workload);
+/// Concrete shape of a tensor ({} for scalars and 0-D tensors).
+std::vector<int64_t> resolve_shape(const TensorSpec& spec, const AxisValues& axes);
+
+}  // namespace kernelarc

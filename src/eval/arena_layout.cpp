@@ -1,0 +1,84 @@
+#include "eval/arena_layout.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace kernelarc {
+
+namespace {
+
+constexpr std::size_t kAlignment = 256;
+
+std::size_t align_up(std::size_t value) { return (value + kAlignment - 1) / kAlignment * kAlignment; }
+
+std::size_t tensor_bytes(const ArenaTensor& tensor) {
+  return static_cast<std::size_t>(shape_numel(tensor.shape)) * dtype_size(tensor.dtype);
+}
+
+ArenaTensor place(const TensorSpec& spec, const AxisValues& axes, std::size_t& cursor) {
+  ArenaTensor tensor{spec.dtype, resolve_shape(spec, axes), align_up(cursor)};
+  cursor = tensor.offset + tensor_bytes(tensor);
+  return tensor;
+}
+
+const HostTensor& find_input(const TensorMap& inputs, const TensorSpec& spec,
+                             const ArenaTensor& slot) {
+  const auto it = inputs.find(spec.name);
+  if (it == inputs.end()) {
+    throw InternalError("oracle data lacks input '" + spec.name + "'");
+  }
+  if (it->second.dtype != slot.dtype || it->second.shape != slot.shape) {
+    throw InternalError("oracle data for input '" + spec.name + "' is " +
+                        std::string(dtype_name(it->second.dtype)) +
+                        shape_to_string(it->second.shape) + ", expected " +
+                        std::string(dtype_name(slot.dtype)) + shape_to_string(slot.shape));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+ArenaLayout make_arena_layout(const Definition& def, const AxisValues& axes) {
+  ArenaLayout layout;
+  std::size_t cursor = 0;
+  for (const auto& spec : def.inputs) layout.inputs.push_back(place(spec, axes, cursor));
+  for (const auto& spec : def.outputs) layout.outputs.push_back(place(spec, axes, cursor));
+  layout.bytes = align_up(std::max<std::size_t>(cursor, 1));
+  return layout;
+}
+
+void write_inputs(std::span<std::byte> arena, const ArenaLayout& layout, const Definition& def,
+                  const TensorMap& inputs) {
+  for (std::size_t i = 0; i < def.inputs.size(); ++i) {
+    const auto& tensor = find_input(inputs, def.inputs[i], layout.inputs[i]);
+    std::memcpy(arena.data() + layout.inputs[i].offset, tensor.bytes.data(), tensor.nbytes());
+  }
+}
+
+TensorMap read_outputs(std::span<const std::byte> arena, const ArenaLayout& layout,
+                       const Definition& def) {
+  TensorMap outputs;
+  for (std::size_t i = 0; i < def.outputs.size(); ++i) {
+    const auto& slot = layout.outputs[i];
+    HostTensor tensor(slot.dtype, slot.shape);
+    std::memcpy(tensor.bytes.data(), arena.data() + slot.offset, tensor.nbytes());
+    outputs.emplace(def.outputs[i].name, std::move(tensor));
+  }
+  return outputs;
+}
+
+std::optional<std::string> find_modified_input(std::span<const std::byte> arena,
+                                               const ArenaLayout& layout, const Definition& def,
+                                               const TensorMap& inputs) {
+  for (std::size_t i = 0; i < def.inputs.size(); ++i) {
+    const auto& tensor = find_input(inputs, def.inputs[i], layout.inputs[i]);
+    if (std::memcmp(arena.data() + layout.inputs[i].offset, tensor.bytes.data(),
+                    tensor.nbytes()) != 0) {
+      return def.inputs[i].name;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,38 @@
+// SOL-ExecBench's correctness rule, applied in the parent to what the worker wrote.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/problem.h"
+#include "core/tensor.h"
+
+namespace kernelarc {
+
+struct CompareResult {
+  bool passed = false;
+  double max_absolute_error = 0;
+  /// |d| / max(|ref|, max_atol), SOL-ExecBench's reported relative error.
+  double max_relative_error = 0;
+  double matched_ratio = 0;
+  bool has_nan = false;
+  bool has_inf = false;
+  /// Why it failed, for the trace log ("3 of 4096 elements are NaN", ...); empty when passed.
+  std::string reason;
+};
+
+/// Element e passes iff |out - ref| <= max_atol + max_rtol * |ref|; the output passes iff the
+/// matched ratio reaches required_matched_ratio, no error exceeds max_error_cap (when set), and
+/// neither tensor holds NaN or Inf (matching -inf is allowed with allow_negative_inf). An all-zero
+/// output fails when the reference is not all zero. Shapes and dtypes must already agree.
+CompareResult compare_output(const HostTensor& output, const HostTensor& reference,
+                             const Tolerance& tolerance);
+
+/// Number of elements of `output` whose bytes still equal the poison element pattern.
+int64_t count_poisoned(const HostTensor& output, const std::vector<uint8_t>& poison);
+
+/// The poison element for a dtype: a quiet NaN for floating types, 0xA5.. / 0x5A.. alternating
+/// with `variant` for integer types (so an unwritten integer output fails either way).
+std::vector<uint8_t> poison_pattern(DType dtype, int variant);
+
+}  // namespace kernelarc

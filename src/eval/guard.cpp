@@ -1,0 +1,148 @@
+#include "eval/guard.h"
+
+
+#include <fmt/format.h>
+
+#include "backend/worker.h"
+#include "core/error.h"
+#include "eval/solution_build.h"
+#include "eval/speed_of_light.h"
+#include "eval/workload_run.h"
+
+namespace kernelarc {
+
+namespace {
+
+std::vector<const Workload*> select_workloads(const Problem& problem,
+                                              std::span<const Workload> workloads) {
+  std::vector<const Workload*> selected;
+  if (workloads.empty()) {
+    for (const auto& workload : problem.workloads) selected.push_back(&workload);
+  } else {
+    for (const auto& workload : workloads) selected.push_back(&workload);
+  }
+  return selected;
+}
+
+}  // namespace
+
+struct Guard::Impl {
+  Impl(const GuardOptions& options, Oracle& oracle)
+      : oracle(oracle), worker(WorkerOptions{.device = options.device,
+                                             .executable = options.worker_executable,
+                                             .call_timeout = options.call_timeout,
+                                             .memory_limit_bytes = options.memory_limit_bytes,
+                                             .log_path = {}}) {}
+
+  Oracle& oracle;
+  Worker worker;
+  std::string device_description;
+  std::optional<Calibration> calibration;
+  bool calibration_loaded = false;
+};
+
+Guard::Guard(GuardOptions options, Oracle& oracle)
+    : options_(std::move(options)), impl_(std::make_unique<Impl>(options_, oracle)) {}
+
+Guard::~Guard() = default;
+
+std::optional<double> Guard::baseline_median(const Problem& problem, const Workload& workload,
+                                             Baseline baseline, Trace& trace) {
+  const auto timing = impl_->oracle.reference_timing(problem, workload, baseline);
+  const std::string note =
+      timing ? timing->note : impl_->oracle.timing_unavailable_reason(problem, workload, baseline);
+  if (!note.empty()) {
+    trace.baseline_note += (trace.baseline_note.empty() ? "" : "; ") +
+                           std::string(baseline_name(baseline)) + ": " + note;
+  }
+  if (!timing || timing->times_ns.empty()) return std::nullopt;
+  return summarize(timing->times_ns).median * 1e-6;
+}
+
+std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solution,
+                                   std::span<const Workload> workloads) {
+  if (solution.definition != problem.definition.name) {
+    throw_input_error(solution.path.string(), "definition",
+                      fmt::format("the solution is for '{}', but the problem is '{}'",
+                                  solution.definition, problem.definition.name));
+  }
+  const auto selected = select_workloads(problem, workloads);
+  if (!impl_->calibration_loaded) {
+    impl_->calibration = load_calibration(options_.workspace, options_.device);
+    impl_->calibration_loaded = true;
+  }
+
+  OrderedJson environment;
+  const auto build = build_solution(solution, options_);
+  environment["compiler"] = build.compiler;
+  environment["oracle"] = impl_->oracle.description();
+
+  std::vector<Trace> traces;
+  auto new_trace = [&](const Workload& workload) {
+    Trace trace;
+    trace.definition = problem.definition.name;
+    trace.solution = solution.name;
+    trace.workload = workload.raw;
+    trace.timestamp = utc_timestamp();
+    trace.environment = environment;
+    trace.extra["build"] = {{"cached", build.cached}, {"seconds", build.seconds},
+                            {"key", build.cache_key}};
+    return trace;
+  };
+  if (!build.ok) {
+    for (const auto* workload : selected) {
+      auto trace = new_trace(*workload);
+      trace.status = EvalStatus::CompileError;
+      trace.log = build.log;
+      traces.push_back(std::move(trace));
+    }
+    return traces;
+  }
+
+  impl_->oracle.prepare(problem, options_.correctness_trials + 1);
+  const auto loaded = impl_->worker.load(build.library, build.symbol);
+  if (impl_->device_description.empty() && loaded.outcome == CallOutcome::Ok) {
+    impl_->device_description = impl_->worker.device_description();
+  }
+  environment["hardware"] = impl_->device_description;
+
+  for (const auto* workload : selected) {
+    auto trace = new_trace(*workload);
+    traces.push_back(std::move(trace));
+    Trace& current = traces.back();
+    if (const auto error = impl_->oracle.reference_error(problem, *workload)) {
+      current.status = EvalStatus::InvalidReference;
+      current.log = *error;
+      continue;
+    }
+    if (loaded.outcome != CallOutcome::Ok) {
+      current.status = EvalStatus::RuntimeError;
+      current.log = fmt::format("could not load the solution: {}: {}",
+                                call_outcome_name(loaded.outcome), loaded.message);
+      continue;
+    }
+    WorkloadRun run(options_, problem, *workload, solution, impl_->oracle, impl_->worker, current);
+    if (!run.check_correctness() || !run.measure()) continue;
+
+    const auto bound = speed_of_light(problem.definition, resolve_axes(problem.definition, *workload),
+                                      impl_->calibration);
+    current.sol_ms = bound.ms;
+    current.sol_note = bound.note;
+    if (bound.ms && current.latency_ms->median < options_.sol_margin * *bound.ms) {
+      current.status = EvalStatus::RewardHack;
+      current.log = fmt::format(
+          "median {:.4f} ms is below the speed-of-light bound {:.4f} ms ({}): impossible",
+          current.latency_ms->median, *bound.ms, bound.note);
+      continue;
+    }
+    if (options_.time_baselines) {
+      current.eager_ms = baseline_median(problem, *workload, Baseline::Eager, current);
+      if (options_.device != "cpu") {
+        current.compiled_ms = baseline_median(problem, *workload, Baseline::Compiled, current);
+      }
+    }
+  }
+  return traces;
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,67 @@
+// The benchmark guard: builds a solution, runs it in an isolated worker, checks correctness
+// against the oracle in this (the parent) process, times it, and returns one Trace per workload.
+//
+// Deterministic: the same problem, solution binary, options and seed give the same verdicts.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/cpu_compiler.h"
+#include "core/problem.h"
+#include "eval/trace.h"
+#include "oracle/oracle.h"
+
+namespace kernelarc {
+
+struct GuardOptions {
+  std::string device = "cpu";  ///< "cpu" or "cuda:N"
+  std::filesystem::path workspace = ".kernelarc";  ///< build cache, calibration
+  int correctness_trials = 10;  ///< fresh input draws per workload (SOL-ExecBench: 10)
+  int warmup = 3;               ///< untimed calls before timing
+  int iterations = 50;          ///< timed calls at most
+  int min_iterations = 10;      ///< timed calls at least, whatever the budget
+  double timing_budget_s = 2.0;  ///< per workload; caps iterations for slow kernels
+  uint64_t seed = 200;
+  std::chrono::milliseconds call_timeout{10'000};  ///< one call longer than this is a hang
+  std::size_t memory_limit_bytes = std::size_t{16} << 30;  ///< worker RLIMIT_AS (CPU)
+  /// The kernelarc executable that hosts workers; empty = this process's.
+  std::filesystem::path worker_executable;
+  CpuCompileOptions cpu_compile;
+  bool time_baselines = true;  ///< time the PyTorch reference (eager; compiled on CUDA)
+  /// A median below sol_margin x T_SOL is rejected as impossible (the margin absorbs the error
+  /// of the calibrated ceilings).
+  double sol_margin = 0.8;
+};
+
+class Guard {
+ public:
+  Guard(GuardOptions options, Oracle& oracle);
+  ~Guard();
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+
+  /// Evaluates `solution` on `workloads` (all of the problem's when empty). A failing candidate
+  /// gives failing traces, never an exception; InputError only for unusable input (a solution
+  /// for another definition, an unsupported language for the device).
+  std::vector<Trace> evaluate(const Problem& problem, const Solution& solution,
+                              std::span<const Workload> workloads = {});
+
+  const GuardOptions& options() const { return options_; }
+
+ private:
+  /// Median of a PyTorch baseline in ms; notes how it was measured (or why not) in the trace.
+  std::optional<double> baseline_median(const Problem& problem, const Workload& workload,
+                                        Baseline baseline, Trace& trace);
+
+  struct Impl;
+  GuardOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kernelarc

@@ -1,0 +1,100 @@
+#include "eval/trace.h"
+
+#include <algorithm>
+
+namespace kernelarc {
+
+std::string_view status_name(EvalStatus status) {
+  switch (status) {
+    case EvalStatus::Passed: return "PASSED";
+    case EvalStatus::IncorrectShape: return "INCORRECT_SHAPE";
+    case EvalStatus::IncorrectNumerical: return "INCORRECT_NUMERICAL";
+    case EvalStatus::IncorrectDtype: return "INCORRECT_DTYPE";
+    case EvalStatus::RuntimeError: return "RUNTIME_ERROR";
+    case EvalStatus::CompileError: return "COMPILE_ERROR";
+    case EvalStatus::Timeout: return "TIMEOUT";
+    case EvalStatus::RewardHack: return "REWARD_HACK";
+    case EvalStatus::InvalidReference: return "INVALID_REFERENCE";
+  }
+  return "UNKNOWN";
+}
+
+std::optional<double> Trace::baseline_ms() const {
+  if (eager_ms && compiled_ms) return std::min(*eager_ms, *compiled_ms);
+  return eager_ms ? eager_ms : compiled_ms;
+}
+
+std::optional<double> Trace::sol_score() const {
+  const auto baseline = baseline_ms();
+  if (!latency_ms || !baseline || !sol_ms || status != EvalStatus::Passed) return std::nullopt;
+  const double headroom = *baseline - *sol_ms;
+  if (headroom <= 0) return latency_ms->median <= *sol_ms ? 1.0 : 0.0;
+  return 1.0 / (1.0 + (latency_ms->median - *sol_ms) / headroom);
+}
+
+namespace {
+
+OrderedJson optional_number(const std::optional<double>& value) {
+  return value ? OrderedJson(*value) : OrderedJson(nullptr);
+}
+
+OrderedJson summary_to_json(const TimingSummary& summary) {
+  return {{"samples", summary.samples}, {"median", summary.median}, {"ci95_low", summary.ci_low},
+          {"ci95_high", summary.ci_high}, {"p10", summary.p10},     {"p90", summary.p90},
+          {"min", summary.min},           {"max", summary.max},     {"mean", summary.mean}};
+}
+
+}  // namespace
+
+OrderedJson trace_to_json(const Trace& trace) {
+  OrderedJson evaluation;
+  evaluation["status"] = status_name(trace.status);
+  evaluation["log"] = trace.log;
+  if (trace.correctness) {
+    evaluation["correctness"] = {{"max_relative_error", trace.correctness->max_relative_error},
+                                 {"max_absolute_error", trace.correctness->max_absolute_error},
+                                 {"has_nan", trace.correctness->has_nan},
+                                 {"has_inf", trace.correctness->has_inf}};
+  } else {
+    evaluation["correctness"] = nullptr;
+  }
+  if (trace.status == EvalStatus::Passed && trace.latency_ms) {
+    const auto reference = trace.eager_ms;
+    evaluation["performance"] = {
+        {"latency_ms", trace.latency_ms->median},
+        {"reference_latency_ms", optional_number(reference)},
+        {"speedup_factor",
+         reference ? OrderedJson(*reference / trace.latency_ms->median) : OrderedJson(nullptr)}};
+  } else {
+    evaluation["performance"] = nullptr;
+  }
+  evaluation["environment"] = trace.environment;
+  evaluation["timestamp"] = trace.timestamp;
+
+  OrderedJson ours;
+  ours["trials"] = trace.trials;
+  ours["trials_passed"] = trace.trials_passed;
+  ours["audit_passed"] = trace.audit_passed;
+  ours["matched_ratio"] =
+      trace.correctness ? OrderedJson(trace.correctness->matched_ratio) : OrderedJson(nullptr);
+  ours["clock"] = trace.clock;
+  ours["latency_ms"] = trace.latency_ms ? summary_to_json(*trace.latency_ms) : OrderedJson(nullptr);
+  ours["samples_ms"] = trace.samples_ms;
+  ours["baselines"] = {{"eager_ms", optional_number(trace.eager_ms)},
+                       {"compiled_ms", optional_number(trace.compiled_ms)},
+                       {"note", trace.baseline_note}};
+  ours["sol"] = {{"t_sol_ms", optional_number(trace.sol_ms)},
+                 {"score", optional_number(trace.sol_score())},
+                 {"note", trace.sol_note}};
+  ours["extra"] = trace.extra;
+
+  OrderedJson json;
+  json["definition"] = trace.definition;
+  json["solution"] = trace.solution;
+  json["workload"] = trace.workload;
+  json["evaluation"] = std::move(evaluation);
+  json["kernelarc"] = std::move(ours);
+  return json;
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,48 @@
+// Evaluates one loaded solution on one workload: correctness trials, then the timed loop with
+// its hidden audit run. Used by the Guard; separate so each step reads as a list.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backend/worker.h"
+#include "core/problem.h"
+#include "eval/arena_layout.h"
+#include "eval/guard.h"
+#include "eval/trace.h"
+#include "oracle/oracle.h"
+
+namespace kernelarc {
+
+class WorkloadRun {
+ public:
+  WorkloadRun(const GuardOptions& options, const Problem& problem, const Workload& workload,
+              const Solution& solution, Oracle& oracle, Worker& worker, Trace& trace);
+
+  /// Runs every correctness trial; false (with the trace's status and log set) on the first
+  /// failure.
+  bool check_correctness();
+  /// Times the solution with an audit run at a point chosen from the seed; false (with status
+  /// and log set) when the audit output is wrong, the launches vary or threads were started.
+  bool measure();
+
+ private:
+  ExecuteRequest make_request(int poison_variant) const;
+  /// Sets status/log for a worker outcome other than Ok; returns false then.
+  bool accept_outcome(const ExecuteResult& result, const std::string& during);
+  /// Compares the arena's outputs with the expected ones; sets status/log on failure.
+  bool check_outputs(const TensorMap& expected, int poison_variant, const std::string& during);
+  ExecuteResult run_chunk(int warmup, int iterations, bool copy_back);
+
+  const GuardOptions& options_;
+  const Problem& problem_;
+  const Workload& workload_;
+  Oracle& oracle_;
+  Worker& worker_;
+  Trace& trace_;
+  ArenaLayout layout_;
+  std::size_t workspace_bytes_ = 0;
+  uint64_t stream_seed_ = 0;
+};
+
+}  // namespace kernelarc

@@ -1,0 +1,352 @@
+#include "oracle/oracle.h"
+
+#include <unistd.h>
+
+#include <atomic>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/safetensors.h"
+#include "oracle/input_generator.h"
+#include "oracle/native_reference.h"
+#include "oracle/oracle_cache.h"
+#include "oracle/python_bridge.h"
+
+namespace kernelarc {
+
+namespace {
+
+// Bump when the C++ input generator changes what it draws: cached native entries then miss.
+constexpr std::string_view kNativeGeneratorVersion = "native-generator-1";
+
+bool has_native_reference(const Problem& problem) {
+  return !problem.definition.ext.native_reference.empty();
+}
+
+std::string raw_or_parsed(const Problem& problem) {
+  const OrderedJson& raw = problem.definition.raw;
+  return raw.is_null() ? definition_to_job_json(problem.definition).dump() : raw.dump();
+}
+
+std::string workload_identity(const Workload& workload) {
+  return workload.raw.is_null() ? workload.uuid : workload.raw.dump();
+}
+
+std::string error_key(const Problem& problem, const Workload& workload) {
+  return problem.dir.string() + "\n" + problem.definition.name + "\n" + workload.uuid;
+}
+
+/// Checks that a cache file holds exactly the tensors a definition promises.
+void check_tensors(const TensorMap& tensors, const std::vector<TensorSpec>& specs,
+                   const AxisValues& axes, const std::filesystem::path& path) {
+  for (const TensorSpec& spec : specs) {
+    auto found = tensors.find(spec.name);
+    std::vector<int64_t> shape = resolve_shape(spec, axes);
+    if (found == tensors.end()) {
+      throw_input_error(path.string(), spec.name, "tensor missing");
+    }
+    if (found->second.dtype != spec.dtype || found->second.shape != shape) {
+      throw_input_error(path.string(), spec.name,
+                        "expected " + std::string(dtype_name(spec.dtype)) + " " +
+                            shape_to_string(shape) + ", found " +
+                            std::string(dtype_name(found->second.dtype)) + " " +
+                            shape_to_string(found->second.shape));
+    }
+  }
+}
+
+std::filesystem::path scratch_path(const std::filesystem::path& cache_dir) {
+  static std::atomic<int> counter{0};
+  return cache_dir / ".scratch" / (std::to_string(getpid()) + "-" + std::to_string(++counter));
+}
+
+}  // namespace
+
+std::string_view baseline_name(Baseline baseline) {
+  return baseline == Baseline::Eager ? "eager" : "compiled";
+}
+
+struct Oracle::Entry {
+  std::filesystem::path inputs;
+  std::filesystem::path expected;
+  std::filesystem::path error;
+  uint64_t seed = 0;
+
+  bool complete() const {
+    return std::filesystem::exists(expected) && std::filesystem::exists(inputs);
+  }
+};
+
+Oracle::Oracle(OracleOptions options)
+    : options_(std::move(options)),
+      python_(
+          std::make_unique<PythonBridge>(options_.python, options_.device, options_.job_timeout)) {}
+
+Oracle::~Oracle() = default;
+
+NativeReference& Oracle::native(const Problem& problem) const {
+  std::string key = problem.dir.string() + "\n" + problem.definition.name;
+  auto& slot = natives_[key];
+  if (!slot) {
+    slot = std::make_unique<NativeReference>(problem, options_.cache_dir / ".native-build",
+                                             options_.worker_executable);
+  }
+  return *slot;
+}
+
+std::string Oracle::mode_tag(const Problem& problem) const {
+  if (has_native_reference(problem)) {
+    return std::string(kNativeGeneratorVersion) + "\n" + native(problem).identity();
+  }
+  return "python\n" + oracle_script_version();
+}
+
+std::filesystem::path Oracle::problem_cache_dir(const Problem& problem) const {
+  return options_.cache_dir / cache_dir_name(problem.definition.name);
+}
+
+Oracle::Entry Oracle::entry(const Problem& problem, const Workload& workload, int trial) const {
+  std::string key = ContentHasher()
+                        .add("kernelarc-oracle-trial-1")
+                        .add(mode_tag(problem))
+                        .add(raw_or_parsed(problem))
+                        .add(workload_identity(workload))
+                        .add(std::to_string(trial))
+                        .add(std::to_string(options_.seed))
+                        .add(options_.device)
+                        .hex();
+  auto base = problem_cache_dir(problem) / key;
+  Entry entry;
+  entry.inputs = base.string() + ".inputs.safetensors";
+  entry.expected = base.string() + ".expected.safetensors";
+  entry.error = base.string() + ".error.json";
+  entry.seed = derive_seed(options_.seed, workload.uuid, trial);
+  return entry;
+}
+
+std::filesystem::path Oracle::timing_path(const Problem& problem, const Workload& workload,
+                                          Baseline baseline) const {
+  std::string key = ContentHasher()
+                        .add("kernelarc-oracle-timing-1")
+                        .add(mode_tag(problem))
+                        .add(raw_or_parsed(problem))
+                        .add(workload_identity(workload))
+                        .add(baseline_name(baseline))
+                        .add(options_.device)
+                        .add(std::to_string(options_.seed))
+                        .add(std::to_string(options_.warmup))
+                        .add(std::to_string(options_.iterations))
+                        .hex();
+  return problem_cache_dir(problem) / (key + ".timing.json");
+}
+
+void Oracle::prepare(const Problem& problem, int trials) {
+  std::vector<Missing> missing;
+  for (const Workload& workload : problem.workloads) {
+    for (int trial = 0; trial < trials; ++trial) {
+      Entry cached = entry(problem, workload, trial);
+      if (cached.complete()) continue;
+      if (auto error = read_cached_error(cached.error)) {
+        errors_[error_key(problem, workload)] = *error;
+        continue;
+      }
+      missing.push_back({&workload, trial});
+    }
+  }
+  generate(problem, missing);
+}
+
+void Oracle::generate(const Problem& problem, const std::vector<Missing>& missing) {
+  if (missing.empty()) return;
+  std::filesystem::create_directories(problem_cache_dir(problem));
+  if (has_native_reference(problem)) {
+    generate_native(problem, missing);
+  } else {
+    generate_python(problem, missing);
+  }
+}
+
+void Oracle::record_error(const Problem& problem, const Workload& workload, int trial,
+                          const std::string& message, bool cache) {
+  errors_[error_key(problem, workload)] = message;
+  if (cache)
+    write_cached_error(entry(problem, workload, trial).error, workload.uuid, trial, message);
+}
+
+void Oracle::generate_python(const Problem& problem, const std::vector<Missing>& missing) {
+  std::vector<PythonTrialJob> jobs;
+  for (const auto& [workload, trial] : missing) {
+    Entry target = entry(problem, *workload, trial);
+    jobs.push_back({"t" + std::to_string(jobs.size()), workload, trial, target.seed, target.inputs,
+                    target.expected});
+  }
+  auto outcomes = python_->run(problem, jobs, {}, scratch_path(options_.cache_dir));
+  for (const PythonTrialJob& job : jobs) {
+    const PythonJobOutcome& outcome = outcomes.at(job.id);
+    if (!outcome.ok) {
+      record_error(problem, *job.workload, job.trial, outcome.error, outcome.cacheable);
+    } else if (!std::filesystem::exists(job.expected_out)) {
+      record_error(problem, *job.workload, job.trial,
+                   "the oracle script reported success but wrote no " + job.expected_out.string(),
+                   false);
+    }
+  }
+}
+
+void Oracle::generate_native(const Problem& problem, const std::vector<Missing>& missing) {
+  used_native_ = true;
+  NativeReference& reference = native(problem);
+  for (const auto& [workload, trial] : missing) {
+    Entry target = entry(problem, *workload, trial);
+    TensorMap inputs;
+    try {
+      inputs = generate_inputs(problem, *workload, target.seed);
+    } catch (const InputError& error) {
+      // A problem file is at fault, not the reference: report it, but do not cache it.
+      record_error(problem, *workload, trial, error.what(), false);
+      continue;
+    }
+    auto outputs = reference.compute(problem, *workload, inputs);
+    if (auto* error = std::get_if<std::string>(&outputs)) {
+      record_error(problem, *workload, trial, *error, true);
+      continue;
+    }
+    write_safetensors(target.inputs, inputs);
+    // Written last: its presence marks the entry complete.
+    write_safetensors(target.expected, std::get<TensorMap>(outputs));
+  }
+}
+
+std::optional<std::string> Oracle::reference_error(const Problem& problem,
+                                                   const Workload& workload) const {
+  auto seen = errors_.find(error_key(problem, workload));
+  if (seen != errors_.end()) return seen->second;
+  return read_cached_error(entry(problem, workload, 0).error);
+}
+
+TensorMap Oracle::read_entry(const Problem& problem, const Workload& workload, int trial,
+                             bool want_inputs) {
+  Entry cached = entry(problem, workload, trial);
+  auto failed = [&](const std::string& message) {
+    return InputError("the reference failed on workload " + workload.uuid + " (trial " +
+                      std::to_string(trial) + "): " + message);
+  };
+  if (!cached.complete()) {
+    if (auto error = read_cached_error(cached.error)) throw failed(*error);
+    generate(problem, {{&workload, trial}});
+    if (!cached.complete()) {
+      auto seen = errors_.find(error_key(problem, workload));
+      throw failed(seen != errors_.end() ? seen->second : "no output was produced");
+    }
+  }
+  const auto& path = want_inputs ? cached.inputs : cached.expected;
+  AxisValues axes = resolve_axes(problem.definition, workload);
+  try {
+    TensorMap tensors = read_safetensors(path);
+    check_tensors(tensors, want_inputs ? problem.definition.inputs : problem.definition.outputs,
+                  axes, path);
+    return tensors;
+  } catch (const InputError& error) {
+    std::error_code ignored;
+    std::filesystem::remove(cached.expected, ignored);
+    std::filesystem::remove(cached.inputs, ignored);
+    throw InputError("corrupt oracle cache file " + path.string() + " (" + error.what() +
+                     "); it was deleted and the next prepare regenerates it");
+  }
+}
+
+TensorMap Oracle::inputs(const Problem& problem, const Workload& workload, int trial) {
+  return read_entry(problem, workload, trial, true);
+}
+
+TensorMap Oracle::expected(const Problem& problem, const Workload& workload, int trial) {
+  return read_entry(problem, workload, trial, false);
+}
+
+std::optional<ReferenceTiming> Oracle::reference_timing(const Problem& problem,
+                                                        const Workload& workload,
+                                                        Baseline baseline) {
+  auto path = timing_path(problem, workload, baseline);
+  auto cached = read_cached_timing(path, baseline);
+  if (!cached) {
+    std::filesystem::create_directories(problem_cache_dir(problem));
+    if (has_native_reference(problem)) {
+      time_native(problem, workload, baseline);
+    } else {
+      time_python(problem, baseline);
+    }
+    cached = read_cached_timing(path, baseline);
+  }
+  if (!cached) return std::nullopt;
+  return cached->timing;
+}
+
+std::string Oracle::timing_unavailable_reason(const Problem& problem, const Workload& workload,
+                                              Baseline baseline) const {
+  auto cached = read_cached_timing(timing_path(problem, workload, baseline), baseline);
+  if (!cached) return "not measured";
+  return cached->unavailable;
+}
+
+void Oracle::time_python(const Problem& problem, Baseline baseline) {
+  std::vector<PythonTimingJob> jobs;
+  for (const Workload& workload : problem.workloads) {
+    auto path = timing_path(problem, workload, baseline);
+    if (read_cached_timing(path, baseline)) continue;
+    jobs.push_back({"m" + std::to_string(jobs.size()), &workload, baseline, options_.warmup,
+                    options_.iterations, derive_seed(options_.seed, workload.uuid, 0), path});
+  }
+  if (jobs.empty()) return;
+  auto outcomes = python_->run(problem, {}, jobs, scratch_path(options_.cache_dir));
+  for (const PythonTimingJob& job : jobs) {
+    const PythonJobOutcome& outcome = outcomes.at(job.id);
+    if (!outcome.ok && outcome.cacheable) {
+      write_cached_timing(job.out, baseline, {std::nullopt, "reference failed: " + outcome.error});
+    }
+  }
+}
+
+void Oracle::time_native(const Problem& problem, const Workload& workload, Baseline baseline) {
+  used_native_ = true;
+  auto path = timing_path(problem, workload, baseline);
+  auto unavailable = [&](const std::string& why) {
+    write_cached_timing(path, baseline, {std::nullopt, why});
+  };
+  if (baseline == Baseline::Compiled)
+    return unavailable("a native reference has no torch.compile baseline");
+  if (options_.device != "cpu") {
+    return unavailable("the native reference runs on the CPU, not on " + options_.device);
+  }
+  TensorMap trial_inputs;
+  try {
+    trial_inputs = inputs(problem, workload, 0);
+  } catch (const InputError& error) {
+    return unavailable(error.what());
+  }
+  auto timed =
+      native(problem).time(problem, workload, trial_inputs, options_.warmup, options_.iterations);
+  if (auto* error = std::get_if<std::string>(&timed)) return unavailable(*error);
+  auto& measured = std::get<NativeReference::Timing>(timed);
+  ReferenceTiming timing{baseline, std::move(measured.times_ns),
+                         "native reference, " + measured.clock + ", cache flushed"};
+  write_cached_timing(path, baseline, {std::move(timing), ""});
+}
+
+std::string Oracle::description() const {
+  std::string python;
+  if (python_->used() || !used_native_) {
+    try {
+      python = python_->description(scratch_path(options_.cache_dir));
+    } catch (const InputError& error) {
+      if (!used_native_) python = std::string("no usable Python: ") + error.what();
+    }
+  }
+  if (!used_native_) return python;
+  return python.empty() ? "native reference" : python + "; native reference";
+}
+
+int Oracle::python_runs() const {
+  return python_->runs();
+}
+
+}  // namespace kernelarc

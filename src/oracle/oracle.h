@@ -1,0 +1,136 @@
+// The oracle: for each (workload, trial) of a problem, the input tensors and the expected
+// outputs, produced once and cached as safetensors files; and the reference's own timings (the
+// baselines that speedups and SOL scores are measured against).
+//
+// A problem's reference is either its PyTorch `reference` (run by python/kernelarc_oracle.py
+// in one Python process per batch of missing entries) or, when the definition names one under
+// kernelarc.native_reference, a compiled C++ solution run in an isolated worker with inputs
+// generated in C++. Python never runs while candidates are measured: the guard only reads the
+// cache.
+//
+// Cache layout: <cache_dir>/<problem name>/<key>.{inputs,expected}.safetensors, <key>.error.json
+// for a reference that failed, <key>.timing.json for a baseline. Every file is written
+// atomically; an entry counts only when its expected file exists, which is written last.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/problem.h"
+#include "core/tensor.h"
+
+namespace kernelarc {
+
+enum class Baseline { Eager, Compiled };  ///< PyTorch eager / torch.compile
+
+/// "eager" or "compiled".
+std::string_view baseline_name(Baseline baseline);
+
+struct OracleOptions {
+  std::filesystem::path cache_dir;  ///< e.g. <workspace>/oracle
+  /// Empty = detect: $KERNELARC_PYTHON (then only it), else `python3` on PATH, then
+  /// /usr/bin/python3: the first that can `import torch`.
+  std::string python;
+  std::string device = "cpu";  ///< torch device for reference and inputs: "cpu" or "cuda"
+  uint64_t seed = 200;
+  int warmup = 3;  ///< baseline timing
+  int iterations = 20;
+  /// A Python job (one trial or one timing) that makes no progress for this long is killed and
+  /// reported as a reference error; the remaining jobs continue in a fresh interpreter.
+  std::chrono::seconds job_timeout{600};
+  /// The kernelarc executable that hosts native-reference workers; empty = this process's.
+  std::filesystem::path worker_executable;
+};
+
+struct ReferenceTiming {
+  Baseline baseline = Baseline::Eager;
+  std::vector<double> times_ns;
+  /// How it was measured, e.g. "eager, CUDA events, L2 flushed (100 MiB written)".
+  std::string note;
+};
+
+class NativeReference;
+class PythonBridge;
+
+class Oracle {
+ public:
+  explicit Oracle(OracleOptions options);
+  ~Oracle();
+  Oracle(const Oracle&) = delete;
+  Oracle& operator=(const Oracle&) = delete;
+
+  /// Ensures trials [0, trials) of every workload are cached, running at most one Python
+  /// process for everything missing (so torch is imported once). A reference that fails on a
+  /// workload does not throw: reference_error() reports it. Throws InputError if no usable
+  /// Python/torch is found (the message says what was tried and how to set KERNELARC_PYTHON)
+  /// and the problem has no native reference.
+  void prepare(const Problem& problem, int trials);
+  /// Why the reference failed on this workload (on any trial prepared so far, else trial 0).
+  std::optional<std::string> reference_error(const Problem& problem,
+                                             const Workload& workload) const;
+
+  /// Inputs by definition name (scalars as 0-D tensors of their declared dtype) and expected
+  /// outputs by output name; a missing entry is prepared first. Throws InputError naming the
+  /// cache file if it is corrupt (the entry is then deleted so the next prepare regenerates
+  /// it), and InputError with the reference's message if the reference failed on this trial.
+  TensorMap inputs(const Problem& problem, const Workload& workload, int trial);
+  TensorMap expected(const Problem& problem, const Workload& workload, int trial);
+
+  /// Times the reference on the oracle's device with the inputs of trial 0, cached like the
+  /// trials. A Python baseline missing for one workload is measured for every workload of the
+  /// problem that lacks it, in one process. nullopt when the baseline is unavailable;
+  /// timing_unavailable_reason() then says why ("torch.compile unavailable: torch 1.13.0").
+  std::optional<ReferenceTiming> reference_timing(const Problem& problem, const Workload& workload,
+                                                  Baseline baseline);
+  /// Why reference_timing() returned nullopt for this baseline (empty when it did not).
+  std::string timing_unavailable_reason(const Problem& problem, const Workload& workload,
+                                        Baseline baseline) const;
+
+  /// "python 3.11.2, torch 1.13.1 (cpu)" or "native reference" (both, joined by "; ", when
+  /// this oracle served problems of both kinds). May start Python once to find out.
+  std::string description() const;
+
+  /// How many Python processes with torch this oracle has run (failed detection attempts
+  /// are not counted): a fully cached problem costs none.
+  int python_runs() const;
+
+ private:
+  struct Entry;
+  using Missing = std::pair<const Workload*, int>;  ///< (workload, trial)
+
+  Entry entry(const Problem& problem, const Workload& workload, int trial) const;
+  std::filesystem::path problem_cache_dir(const Problem& problem) const;
+  std::filesystem::path timing_path(const Problem& problem, const Workload& workload,
+                                    Baseline baseline) const;
+  /// What produced an entry (script version, or native generator + reference solution).
+  std::string mode_tag(const Problem& problem) const;
+  NativeReference& native(const Problem& problem) const;
+
+  void generate(const Problem& problem, const std::vector<Missing>& missing);
+  void generate_python(const Problem& problem, const std::vector<Missing>& missing);
+  void generate_native(const Problem& problem, const std::vector<Missing>& missing);
+  void record_error(const Problem& problem, const Workload& workload, int trial,
+                    const std::string& message, bool cache);
+  TensorMap read_entry(const Problem& problem, const Workload& workload, int trial,
+                       bool want_inputs);
+  void time_python(const Problem& problem, Baseline baseline);
+  void time_native(const Problem& problem, const Workload& workload, Baseline baseline);
+
+  OracleOptions options_;
+  std::unique_ptr<PythonBridge> python_;
+  /// Loaded lazily, also from const lookups (a cache key needs the solution's content).
+  mutable std::map<std::string, std::unique_ptr<NativeReference>> natives_;
+  /// Reference errors seen by this oracle, by problem + workload uuid.
+  std::map<std::string, std::string> errors_;
+  bool used_native_ = false;
+};
+
+}  // namespace kernelarc

@@ -1,0 +1,321 @@
+#include "oracle/python_bridge.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/paths.h"
+#include "oracle/oracle_cache.h"
+#include "oracle/subprocess.h"
+
+namespace kernelarc {
+
+namespace {
+
+// Exit codes of python/kernelarc_oracle.py.
+constexpr int kExitNoTorch = 3;
+constexpr int kExitNoDevice = 4;
+
+std::filesystem::path script_path() {
+  return data_dir() / "python" / "kernelarc_oracle.py";
+}
+
+// The script and the modules it imports: a change to any of them changes the cache keys.
+constexpr std::string_view kScriptFiles[] = {"kernelarc_oracle.py", "kernelarc_oracle_inputs.py",
+                                             "kernelarc_oracle_tensors.py"};
+
+std::string_view input_kind_name(InputKind kind) {
+  switch (kind) {
+    case InputKind::Scalar:
+      return "scalar";
+    case InputKind::Safetensors:
+      return "safetensors";
+    case InputKind::Custom:
+      return "custom";
+    case InputKind::Random:
+      break;
+  }
+  return "random";
+}
+
+OrderedJson spec_json(const TensorSpec& spec) {
+  OrderedJson json = {
+      {"shape", nullptr}, {"dtype", dtype_name(spec.dtype)}, {"description", spec.description}};
+  if (spec.shape) json["shape"] = *spec.shape;
+  return json;
+}
+
+OrderedJson workload_json(const Workload& workload) {
+  OrderedJson inputs = OrderedJson::object();
+  for (const auto& [name, input] : workload.inputs) {
+    OrderedJson entry = {{"type", input_kind_name(input.kind)}};
+    if (input.kind == InputKind::Scalar) entry["value"] = input.scalar_value;
+    if (input.kind == InputKind::Safetensors) {
+      entry["path"] = input.path;
+      entry["tensor_key"] = input.tensor_key;
+    }
+    inputs[name] = std::move(entry);
+  }
+  return {{"uuid", workload.uuid}, {"axes", workload.axes}, {"inputs", std::move(inputs)}};
+}
+
+std::vector<OrderedJson> read_events(const std::filesystem::path& path) {
+  std::vector<OrderedJson> events;
+  std::ifstream file(path);
+  std::string line;
+  while (std::getline(file, line)) {
+    // A line cut short by a killed interpreter is simply not an event.
+    OrderedJson event = OrderedJson::parse(line, nullptr, false);
+    if (!event.is_discarded() && event.is_object() && event.contains("event")) {
+      events.push_back(std::move(event));
+    }
+  }
+  return events;
+}
+
+const OrderedJson* environment_event(const std::vector<OrderedJson>& events) {
+  for (const OrderedJson& event : events) {
+    if (event["event"] == "env") return &event;
+  }
+  return nullptr;
+}
+
+std::string how_it_ended(const ProcessResult& process) {
+  if (!process.started) return "cannot execute it: " + process.spawn_error;
+  if (process.stopped) return "stopped by the watchdog";
+  if (process.signal != 0) {
+    return "killed by signal " + std::to_string(process.signal) + " (" + strsignal(process.signal) +
+           ")";
+  }
+  return "exit code " + std::to_string(process.exit_code);
+}
+
+/// Removes a directory tree when it goes out of scope, whatever happened.
+struct ScratchDir {
+  std::filesystem::path path;
+  explicit ScratchDir(std::filesystem::path dir) : path(std::move(dir)) {
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
+
+}  // namespace
+
+struct PythonBridge::Launch {
+  ProcessResult process;
+  std::vector<OrderedJson> events;
+  std::string log_tail;
+};
+
+OrderedJson definition_to_job_json(const Definition& definition) {
+  OrderedJson inputs = OrderedJson::object();
+  for (const TensorSpec& spec : definition.inputs) inputs[spec.name] = spec_json(spec);
+  OrderedJson outputs = OrderedJson::object();
+  for (const TensorSpec& spec : definition.outputs) outputs[spec.name] = spec_json(spec);
+  return {{"name", definition.name},
+          {"op_type", definition.op_type},
+          {"inputs", std::move(inputs)},
+          {"outputs", std::move(outputs)},
+          {"reference", definition.reference},
+          {"custom_inputs_entrypoint", definition.custom_inputs_entrypoint}};
+}
+
+const std::string& oracle_script_version() {
+  static const std::string version = [] {
+    ContentHasher hasher;
+    for (std::string_view name : kScriptFiles) {
+      auto path = script_path().parent_path() / name;
+      std::ifstream file(path, std::ios::binary);
+      if (!file) {
+        throw InternalError("the oracle script " + path.string() +
+                            " is missing (set KERNELARC_DATA_DIR to kernelarc's data directory)");
+      }
+      std::stringstream text;
+      text << file.rdbuf();
+      hasher.add(text.str());
+    }
+    return hasher.hex();
+  }();
+  return version;
+}
+
+PythonBridge::PythonBridge(std::string python, std::string device, std::chrono::seconds job_timeout)
+    : python_(std::move(python)), device_(std::move(device)), job_timeout_(job_timeout) {}
+
+std::vector<std::string> PythonBridge::candidates(std::string& origin) const {
+  if (!python_.empty()) {
+    origin = "the configured interpreter";
+    return {python_};
+  }
+  // An explicit choice that fails must be reported, not silently replaced by another Python.
+  if (const char* env = std::getenv("KERNELARC_PYTHON"); env != nullptr && *env != '\0') {
+    origin = "KERNELARC_PYTHON=" + std::string(env);
+    return {env};
+  }
+  origin = "KERNELARC_PYTHON is not set";
+  return {"python3", "/usr/bin/python3"};
+}
+
+PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
+                                               const std::filesystem::path& job_file,
+                                               const std::filesystem::path& results,
+                                               const std::filesystem::path& log) {
+  std::error_code ignored;
+  std::filesystem::remove(results, ignored);
+  std::filesystem::remove(log, ignored);
+
+  // The watchdog measures progress by the results file growing (one line per job started/done).
+  std::uintmax_t last_size = 0;
+  auto last_change = std::chrono::steady_clock::now();
+  auto keep_going = [&] {
+    std::error_code error;
+    std::uintmax_t size = std::filesystem::file_size(results, error);
+    auto now = std::chrono::steady_clock::now();
+    if (!error && size != last_size) {
+      last_size = size;
+      last_change = now;
+    }
+    return now - last_change < job_timeout_;
+  };
+  Launch launch;
+  launch.process =
+      run_process({interpreter, script_path().string(), job_file.string()}, log, keep_going);
+  launch.events = read_events(results);
+  launch.log_tail = file_tail(log);
+  if (environment_event(launch.events) != nullptr) ++runs_;
+  if (launch.process.exit_code == kExitNoDevice) {
+    throw InputError("oracle device '" + device_ + "' is unusable with " + interpreter + ": " +
+                     launch.log_tail);
+  }
+  return launch;
+}
+
+PythonBridge::Launch PythonBridge::launch(const std::filesystem::path& job_file,
+                                          const std::filesystem::path& results,
+                                          const std::filesystem::path& log) {
+  if (!interpreter_.empty()) return launch_with(interpreter_, job_file, results, log);
+  std::string origin;
+  std::string tried;
+  for (const std::string& candidate : candidates(origin)) {
+    Launch result = launch_with(candidate, job_file, results, log);
+    if (const OrderedJson* env = environment_event(result.events)) {
+      interpreter_ = candidate;
+      environment_ = "python " + env->value("python", "?") + ", torch " + env->value("torch", "?") +
+                     " (" + env->value("device", device_) + ")";
+      return result;
+    }
+    std::string why = result.process.exit_code == kExitNoTorch && !result.log_tail.empty()
+                          ? result.log_tail.substr(result.log_tail.rfind('\n') + 1)
+                          : how_it_ended(result.process) +
+                                (result.log_tail.empty() ? "" : ": " + result.log_tail);
+    tried += "\n  " + candidate + ": " + why;
+  }
+  throw InputError("no Python that can import torch was found (" + origin + "); tried:" + tried +
+                   "\nSet KERNELARC_PYTHON to a Python interpreter with torch installed, e.g. "
+                   "KERNELARC_PYTHON=/usr/bin/python3.");
+}
+
+std::map<std::string, PythonJobOutcome> PythonBridge::run(
+    const Problem& problem, const std::vector<PythonTrialJob>& trials,
+    const std::vector<PythonTimingJob>& timings, const std::filesystem::path& scratch_dir) {
+  ScratchDir scratch(scratch_dir);
+  auto definition_file = scratch.path / "definition.json";
+  write_file_atomically(definition_file, definition_to_job_json(problem.definition).dump());
+
+  std::map<std::string, PythonJobOutcome> outcomes;
+  std::set<std::string> remaining;
+  for (const auto& job : trials) remaining.insert(job.id);
+  for (const auto& job : timings) remaining.insert(job.id);
+
+  for (int round = 1; !remaining.empty(); ++round) {
+    std::string suffix = std::to_string(round);
+    auto results = scratch.path / ("results-" + suffix + ".jsonl");
+    OrderedJson job_file = {{"definition", definition_file.string()},
+                            {"problem_dir", std::filesystem::absolute(problem.dir).string()},
+                            {"device", device_},
+                            {"results", results.string()},
+                            {"jobs", OrderedJson::array()},
+                            {"timing", OrderedJson::array()}};
+    for (const auto& job : trials) {
+      if (!remaining.contains(job.id)) continue;
+      job_file["jobs"].push_back({{"id", job.id},
+                                  {"workload", workload_json(*job.workload)},
+                                  {"axes", resolve_axes(problem.definition, *job.workload)},
+                                  {"trial", job.trial},
+                                  {"seed", job.seed},
+                                  {"inputs_out", job.inputs_out.string()},
+                                  {"expected_out", job.expected_out.string()}});
+    }
+    for (const auto& job : timings) {
+      if (!remaining.contains(job.id)) continue;
+      job_file["timing"].push_back({{"id", job.id},
+                                    {"workload", workload_json(*job.workload)},
+                                    {"axes", resolve_axes(problem.definition, *job.workload)},
+                                    {"baseline", baseline_name(job.baseline)},
+                                    {"warmup", job.warmup},
+                                    {"iterations", job.iterations},
+                                    {"seed", job.seed},
+                                    {"out", job.out.string()}});
+    }
+    auto job_path = scratch.path / ("job-" + suffix + ".json");
+    write_file_atomically(job_path, job_file.dump());
+    Launch result = launch(job_path, results, scratch.path / ("python-" + suffix + ".log"));
+
+    std::string running;
+    for (const OrderedJson& event : result.events) {
+      std::string id = event.value("id", "");
+      if (event["event"] == "start") running = id;
+      if (event["event"] != "done" || !remaining.contains(id)) continue;
+      PythonJobOutcome outcome;
+      outcome.ok = event.value("ok", false);
+      outcome.error = event.value("error", "");
+      outcome.cacheable = event.value("kind", "reference") != "input";
+      outcomes[id] = outcome;
+      remaining.erase(id);
+      running.clear();
+    }
+    const ProcessResult& process = result.process;
+    if (process.started && process.exit_code == 0 && !process.stopped) {
+      for (const std::string& id : remaining) {
+        outcomes[id] = {false, "the oracle script finished without reporting this job", false};
+      }
+      break;
+    }
+    if (running.empty()) {
+      throw InternalError("the oracle script failed outside any job (" + how_it_ended(process) +
+                          "); its output ends with:\n" + result.log_tail);
+    }
+    std::string error = process.stopped
+                            ? "the reference made no progress for " +
+                                  std::to_string(job_timeout_.count()) + " s and was stopped"
+                            : "the Python process running the reference died (" +
+                                  how_it_ended(process) + ")" +
+                                  (result.log_tail.empty() ? "" : ": " + result.log_tail);
+    outcomes[running] = {false, error, true};
+    remaining.erase(running);
+  }
+  return outcomes;
+}
+
+std::string PythonBridge::description(const std::filesystem::path& scratch_dir) {
+  if (environment_.empty()) {
+    ScratchDir scratch(scratch_dir);
+    auto results = scratch.path / "results.jsonl";
+    OrderedJson job_file = {{"device", device_}, {"results", results.string()}};
+    auto job_path = scratch.path / "job.json";
+    write_file_atomically(job_path, job_file.dump());
+    launch(job_path, results, scratch.path / "python.log");
+  }
+  return environment_;
+}
+
+}  // namespace kernelarc

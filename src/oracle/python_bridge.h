@@ -1,0 +1,94 @@
+// Runs python/kernelarc_oracle.py: finds an interpreter that can import torch, hands it a job
+// file, watches its progress and turns its results file into one outcome per job.
+//
+// Job file (JSON): {definition: <path of a definition in the parsed form below>, problem_dir,
+// device, results: <path>, jobs: [{id, workload, axes, trial, seed, inputs_out, expected_out}],
+// timing: [{id, workload, axes, baseline: "eager"|"compiled", warmup, iterations, seed, out}]}.
+// `axes` holds every resolved axis value, so the script never evaluates axis expressions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "oracle/oracle.h"
+
+namespace kernelarc {
+
+struct PythonTrialJob {
+  std::string id;
+  const Workload* workload = nullptr;
+  int trial = 0;
+  uint64_t seed = 0;
+  std::filesystem::path inputs_out;
+  std::filesystem::path expected_out;
+};
+
+struct PythonTimingJob {
+  std::string id;
+  const Workload* workload = nullptr;
+  Baseline baseline = Baseline::Eager;
+  int warmup = 0;
+  int iterations = 1;
+  uint64_t seed = 0;
+  std::filesystem::path out;
+};
+
+struct PythonJobOutcome {
+  bool ok = false;
+  std::string error;
+  /// False when the failure lies outside the reference (a missing blob, a lost report), so it
+  /// must not be cached.
+  bool cacheable = true;
+};
+
+/// The definition as the script reads it: name, op_type, inputs and outputs in definition order
+/// ({shape: [axis names] | null, dtype, description}), reference, custom_inputs_entrypoint.
+OrderedJson definition_to_job_json(const Definition& definition);
+
+/// The content hash of the oracle script and its modules; part of the cache key of every
+/// Python-made entry, so a changed generator never serves stale tensors.
+const std::string& oracle_script_version();
+
+class PythonBridge {
+ public:
+  PythonBridge(std::string python, std::string device, std::chrono::seconds job_timeout);
+
+  /// Runs every job, normally in one process. A job during which the interpreter dies or stalls
+  /// for job_timeout fails alone; the remaining jobs go to a fresh interpreter. Throws InputError
+  /// when no interpreter can import torch or the device is unavailable, InternalError when the
+  /// script fails outside any job. `scratch_dir` is created and removed.
+  std::map<std::string, PythonJobOutcome> run(const Problem& problem,
+                                              const std::vector<PythonTrialJob>& trials,
+                                              const std::vector<PythonTimingJob>& timings,
+                                              const std::filesystem::path& scratch_dir);
+
+  /// "python 3.11.2, torch 1.13.0 (cpu)"; starts the interpreter once if none ran yet (throws
+  /// InputError like run).
+  std::string description(const std::filesystem::path& scratch_dir);
+  bool used() const { return !environment_.empty(); }
+  /// Interpreter runs that imported torch (failed detection attempts are not counted).
+  int runs() const { return runs_; }
+
+ private:
+  struct Launch;
+  Launch launch(const std::filesystem::path& job_file, const std::filesystem::path& results,
+                const std::filesystem::path& log);
+  Launch launch_with(const std::string& interpreter, const std::filesystem::path& job_file,
+                     const std::filesystem::path& results, const std::filesystem::path& log);
+  std::vector<std::string> candidates(std::string& origin) const;
+
+  std::string python_;
+  std::string device_;
+  std::chrono::seconds job_timeout_;
+  std::string interpreter_;  ///< the one that worked, once known
+  std::string environment_;  ///< its description, once known
+  int runs_ = 0;
+};
+
+}  // namespace kernelarc

@@ -1,0 +1,29 @@
+// Runs a helper program (the Python oracle) with its output in a log file and a watchdog.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kernelarc {
+
+struct ProcessResult {
+  bool started = false;  ///< false: the program could not be executed (spawn_error says why)
+  std::string spawn_error;
+  int exit_code = -1;    ///< when it exited normally
+  int signal = 0;        ///< when a signal ended it
+  bool stopped = false;  ///< the watchdog killed it
+};
+
+/// Runs argv[0] (searched on PATH) with stdin from /dev/null and stdout + stderr appended to
+/// `log_path`, in its own process group. `keep_going` is polled while it runs; when it returns
+/// false the whole group is killed.
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::filesystem::path& log_path,
+                          const std::function<bool()>& keep_going);
+
+/// The last `max_bytes` of a file, starting at a line boundary, trimmed ("" if unreadable).
+std::string file_tail(const std::filesystem::path& path, std::size_t max_bytes = 2000);
+
+}  // namespace kernelarc

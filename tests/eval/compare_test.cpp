@@ -1,0 +1,94 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "eval/compare.h"
+#include "eval/stats.h"
+
+namespace kernelarc {
+namespace {
+
+HostTensor make(std::vector<double> values, DType dtype = DType::Float32) {
+  HostTensor tensor(dtype, {static_cast<int64_t>(values.size())});
+  for (std::size_t i = 0; i < values.size(); ++i) tensor.set(static_cast<int64_t>(i), values[i]);
+  return tensor;
+}
+
+TEST(Compare, AtolPlusRtolTimesReference) {
+  Tolerance tolerance{.max_atol = 0.1, .max_rtol = 0.1, .required_matched_ratio = 1.0};
+  // |d| <= 0.1 + 0.1 * 10 = 1.1: 1.05 passes, 1.2 fails.
+  EXPECT_TRUE(compare_output(make({11.05}), make({10.0}), tolerance).passed);
+  const auto failed = compare_output(make({11.2}), make({10.0}), tolerance);
+  EXPECT_FALSE(failed.passed);
+  EXPECT_NEAR(failed.max_absolute_error, 1.2, 1e-5);
+  EXPECT_NEAR(failed.max_relative_error, 0.12, 1e-5);
+}
+
+TEST(Compare, MatchedRatioDecides) {
+  Tolerance tolerance{.max_atol = 0.01, .max_rtol = 0, .required_matched_ratio = 0.75};
+  const auto result = compare_output(make({1, 1, 1, 5}), make({1, 1, 1, 1}), tolerance);
+  EXPECT_TRUE(result.passed);
+  EXPECT_DOUBLE_EQ(result.matched_ratio, 0.75);
+  tolerance.required_matched_ratio = 0.8;
+  EXPECT_FALSE(compare_output(make({1, 1, 1, 5}), make({1, 1, 1, 1}), tolerance).passed);
+}
+
+TEST(Compare, ErrorCapFailsEvenWhenRatioHolds) {
+  Tolerance tolerance{.max_atol = 0.01, .max_rtol = 0, .required_matched_ratio = 0.5,
+                      .max_error_cap = 2.0};
+  EXPECT_FALSE(compare_output(make({1, 4}), make({1, 1}), tolerance).passed);
+  EXPECT_TRUE(compare_output(make({1, 2}), make({1, 1}), tolerance).passed);
+}
+
+TEST(Compare, NanAndInfFailEvenWhenTheyMatch) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  Tolerance tolerance{.required_matched_ratio = 0.5};
+  const auto with_nan = compare_output(make({1, nan}), make({1, nan}), tolerance);
+  EXPECT_FALSE(with_nan.passed);
+  EXPECT_TRUE(with_nan.has_nan);
+  EXPECT_FALSE(compare_output(make({1, inf}), make({1, inf}), tolerance).passed);
+  EXPECT_FALSE(compare_output(make({1, -inf}), make({1, -inf}), tolerance).passed);
+  tolerance.allow_negative_inf = true;
+  EXPECT_TRUE(compare_output(make({1, -inf}), make({1, -inf}), tolerance).passed);
+  EXPECT_FALSE(compare_output(make({1, inf}), make({1, inf}), tolerance).passed);
+}
+
+TEST(Compare, AllZeroOutputFailsUnlessReferenceIsZero) {
+  Tolerance tolerance{.max_atol = 1.0, .max_rtol = 0, .required_matched_ratio = 0.5};
+  EXPECT_FALSE(compare_output(make({0, 0}), make({0.5, 0.5}), tolerance).passed);
+  EXPECT_TRUE(compare_output(make({0, 0}), make({0, 0}), tolerance).passed);
+}
+
+TEST(Compare, PoisonIsNanForFloatsAndCountable) {
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64,
+                      DType::Float8E4M3FN, DType::Float8E5M2}) {
+    const auto poison = poison_pattern(dtype, 0);
+    ASSERT_EQ(poison.size(), dtype_size(dtype));
+    EXPECT_TRUE(std::isnan(load_element(dtype, poison.data()))) << dtype_name(dtype);
+  }
+  EXPECT_NE(poison_pattern(DType::Int32, 0), poison_pattern(DType::Int32, 1));
+  auto tensor = make({1, 2, 3});
+  const auto poison = poison_pattern(DType::Float32, 0);
+  std::copy(poison.begin(), poison.end(), reinterpret_cast<uint8_t*>(tensor.bytes.data()) + 4);
+  EXPECT_EQ(count_poisoned(tensor, poison), 1);
+}
+
+TEST(Stats, MedianIntervalAndPercentiles) {
+  std::vector<double> samples;
+  for (int i = 1; i <= 101; ++i) samples.push_back(i);
+  const auto summary = summarize(samples);
+  EXPECT_EQ(summary.samples, 101);
+  EXPECT_DOUBLE_EQ(summary.median, 51);
+  EXPECT_DOUBLE_EQ(summary.p10, 11);
+  EXPECT_DOUBLE_EQ(summary.p90, 91);
+  EXPECT_LT(summary.ci_low, 51);
+  EXPECT_GT(summary.ci_high, 51);
+  EXPECT_GE(summary.ci_low, 40);  // about 51 - 0.98*sqrt(101) ranks
+  EXPECT_LE(summary.ci_high, 62);
+  EXPECT_EQ(summarize({}).samples, 0);
+}
+
+}  // namespace
+}  // namespace kernelarc

@@ -1,0 +1,246 @@
+// The oracle with PyTorch references (tests/data/oracle/py_*): caching, determinism, the name
+// heuristics, custom and safetensors inputs, failing and crashing references, baselines.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <fstream>
+
+#include "oracle/oracle.h"
+#include "oracle_test_support.h"
+
+namespace kernelarc {
+namespace {
+
+using namespace oracle_testing;
+
+class PythonOracleTest : public ::testing::Test {
+ protected:
+  OracleOptions options(const std::string& cache = "oracle") const {
+    OracleOptions result;
+    result.cache_dir = temp_ / cache;
+    return result;
+  }
+  std::filesystem::path problem_cache(const Problem& problem,
+                                      const std::string& cache = "oracle") const {
+    return temp_ / cache / problem.definition.name;
+  }
+
+  TempDir temp_;
+};
+
+TEST_F(PythonOracleTest, PrepareCachesEveryTrialAndErrorAndSecondPrepareRunsNoPython) {
+  Problem problem = fixture_problem("py_scale");
+  Oracle oracle(options());
+  oracle.prepare(problem, 2);
+  EXPECT_EQ(oracle.python_runs(), 1);
+
+  auto dir = problem_cache(problem);
+  EXPECT_EQ(files_ending(dir, ".inputs.safetensors").size(), 4u);  // 2 good workloads x 2 trials
+  EXPECT_EQ(files_ending(dir, ".expected.safetensors").size(), 4u);
+  EXPECT_EQ(files_ending(dir, ".error.json").size(), 2u);  // the failing workload, both trials
+  EXPECT_TRUE(files_ending(dir, ".tmp").empty());
+  EXPECT_FALSE(std::filesystem::exists(temp_ / "oracle" / ".scratch") &&
+               !std::filesystem::is_empty(temp_ / "oracle" / ".scratch"));
+
+  // The failing workload is reported with the reference's message; its error is cached.
+  const Workload& bad = workload_named(problem, "bad");
+  auto error = oracle.reference_error(problem, bad);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_NE(error->find("ValueError: three rows are not supported (reference line"),
+            std::string::npos)
+      << *error;
+  std::string message = input_error_of([&] { oracle.expected(problem, bad, 0); });
+  EXPECT_NE(message.find("workload bad"), std::string::npos) << message;
+  EXPECT_NE(message.find("three rows are not supported"), std::string::npos) << message;
+
+  oracle.prepare(problem, 2);
+  EXPECT_EQ(oracle.python_runs(), 1);
+
+  Oracle fresh(options());
+  fresh.prepare(problem, 2);
+  EXPECT_EQ(fresh.python_runs(), 0);
+  auto cached = fresh.reference_error(problem, bad);
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_EQ(*cached, *error);
+  EXPECT_FALSE(fresh.reference_error(problem, workload_named(problem, "small")).has_value());
+}
+
+TEST_F(PythonOracleTest, InputsAndExpectedMatchARecomputation) {
+  Problem problem = fixture_problem("py_scale");
+  Oracle oracle(options());
+  oracle.prepare(problem, 2);
+  for (const char* uuid : {"small", "large"}) {
+    const Workload& workload = workload_named(problem, uuid);
+    int64_t rows = workload.axes.at("rows");
+    for (int trial = 0; trial < 2; ++trial) {
+      TensorMap inputs = oracle.inputs(problem, workload, trial);
+      TensorMap expected = oracle.expected(problem, workload, trial);
+      const HostTensor& x = inputs.at("x");
+      const HostTensor& weight = inputs.at("rms_norm_weight");
+      const HostTensor& alpha = inputs.at("alpha");
+      ASSERT_EQ(x.shape, (std::vector<int64_t>{rows, 4}));
+      EXPECT_TRUE(alpha.shape.empty());  // a scalar, stored as a 0-D tensor
+      EXPECT_EQ(alpha.dtype, DType::Float32);
+      EXPECT_EQ(alpha.at(0), workload.inputs.at("alpha").scalar_value);
+      EXPECT_EQ(values(weight), std::vector<double>(4, 1.0));  // *norm_weight -> ones
+      const HostTensor& out = expected.at("out");
+      ASSERT_EQ(out.shape, x.shape);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        float want = static_cast<float>(x.at(i)) * static_cast<float>(weight.at(i % 4)) *
+                     static_cast<float>(alpha.at(0));
+        EXPECT_FLOAT_EQ(static_cast<float>(out.at(i)), want) << uuid << " element " << i;
+      }
+    }
+    EXPECT_NE(oracle.inputs(problem, workload, 0).at("x").bytes,
+              oracle.inputs(problem, workload, 1).at("x").bytes);
+  }
+
+  // The same (workload, trial) gives the same bytes in another process and cache.
+  Oracle other(options("other"));
+  const Workload& small = workload_named(problem, "small");
+  EXPECT_EQ(other.inputs(problem, small, 1).at("x").bytes,
+            oracle.inputs(problem, small, 1).at("x").bytes);
+  EXPECT_EQ(other.expected(problem, small, 1).at("out").bytes,
+            oracle.expected(problem, small, 1).at("out").bytes);
+}
+
+TEST_F(PythonOracleTest, CorruptCacheFileIsReportedDeletedAndRegenerated) {
+  Problem problem = fixture_problem("py_scale");
+  Oracle oracle(options());
+  oracle.prepare(problem, 1);
+  auto dir = problem_cache(problem);
+  for (const auto& file : files_ending(dir, ".expected.safetensors")) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << "garbage";
+  }
+  const Workload& small = workload_named(problem, "small");
+  std::string message = input_error_of([&] { oracle.expected(problem, small, 0); });
+  EXPECT_NE(message.find(dir.string()), std::string::npos) << message;
+  EXPECT_NE(message.find(".expected.safetensors"), std::string::npos) << message;
+  EXPECT_EQ(files_ending(dir, ".expected.safetensors").size(), 1u);  // the corrupt one is gone
+
+  oracle.prepare(problem, 1);
+  EXPECT_EQ(oracle.python_runs(), 2);
+  EXPECT_EQ(oracle.expected(problem, small, 0).at("out").shape, (std::vector<int64_t>{2, 4}));
+}
+
+TEST_F(PythonOracleTest, NameHeuristicsShapeTheInputs) {
+  Problem problem = fixture_problem("py_heuristics");
+  Oracle oracle(options());
+  TensorMap inputs = oracle.inputs(problem, problem.workloads.front(), 0);
+  EXPECT_EQ(values(inputs.at("input_layernorm_weight")), std::vector<double>(8, 1.0));
+  EXPECT_EQ(values(inputs.at("attn_norm_bias")), std::vector<double>(8, 0.0));
+  const HostTensor& mask = inputs.at("attention_mask");
+  for (int64_t row = 0; row < 5; ++row) {
+    for (int64_t column = 0; column < 5; ++column) {
+      EXPECT_EQ(mask.at(row * 5 + column), column > row ? -FLT_MAX : 0.0) << row << "," << column;
+    }
+  }
+  for (double value : values(inputs.at("rstd"))) EXPECT_GE(value, 0.1);
+  for (double value : values(inputs.at("cos_cached"))) EXPECT_LE(std::abs(value), 1.0);
+  const HostTensor& routing = inputs.at("routing_weights");
+  for (int64_t row = 0; row < 5; ++row) {
+    double sum = 0;
+    for (int64_t column = 0; column < 8; ++column) sum += routing.at(row * 8 + column);
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+  EXPECT_EQ(inputs.at("q_proj").dtype, DType::BFloat16);
+  EXPECT_EQ(values(oracle.expected(problem, problem.workloads.front(), 0).at("out")),
+            std::vector<double>(8, 1.0));
+}
+
+TEST_F(PythonOracleTest, CustomAndSafetensorsInputs) {
+  Problem problem = fixture_problem("py_custom");
+  Oracle oracle(options());
+  oracle.prepare(problem, 1);
+
+  const Workload& custom = workload_named(problem, "custom");
+  EXPECT_EQ(values(oracle.inputs(problem, custom, 0).at("idx")),
+            (std::vector<double>{4, 3, 2, 1, 0}));
+  EXPECT_EQ(values(oracle.expected(problem, custom, 0).at("out")),
+            (std::vector<double>{40, 30, 20, 10, 0}));
+
+  const Workload& blob = workload_named(problem, "blob");
+  TensorMap inputs = oracle.inputs(problem, blob, 0);
+  EXPECT_EQ(values(inputs.at("idx")), (std::vector<double>{3, 1, 2, 0}));
+  std::vector<double> x = values(inputs.at("x"));
+  EXPECT_EQ(values(oracle.expected(problem, blob, 0).at("out")),
+            (std::vector<double>{x[3], x[1], x[2], x[0]}));
+
+  // A missing blob is the problem's fault, not the reference's: reported, never cached.
+  auto error = oracle.reference_error(problem, workload_named(problem, "missing-blob"));
+  ASSERT_TRUE(error.has_value());
+  EXPECT_NE(error->find("absent.safetensors"), std::string::npos) << *error;
+  EXPECT_TRUE(files_ending(problem_cache(problem), ".error.json").empty());
+}
+
+TEST_F(PythonOracleTest, Float8NeedsARecentTorch) {
+  Problem problem = fixture_problem("py_fp8");
+  Oracle oracle(options());
+  oracle.prepare(problem, 1);
+  const Workload& workload = problem.workloads.front();
+  if (auto error = oracle.reference_error(problem, workload)) {
+    EXPECT_NE(error->find("float8_e4m3fn needs torch >= 2.1"), std::string::npos) << *error;
+    return;
+  }
+  std::vector<double> x = values(oracle.inputs(problem, workload, 0).at("x"));
+  for (double value : x) EXPECT_LE(std::abs(value), 2.0);
+  EXPECT_EQ(values(oracle.expected(problem, workload, 0).at("y")), x);
+}
+
+TEST_F(PythonOracleTest, CrashingReferenceFailsAloneAndWrongShapeIsReported) {
+  Problem problem = fixture_problem("py_crash");
+  Oracle oracle(options());
+  oracle.prepare(problem, 1);
+  EXPECT_EQ(oracle.python_runs(), 2);  // the rest went to a fresh interpreter
+
+  auto crashed = oracle.reference_error(problem, workload_named(problem, "three"));
+  ASSERT_TRUE(crashed.has_value());
+  EXPECT_NE(crashed->find("killed by signal 9"), std::string::npos) << *crashed;
+  auto wrong = oracle.reference_error(problem, workload_named(problem, "five"));
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_NE(wrong->find("output 'y': expected shape [5], got [1]"), std::string::npos) << *wrong;
+  for (const char* uuid : {"two", "four"}) {
+    const Workload& workload = workload_named(problem, uuid);
+    EXPECT_FALSE(oracle.reference_error(problem, workload).has_value()) << uuid;
+    std::vector<double> x = values(oracle.inputs(problem, workload, 0).at("x"));
+    std::vector<double> y = values(oracle.expected(problem, workload, 0).at("y"));
+    ASSERT_EQ(x.size(), y.size());
+    for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], 2 * x[i]);
+  }
+}
+
+TEST_F(PythonOracleTest, BaselineTimingIsMeasuredOnceForAllWorkloads) {
+  Problem problem = fixture_problem("py_scale");
+  OracleOptions opts = options();
+  opts.warmup = 1;
+  opts.iterations = 2;
+  Oracle oracle(opts);
+  auto eager = oracle.reference_timing(problem, workload_named(problem, "small"), Baseline::Eager);
+  ASSERT_TRUE(eager.has_value());
+  EXPECT_EQ(eager->baseline, Baseline::Eager);
+  ASSERT_EQ(eager->times_ns.size(), 2u);
+  for (double time : eager->times_ns) EXPECT_GT(time, 0);
+  EXPECT_NE(eager->note.find("eager"), std::string::npos) << eager->note;
+
+  EXPECT_TRUE(oracle.reference_timing(problem, workload_named(problem, "large"), Baseline::Eager));
+  const Workload& bad = workload_named(problem, "bad");
+  EXPECT_FALSE(oracle.reference_timing(problem, bad, Baseline::Eager).has_value());
+  EXPECT_NE(oracle.timing_unavailable_reason(problem, bad, Baseline::Eager).find("three rows"),
+            std::string::npos);
+  EXPECT_EQ(oracle.python_runs(), 1);  // one process timed every workload
+
+  std::string description = oracle.description();
+  EXPECT_EQ(description.rfind("python ", 0), 0u) << description;
+  EXPECT_NE(description.find(", torch "), std::string::npos) << description;
+  EXPECT_NE(description.find("(cpu)"), std::string::npos) << description;
+  if (description.find("torch 1.") != std::string::npos) {
+    const Workload& small = workload_named(problem, "small");
+    EXPECT_FALSE(oracle.reference_timing(problem, small, Baseline::Compiled).has_value());
+    EXPECT_NE(oracle.timing_unavailable_reason(problem, small, Baseline::Compiled)
+                  .find("torch.compile unavailable: torch 1."),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace kernelarc
