@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/dtype.h"
 
 namespace kernelarc {
@@ -63,7 +65,7 @@ enum class CallOutcome {
   Crashed,      ///< the worker died (signal or exit) during the call
   TimedOut,     ///< the watchdog killed the worker
   OutOfMemory,  ///< an allocation failed or the memory limit was hit
-  LoadFailed,   ///< dlopen/dlsym failed
+  LoadFailed,   ///< dlopen/dlsym failed, or the launch plan or its cubin could not be loaded
 };
 
 std::string_view call_outcome_name(CallOutcome outcome);
@@ -71,7 +73,7 @@ std::string_view call_outcome_name(CallOutcome outcome);
 struct ExecuteResult {
   CallOutcome outcome = CallOutcome::Ok;
   int return_code = 0;
-  std::string message;  ///< ka_last_error(), the signal, the loader's error, ...
+  std::string message;           ///< ka_last_error(), the signal, the loader's error, ...
   std::vector<double> times_ns;  ///< one per timed iteration
   std::vector<std::vector<std::string>> launched;  ///< per timed iteration (CUDA)
   std::string clock;
@@ -80,8 +82,14 @@ struct ExecuteResult {
   /// Last lines (up to 20) the worker/candidate printed during this request, for diagnostics;
   /// filled when the outcome is not Ok.
   std::string log_tail;
+  /// The kernels the last timed call launched, one KernelResources::to_json() object each
+  /// (registers, shared memory, launch shape); an empty array on the CPU or without CUPTI.
+  nlohmann::json kernels = nlohmann::json::array();
+  /// GpuStatus::to_json() (NVML clocks, temperature, power) read when the worker began and
+  /// finished the request; null on the CPU.
+  nlohmann::json device_status_before;
+  nlohmann::json device_status_after;
 };
-
 
 /// Not thread-safe: one thread at a time per Worker (any thread; the process is forked from a
 /// long-lived launcher thread, so the worker outlives the thread that started it).
@@ -92,8 +100,10 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  /// Loads a compiled library and resolves its entry point (and optional ka_last_error).
-  /// Restarts the worker first if it died. Outcome Ok or LoadFailed (or Crashed/TimedOut).
+  /// Loads a compiled library and resolves its entry point (and optional ka_last_error), or,
+  /// when is_launch_plan(library) holds, loads the launch plan and its cubin on the CUDA device
+  /// (the symbol is then ignored). Restarts the worker first if it died. Outcome Ok or
+  /// LoadFailed (or Crashed/TimedOut).
   ExecuteResult load(const std::filesystem::path& library, const std::string& symbol);
   /// The shared arena, at least `bytes` long; pointers stay valid until the next call to arena().
   std::span<std::byte> arena(std::size_t bytes);
@@ -101,6 +111,10 @@ class Worker {
   ExecuteResult execute(const ExecuteRequest& request);
   /// Device kind and description as the worker sees it.
   std::string device_description();
+  /// The GPU's architecture as CudaCompileOptions::device_arch takes it ("sm_90"); empty on the
+  /// CPU. Starts the worker if none runs, so it throws InternalError when the device cannot be
+  /// created (no CUDA device, say).
+  std::string device_arch();
   /// Kills the worker process (if any); the next call starts a new one.
   void stop();
 

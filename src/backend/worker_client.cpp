@@ -265,6 +265,16 @@ struct Worker::Impl {
     return result;
   }
 
+  /// The worker's description reply (kind, description, arch).
+  Json describe() {
+    ensure_started();
+    auto outcome = transact({{"type", "describe"}}, options.call_timeout + kSlack,
+                            "while describing the device");
+    if (auto* died = std::get_if<ExecuteResult>(&outcome))
+      throw InternalError("the worker failed to describe its device: " + died->message);
+    return std::get<Json>(std::move(outcome));
+  }
+
   ExecuteResult execute(const ExecuteRequest& request) {
     std::string problem = request_problem(request, arena.size());
     if (!problem.empty()) throw InternalError("Worker::execute: " + problem);
@@ -314,13 +324,12 @@ ExecuteResult Worker::execute(const ExecuteRequest& request) {
 }
 
 std::string Worker::device_description() {
-  impl_->ensure_started();
-  auto outcome = impl_->transact({{"type", "describe"}}, impl_->options.call_timeout + kSlack,
-                                 "while describing the device");
-  if (auto* died = std::get_if<ExecuteResult>(&outcome))
-    throw InternalError("the worker failed to describe its device: " + died->message);
-  const Json& reply = std::get<Json>(outcome);
+  Json reply = impl_->describe();
   return reply.value("kind", std::string()) + ": " + reply.value("description", std::string());
+}
+
+std::string Worker::device_arch() {
+  return impl_->describe().value("arch", std::string());
 }
 
 void Worker::stop() {

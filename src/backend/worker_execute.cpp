@@ -6,6 +6,7 @@
 #include <system_error>
 #include <vector>
 
+#include "backend/cuda_device.h"
 #include "backend/worker_protocol.h"
 
 namespace kernelarc {
@@ -29,15 +30,6 @@ ka_tensor make_ka_tensor(const ArenaTensor& tensor) {
     stride *= tensor.shape[dim];
   }
   return view;
-}
-
-std::string last_error_text(const EntryPoint& entry) {
-  if (!entry.last_error) return {};
-  const char* text = entry.last_error();
-  if (!text) return {};
-  std::string message(text);
-  if (message.size() > kMaxMessage) message.resize(kMaxMessage);
-  return message;
 }
 
 struct Tensors {
@@ -92,9 +84,9 @@ ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> a
     device.synchronize();
 
     auto invoke = [&] {
-      return entry.run(inputs.views.data(), static_cast<int>(inputs.views.size()),
-                       outputs.views.data(), static_cast<int>(outputs.views.size()),
-                       device.stream(), workspace, request.workspace_bytes);
+      return entry.call(inputs.views.data(), static_cast<int>(inputs.views.size()),
+                        outputs.views.data(), static_cast<int>(outputs.views.size()),
+                        device.stream(), workspace, request.workspace_bytes);
     };
     int return_code;
     if (call < request.warmup) {
@@ -111,12 +103,16 @@ ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> a
     if (return_code != 0) {
       result.outcome = CallOutcome::Failed;
       result.return_code = return_code;
-      result.message = last_error_text(entry);
+      result.message = entry.error_text();
       result.threads_after = count_threads();
       return result;
     }
   }
   result.threads_after = count_threads();
+  if (const CudaDeviceInfo* info = cuda_device_info(device); info && request.iterations > 0) {
+    for (const KernelResources& kernel : info->last_kernel_resources())
+      result.kernels.push_back(kernel.to_json());
+  }
   if (request.copy_back) {
     for (std::size_t i = 0; i < request.outputs.size(); ++i)
       device.copy_to_host(arena.data() + request.outputs[i].offset, outputs.views[i].data,
@@ -128,7 +124,44 @@ ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> a
   return result;
 }
 
+ExecuteResult guarded_calls(Device& device, BufferPool& pool, std::span<std::byte> arena,
+                            const ExecuteRequest& request, const EntryPoint& entry,
+                            uint64_t& call_counter) {
+  ExecuteResult result;
+  try {
+    return run_calls(device, pool, arena, request, entry, call_counter);
+  } catch (const std::bad_alloc&) {
+    pool.clear();
+    result.outcome = CallOutcome::OutOfMemory;
+    result.message =
+        "an allocation failed (std::bad_alloc): out of memory or over the memory limit";
+  } catch (const std::exception& error) {
+    result.outcome = CallOutcome::Crashed;
+    result.message = std::string("the call threw an exception: ") + error.what();
+  } catch (...) {
+    result.outcome = CallOutcome::Crashed;
+    result.message = "the call threw an exception that is not a std::exception";
+  }
+  if (result.message.size() > kMaxMessage) result.message.resize(kMaxMessage);
+  return result;
+}
+
 }  // namespace
+
+int EntryPoint::call(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
+                     void* stream, void* workspace, std::size_t workspace_bytes) const {
+  if (kernel)
+    return kernel->run(inputs, n_inputs, outputs, n_outputs, stream, workspace, workspace_bytes);
+  return run(inputs, n_inputs, outputs, n_outputs, stream, workspace, workspace_bytes);
+}
+
+std::string EntryPoint::error_text() const {
+  const char* text = kernel ? kernel->last_error() : last_error ? last_error() : nullptr;
+  if (!text) return {};
+  std::string message(text);
+  if (message.size() > kMaxMessage) message.resize(kMaxMessage);
+  return message;
+}
 
 std::byte* BufferPool::get(std::size_t slot, std::size_t bytes) {
   if (slot >= buffers_.size()) buffers_.resize(slot + 1);
@@ -161,22 +194,12 @@ int count_threads() {
 ExecuteResult execute_request(Device& device, BufferPool& pool, std::span<std::byte> arena,
                               const ExecuteRequest& request, const EntryPoint& entry,
                               uint64_t& call_counter) {
-  ExecuteResult result;
-  try {
-    return run_calls(device, pool, arena, request, entry, call_counter);
-  } catch (const std::bad_alloc&) {
-    pool.clear();
-    result.outcome = CallOutcome::OutOfMemory;
-    result.message =
-        "an allocation failed (std::bad_alloc): out of memory or over the memory limit";
-  } catch (const std::exception& error) {
-    result.outcome = CallOutcome::Crashed;
-    result.message = std::string("the call threw an exception: ") + error.what();
-  } catch (...) {
-    result.outcome = CallOutcome::Crashed;
-    result.message = "the call threw an exception that is not a std::exception";
-  }
-  if (result.message.size() > kMaxMessage) result.message.resize(kMaxMessage);
+  // Clocks and temperature around the request tell a throttled GPU from a slow candidate.
+  const CudaDeviceInfo* info = cuda_device_info(device);
+  nlohmann::json status_before = info ? info->gpu_status().to_json() : nlohmann::json();
+  ExecuteResult result = guarded_calls(device, pool, arena, request, entry, call_counter);
+  result.device_status_before = std::move(status_before);
+  if (info) result.device_status_after = info->gpu_status().to_json();
   return result;
 }
 

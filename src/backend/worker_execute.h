@@ -3,19 +3,31 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "backend/cuda_cubin_kernel.h"
 #include "backend/device.h"
 #include "backend/worker.h"
 #include "kernelarc/abi.h"
 
 namespace kernelarc {
 
-/// The loaded candidate.
+/// The loaded candidate: a library's entry point, or a cubin behind its launch plan.
 struct EntryPoint {
   ka_run_fn run = nullptr;
   ka_last_error_fn last_error = nullptr;  ///< optional
+  std::unique_ptr<CubinKernel> kernel;    ///< set instead of run for a launch plan
+
+  bool loaded() const { return run || kernel; }
+  /// ka_run's contract, through whichever of run and kernel is set.
+  int call(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs, void* stream,
+           void* workspace, std::size_t workspace_bytes) const;
+  /// Why the last call failed (ka_last_error or CubinKernel::last_error, cut to a length that
+  /// fits a message); empty when the candidate does not say.
+  std::string error_text() const;
 };
 
 /// Device buffers kept from one request to the next, one per tensor position, so that
@@ -47,7 +59,8 @@ class BufferPool {
 /// the entry point (warm-up calls untimed, the rest through Device::timed_call). `call_counter`
 /// numbers calls across requests so that consecutive requests also see new addresses.
 /// Allocation failures give OutOfMemory (and empty the pool), a non-zero return Failed, an
-/// exception thrown by the candidate Crashed; it never throws.
+/// exception thrown by the candidate Crashed; it never throws. On a CUDA device the result also
+/// carries the GPU's status at its start and end, and the kernels of the last timed call.
 ExecuteResult execute_request(Device& device, BufferPool& pool, std::span<std::byte> arena,
                               const ExecuteRequest& request, const EntryPoint& entry,
                               uint64_t& call_counter);

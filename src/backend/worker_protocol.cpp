@@ -184,7 +184,10 @@ Json result_to_json(const ExecuteResult& result) {
           {"launched", result.launched},
           {"clock", result.clock},
           {"threads_before", result.threads_before},
-          {"threads_after", result.threads_after}};
+          {"threads_after", result.threads_after},
+          {"kernels", result.kernels},
+          {"device_status_before", result.device_status_before},
+          {"device_status_after", result.device_status_after}};
 }
 
 ExecuteResult result_from_json(const Json& json) {
@@ -199,6 +202,10 @@ ExecuteResult result_from_json(const Json& json) {
   result.clock = json.at("clock").get<std::string>();
   result.threads_before = json.at("threads_before").get<int>();
   result.threads_after = json.at("threads_after").get<int>();
+  result.kernels = json.at("kernels");
+  if (!result.kernels.is_array()) throw InternalError("kernels is not an array");
+  result.device_status_before = json.at("device_status_before");
+  result.device_status_after = json.at("device_status_after");
   return result;
 }
 

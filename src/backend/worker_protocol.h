@@ -10,7 +10,8 @@
 //                                     {"type":"execute","id":I,"request":{...}}
 //                                     {"type":"describe","id":I}
 //   worker -> parent, one per request: {"type":"result","id":I,"result":{...}}
-//                                     {"type":"description","id":I,"kind":K,"description":D}
+//                                     {"type":"description","id":I,"kind":K,"description":D,
+//                                      "arch":A} (A: "sm_90", "" on the CPU)
 //                                     {"type":"error","id":I,"message":M} (a malformed request)
 //
 // The id echoes the request's, so a reply forged by a candidate writing to the pipe out of turn
@@ -32,7 +33,7 @@ namespace kernelarc {
 using Json = nlohmann::json;
 
 /// Bumped whenever a message changes shape; the parent refuses a worker of another version.
-inline constexpr int kWorkerProtocolVersion = 1;
+inline constexpr int kWorkerProtocolVersion = 2;
 /// The outcome names are part of the protocol: a new outcome needs a new version.
 static_assert(static_cast<int>(CallOutcome::LoadFailed) == 5, "update the protocol version");
 /// A bigger frame is a protocol violation (no message legitimately comes near it).

@@ -1,6 +1,7 @@
 // worker_main: the child side of the worker protocol (see worker_protocol.h).
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +9,9 @@
 #include <new>
 #include <string>
 
+#include "backend/cuda_cubin_kernel.h"
+#include "backend/cuda_device.h"
+#include "backend/cuda_launch.h"
 #include "backend/device.h"
 #include "backend/shared_arena.h"
 #include "backend/worker.h"
@@ -61,11 +65,14 @@ class WorkerServer {
     Json id = message.value("id", Json());
     try {
       std::string type = message.at("type").get<std::string>();
-      if (type == "describe")
+      if (type == "describe") {
+        const CudaDeviceInfo* info = cuda_device_info(*device_);
         return {{"type", "description"},
                 {"id", id},
                 {"kind", device_->kind()},
-                {"description", device_->description()}};
+                {"description", device_->description()},
+                {"arch", info ? info->arch() : std::string()}};
+      }
       ExecuteResult result;
       if (type == "load") {
         result =
@@ -84,6 +91,7 @@ class WorkerServer {
   }
 
   ExecuteResult load(const std::string& library, const std::string& symbol) {
+    if (is_launch_plan(library)) return load_plan(library);
     ExecuteResult result;
     // Earlier libraries stay loaded: dlclose of a library whose OpenMP threads or
     // thread-local destructors are still live can crash the worker.
@@ -99,8 +107,30 @@ class WorkerServer {
       result.message = "entry point \"" + symbol + "\" not found in " + library;
       return result;
     }
+    entry_ = EntryPoint{};
     entry_.run = reinterpret_cast<ka_run_fn>(run);
     entry_.last_error = reinterpret_cast<ka_last_error_fn>(dlsym(handle, "ka_last_error"));
+    return result;
+  }
+
+  /// A device-only candidate: its cubin goes into the CUDA context the device created.
+  ExecuteResult load_plan(const std::string& plan) {
+    ExecuteResult result;
+    if (!cuda_device_info(*device_)) {
+      result.outcome = CallOutcome::LoadFailed;
+      result.message =
+          plan + ": a launch plan runs only on a CUDA device, not on " + device_->kind();
+      return result;
+    }
+    std::string error;
+    std::unique_ptr<CubinKernel> kernel = load_cubin_kernel(plan, error);
+    if (!kernel) {
+      result.outcome = CallOutcome::LoadFailed;
+      result.message = error;
+      return result;
+    }
+    entry_ = EntryPoint{};
+    entry_.kernel = std::move(kernel);
     return result;
   }
 
@@ -117,7 +147,7 @@ class WorkerServer {
   }
 
   ExecuteResult execute(const ExecuteRequest& request) {
-    if (!entry_.run) throw InternalError("execute before a successful load");
+    if (!entry_.loaded()) throw InternalError("execute before a successful load");
     std::string problem = request_problem(request, arena_.bytes().size());
     if (!problem.empty()) throw InternalError("bad execute request: " + problem);
     return execute_request(*device_, pool_, arena_.bytes(), request, entry_, call_counter_);
@@ -137,8 +167,17 @@ int worker_main(int request_fd, int reply_fd, const std::string& device,
                 const std::filesystem::path& arena_path) {
   // A dead parent must end the worker through a failed write, not a signal mid-reply.
   signal(SIGPIPE, SIG_IGN);
+  // A CUDA error may abort() the worker; a core dump of a process holding a GPU context takes
+  // long to write and fills the disk, and the parent classifies the death without it.
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
   // stdout is the log file; line buffering keeps a crashing candidate's last prints.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // OpenMP's default spin-wait keeps idle team threads busy between calls, where they compete
+  // with the worker's cache flush and copies; on a 2-core VM that tripled an rmsnorm's median
+  // (6.8 ms vs 2.5 ms). Candidates are timed as they would run in an application that does other
+  // work between calls. A user's own setting wins; libgomp reads it when the candidate loads it.
+  setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
   std::unique_ptr<Device> worker_device;
   ArenaMapping arena;
   try {

@@ -71,7 +71,8 @@ std::string format_ms(const std::optional<double>& ms) {
 
 void print_traces(const Problem& problem, const std::vector<Trace>& traces, std::ostream& out) {
   TextTable table({"workload", "axes", "status", "max_abs_err", "median_ms", "ci95_ms",
-                   "p10-p90_ms", "runs", "ref_ms", "speedup", "sol_ms", "sol_score"});
+                   "p10-p90_ms", "runs", "eager_ms", "compiled_ms", "speedup", "sol_ms",
+                   "sol_score"});
   std::vector<std::string> logs;
   for (std::size_t i = 0; i < traces.size(); ++i) {
     const auto& trace = traces[i];
@@ -90,7 +91,9 @@ void print_traces(const Problem& problem, const std::vector<Trace>& traces, std:
       row.push_back(fmt::format("{:.4f}-{:.4f}", latency.p10, latency.p90));
       row.push_back(std::to_string(latency.samples));
       row.push_back(format_ms(trace.eager_ms));
-      row.push_back(trace.eager_ms ? fmt::format("{:.2f}x", *trace.eager_ms / latency.median) : "-");
+      row.push_back(format_ms(trace.compiled_ms));
+      const auto baseline = trace.baseline_ms();  // the faster of eager and compiled
+      row.push_back(baseline ? fmt::format("{:.2f}x", *baseline / latency.median) : "-");
       row.push_back(format_ms(trace.sol_ms));
       const auto score = trace.sol_score();
       row.push_back(score ? fmt::format("{:.3f}", *score) : "-");
@@ -138,8 +141,12 @@ int run_eval(const EvalFlags& flags) {
                              environment.value("hardware", std::string("-")),
                              environment.value("oracle", std::string("-")),
                              environment.value("compiler", std::string("-")));
+    if (!traces.front().baseline_note.empty()) {
+      std::cout << "baselines: " << traces.front().baseline_note << '\n';
+    }
   }
   print_traces(problem, traces, std::cout);
+  std::cout << "speedup: over the faster of PyTorch eager and torch.compile, same protocol\n";
   const auto passed = std::count_if(traces.begin(), traces.end(), [](const Trace& trace) {
     return trace.status == EvalStatus::Passed;
   });

@@ -37,6 +37,7 @@ struct Guard::Impl {
   Oracle& oracle;
   Worker worker;
   std::string device_description;
+  std::string device_arch;
   std::optional<Calibration> calibration;
   bool calibration_loaded = false;
 };
@@ -73,7 +74,10 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
   }
 
   OrderedJson environment;
-  const auto build = build_solution(solution, options_);
+  if (options_.device != "cpu" && impl_->device_arch.empty()) {
+    impl_->device_arch = impl_->worker.device_arch();
+  }
+  const auto build = build_solution(solution, problem.definition, options_, impl_->device_arch);
   environment["compiler"] = build.compiler;
   environment["oracle"] = impl_->oracle.description();
 

@@ -22,6 +22,8 @@ struct BuildResult {
 
 /// Compiles with the backend that serves the solution's language on the guard's device.
 /// InputError when no backend does (e.g. a "cuda_cpp" solution on the "cpu" device).
-BuildResult build_solution(const Solution& solution, const GuardOptions& options);
+/// `device_arch` is the target GPU's ("sm_90"), empty for the CPU or when unknown.
+BuildResult build_solution(const Solution& solution, const Definition& definition,
+                           const GuardOptions& options, const std::string& device_arch);
 
 }  // namespace kernelarc

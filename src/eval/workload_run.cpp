@@ -209,6 +209,11 @@ bool WorkloadRun::measure() {
     return false;
   }
   if (!launched.empty()) trace_.extra["launched"] = launched.front();
+  if (!rest.kernels.empty()) trace_.extra["kernels"] = rest.kernels;
+  if (!first.device_status_before.is_null()) {
+    trace_.environment["device_before"] = first.device_status_before;
+    trace_.environment["device_after"] = rest.device_status_after;
+  }
 
   for (double ns : samples_ns) trace_.samples_ms.push_back(ns * 1e-6);
   trace_.latency_ms = summarize(trace_.samples_ms);

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "backend/cuda_device.h"
 #include "backend/worker_death.h"
 #include "backend_test_util.h"
 
@@ -113,6 +114,45 @@ TEST(WorkerProtocol, RequestAndResultRoundTrip) {
   EXPECT_EQ(same.launched, result.launched);
   EXPECT_EQ(same.threads_after, 5);
   EXPECT_THROW(result_from_json({{"outcome", "sideways"}}), std::exception);
+}
+
+TEST(WorkerProtocol, KernelsAndDeviceStatusRoundTrip) {
+  ExecuteResult cpu = result_from_json(result_to_json(ExecuteResult{}));
+  EXPECT_EQ(cpu.kernels, Json::array());
+  EXPECT_TRUE(cpu.device_status_before.is_null());
+  EXPECT_TRUE(cpu.device_status_after.is_null());
+
+  ExecuteResult result;
+  KernelResources kernel;
+  kernel.name = "add_one";
+  kernel.grid = {4, 1, 1};
+  kernel.block = {256, 1, 1};
+  kernel.registers_per_thread = 16;
+  kernel.launches = 1;
+  result.kernels.push_back(kernel.to_json());
+  GpuStatus status;
+  status.available = true;
+  status.name = "NVIDIA H200";
+  status.sm_clock_mhz = 1980;
+  status.memory_clock_mhz = 3201;
+  result.device_status_before = status.to_json();
+  status.temperature_c = 41;
+  result.device_status_after = status.to_json();
+  ExecuteResult same = result_from_json(result_to_json(result));
+  ASSERT_EQ(same.kernels.size(), 1u);
+  EXPECT_EQ(same.kernels[0]["name"], "add_one");
+  EXPECT_EQ(same.kernels[0]["registers_per_thread"], 16);
+  EXPECT_EQ(same.kernels[0]["grid"], Json({4, 1, 1}));
+  EXPECT_EQ(same.device_status_before["sm_clock_mhz"], 1980);
+  EXPECT_EQ(same.device_status_after["temperature_c"], 41);
+  EXPECT_EQ(same.device_status_after, result.device_status_after);
+
+  Json not_an_array = result_to_json(result);
+  not_an_array["kernels"] = Json::object();
+  EXPECT_THROW(result_from_json(not_an_array), std::exception);
+  Json missing = result_to_json(result);
+  missing.erase("device_status_after");
+  EXPECT_THROW(result_from_json(missing), std::exception);
 }
 
 TEST(WorkerProtocol, OutcomeNamesRoundTrip) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "backend/cuda_device.h"
 #include "backend_test_util.h"
 #include "core/error.h"
 
@@ -108,6 +109,9 @@ TEST_F(WorkerTest, VectorAddWritesItsOutputIntoTheArena) {
   EXPECT_EQ(result.threads_after, result.threads_before);
   expect_sums(worker, request);
   EXPECT_EQ(floats(worker, request.inputs[0])[5], 5.0f);  // inputs copied back unchanged
+  EXPECT_EQ(result.kernels, nlohmann::json::array());
+  EXPECT_TRUE(result.device_status_before.is_null());
+  EXPECT_TRUE(result.device_status_after.is_null());
 }
 
 TEST_F(WorkerTest, InputsMoveToANewAddressEveryCall) {
@@ -238,6 +242,32 @@ TEST_F(WorkerTest, LoadFailuresAreReported) {
   EXPECT_THROW(worker.execute(vector_add_request(worker)), InternalError);
 }
 
+TEST_F(WorkerTest, LaunchPlanOnTheCpuIsALoadFailure) {
+  Worker worker(options());
+  ExecuteResult result = worker.load("/nonexistent/kernel.launch.json", "ignored");
+  EXPECT_EQ(result.outcome, CallOutcome::LoadFailed);
+  EXPECT_NE(result.message.find("only on a CUDA device"), std::string::npos) << result.message;
+  // The worker survives it and still loads a library.
+  EXPECT_EQ(load(worker, "vector_add").outcome, CallOutcome::Ok);
+}
+
+TEST_F(WorkerTest, CudaWorkerWithoutAGpuIsAnInternalError) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  WorkerOptions cuda = options();
+  cuda.device = "cuda:0";
+  Worker worker(cuda);
+  try {
+    worker.device_arch();
+    FAIL() << "a CUDA worker started without a CUDA device";
+  } catch (const InternalError& error) {
+    std::string message = error.what();
+    EXPECT_TRUE(message.find("no CUDA device") != std::string::npos ||
+                message.find("without CUDA support") != std::string::npos)
+        << message;
+  }
+  EXPECT_THROW(load(worker, "vector_add"), InternalError);
+}
+
 TEST_F(WorkerTest, ArenaGrowthReachesTheWorker) {
   Worker worker(options());
   ASSERT_EQ(load(worker, "vector_add").outcome, CallOutcome::Ok);
@@ -273,6 +303,7 @@ TEST_F(WorkerTest, WorkerKilledBetweenCallsIsReplacedSilently) {
   ASSERT_EQ(worker.execute(vector_add_request(worker)).outcome, CallOutcome::Ok);
   std::string description = worker.device_description();
   EXPECT_EQ(description.rfind("cpu: ", 0), 0u) << description;
+  EXPECT_EQ(worker.device_arch(), "");
 
   pid_t child = worker_child();
   ASSERT_GT(child, 0);

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# On a GPU machine: build, calibrate the GPU, run the `gpu`-labelled tests, and evaluate every
+# built-in CUDA problem's bundled solution through the guard. Results go to $OUT (default
+# ./gpu-results): calibrate.txt, gpu-tests.txt, eval-<problem>.txt and .json.
+# Usage: scripts/gpu-validate.sh [build-dir]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-gpu}
+out=${OUT:-gpu-results}
+mkdir -p "$out"
+workspace=$build/workspace
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.txt" 2>&1 &&
+  cmake --build "$build" -j"$(nproc)" > "$out/build.txt" 2>&1 || { tail -40 "$out/build.txt"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv \
+  > "$out/nvidia-smi.txt" 2>&1
+"$build/kernelarc" calibrate --device cuda:0 --workspace "$workspace" 2>&1 | tee "$out/calibrate.txt"
+ctest --test-dir "$build" -L gpu --output-on-failure -j4 --timeout 300 > "$out/gpu-tests.txt" 2>&1
+tail -25 "$out/gpu-tests.txt"
+for problem in problems/cuda/*/; do
+  name=$(basename "$problem")
+  [ -d "$problem/solutions/basic" ] || continue
+  timeout "${EVAL_TIMEOUT:-150}" "$build/kernelarc" eval "$problem" "$problem/solutions/basic" \
+    --device cuda:0 --workspace "$workspace" --json "$out/eval-$name.json" \
+    > "$out/eval-$name.txt" 2>&1
+  echo "== $name (exit $?)"
+  cat "$out/eval-$name.txt"
+done
