@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine: build, calibrate the GPU, run the `gpu`-labelled tests, and evaluate every
 # built-in CUDA problem's bundled solution through the guard. Results go to $OUT (default
-# ./gpu-results): calibrate.txt, gpu-tests.txt, eval-<problem>.txt and .json.
+# ./gpu-results): calibrate.txt, gpu-tests.txt, evals.txt (every table) and traces.tar.gz.
 # Usage: scripts/gpu-validate.sh [build-dir]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,12 +16,15 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 "$build/kernelarc" calibrate --device cuda:0 --workspace "$workspace" 2>&1 | tee "$out/calibrate.txt"
 ctest --test-dir "$build" -L gpu --output-on-failure -j4 --timeout 300 > "$out/gpu-tests.txt" 2>&1
 tail -25 "$out/gpu-tests.txt"
+mkdir -p "$build/traces"
 for problem in problems/cuda/*/; do
   name=$(basename "$problem")
   [ -d "$problem/solutions/basic" ] || continue
+  echo "== $name" >> "$out/evals.txt"
   timeout "${EVAL_TIMEOUT:-150}" "$build/kernelarc" eval "$problem" "$problem/solutions/basic" \
-    --device cuda:0 --workspace "$workspace" --json "$out/eval-$name.json" \
-    > "$out/eval-$name.txt" 2>&1
-  echo "== $name (exit $?)"
-  cat "$out/eval-$name.txt"
+    --device cuda:0 --workspace "$workspace" --json "$build/traces/$name.json" \
+    >> "$out/evals.txt" 2>&1
+  echo "(exit $?)" >> "$out/evals.txt"
 done
+tar -czf "$out/traces.tar.gz" -C "$build" traces
+cat "$out/evals.txt"

@@ -57,6 +57,10 @@ std::optional<double> Guard::baseline_median(const Problem& problem, const Workl
                            std::string(baseline_name(baseline)) + ": " + note;
   }
   if (!timing || timing->times_ns.empty()) return std::nullopt;
+  if (!timing->end_to_end_ns.empty()) {
+    trace.extra["baselines_end_to_end_ms"][std::string(baseline_name(baseline))] =
+        summarize(timing->end_to_end_ns).median * 1e-6;
+  }
   return summarize(timing->times_ns).median * 1e-6;
 }
 

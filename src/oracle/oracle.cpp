@@ -327,8 +327,10 @@ void Oracle::time_native(const Problem& problem, const Workload& workload, Basel
       native(problem).time(problem, workload, trial_inputs, options_.warmup, options_.iterations);
   if (auto* error = std::get_if<std::string>(&timed)) return unavailable(*error);
   auto& measured = std::get<NativeReference::Timing>(timed);
-  ReferenceTiming timing{baseline, std::move(measured.times_ns),
-                         "native reference, " + measured.clock + ", cache flushed"};
+  ReferenceTiming timing{.baseline = baseline,
+                         .times_ns = std::move(measured.times_ns),
+                         .end_to_end_ns = {},
+                         .note = "native reference, " + measured.clock + ", cache flushed"};
   write_cached_timing(path, baseline, {std::move(timing), ""});
 }
 

@@ -52,7 +52,12 @@ struct OracleOptions {
 
 struct ReferenceTiming {
   Baseline baseline = Baseline::Eager;
+  /// By the clock candidates are timed with: on CUDA the GPU span of everything the call
+  /// launched (CUPTI through torch.profiler); on the CPU the wall time of the call.
   std::vector<double> times_ns;
+  /// CUDA only: CUDA events around the Python call, launch gaps included (what a PyTorch user
+  /// measures end to end); empty elsewhere.
+  std::vector<double> end_to_end_ns;
   /// How it was measured, e.g. "eager, CUDA events, L2 flushed (100 MiB written)".
   std::string note;
 };

@@ -95,6 +95,9 @@ std::optional<CachedTiming> read_cached_timing(const std::filesystem::path& path
       timing.baseline = baseline;
       timing.times_ns = json->at("times_ns").get<std::vector<double>>();
       timing.note = json->value("note", "");
+      if (json->contains("end_to_end_ns")) {
+        timing.end_to_end_ns = json->at("end_to_end_ns").get<std::vector<double>>();
+      }
       cached.timing = std::move(timing);
     }
   } catch (const nlohmann::json::exception&) {
@@ -111,6 +114,7 @@ void write_cached_timing(const std::filesystem::path& path, Baseline baseline,
   if (timing.timing) {
     json["times_ns"] = timing.timing->times_ns;
     json["note"] = timing.timing->note;
+    if (!timing.timing->end_to_end_ns.empty()) json["end_to_end_ns"] = timing.timing->end_to_end_ns;
   } else {
     json["unavailable"] = timing.unavailable;
   }

@@ -34,7 +34,7 @@ struct CachedTiming {
 };
 
 /// Reads a timing file as written by python/kernelarc_oracle.py or write_cached_timing:
-/// {"baseline", "times_ns", "note"} or {"baseline", "unavailable"}. nullopt if absent; an
+/// {"baseline", "times_ns", "note", "end_to_end_ns"?} or {"baseline", "unavailable"}. nullopt if absent; an
 /// unreadable file is deleted and treated as absent.
 std::optional<CachedTiming> read_cached_timing(const std::filesystem::path& path,
                                                Baseline baseline);
