@@ -14,29 +14,11 @@
 
 #include "backend/cpu_compiler.h"
 #include "core/problem.h"
+#include "core/test_support.h"
 
 namespace kernelarc::test {
 
-/// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "kernelarc-test-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using kernelarc::testing::TempDir;
 
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);

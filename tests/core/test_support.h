@@ -1,4 +1,5 @@
-// Helpers shared by the core tests: a scratch directory and capturing an InputError's message.
+// Helpers shared by the tests of every layer: a scratch directory and capturing an InputError's
+// message.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,7 +21,7 @@ class TempDir {
   TempDir() {
     static std::atomic<int> counter{0};
     path_ = std::filesystem::temp_directory_path() /
-            ("kernelarc_core_test_" + std::to_string(::getpid()) + "_" +
+            ("kernelarc_test_" + std::to_string(::getpid()) + "_" +
              std::to_string(counter.fetch_add(1)));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);

@@ -16,33 +16,12 @@
 #include "core/error.h"
 #include "core/problem.h"
 #include "core/tensor.h"
+#include "core/test_support.h"
 
 namespace kernelarc::oracle_testing {
 
-/// A fresh directory under the system temp dir, removed with everything in it at destruction.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ =
-        std::filesystem::temp_directory_path() /
-        ("kernelarc_oracle_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using kernelarc::testing::TempDir;
+using kernelarc::testing::input_error_of;
 
 /// Sets (or, with nullopt, unsets) an environment variable for the lifetime of the object.
 class ScopedEnv {
@@ -86,16 +65,6 @@ inline const Workload& workload_named(const Problem& problem, const std::string&
 }
 
 /// The message of the InputError that `action` throws; a test failure if it throws none.
-template <typename Action>
-std::string input_error_of(Action&& action) {
-  try {
-    action();
-  } catch (const InputError& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return "";
-}
 
 inline std::vector<double> values(const HostTensor& tensor) {
   std::vector<double> result;
