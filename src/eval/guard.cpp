@@ -1,10 +1,12 @@
 #include "eval/guard.h"
 
+#include <algorithm>
 
 #include <fmt/format.h>
 
 #include "backend/worker.h"
 #include "core/error.h"
+#include "eval/occupancy.h"
 #include "eval/solution_build.h"
 #include "eval/speed_of_light.h"
 #include "eval/workload_run.h"
@@ -22,6 +24,26 @@ std::vector<const Workload*> select_workloads(const Problem& problem,
     for (const auto& workload : workloads) selected.push_back(&workload);
   }
   return selected;
+}
+
+/// Adds the theoretical occupancy to every kernel the worker reported (CUPTI records).
+void add_occupancy(OrderedJson& extra, const std::string& arch) {
+  if (!extra.contains("kernels")) return;
+  for (auto& kernel : extra["kernels"]) {
+    const auto block = kernel.value("block", std::vector<int>{});
+    int threads = 1;
+    for (int size : block) threads *= std::max(size, 1);
+    const KernelFootprint footprint{
+        .threads_per_block = block.empty() ? 0 : threads,
+        .registers_per_thread = kernel.value("registers_per_thread", 0),
+        .shared_bytes_per_block = kernel.value("static_shared_bytes", int64_t{0}) +
+                                  kernel.value("dynamic_shared_bytes", int64_t{0})};
+    if (const auto occupancy = theoretical_occupancy(arch, footprint)) {
+      kernel["theoretical_occupancy"] = {{"blocks_per_sm", occupancy->blocks_per_sm},
+                                         {"fraction", occupancy->fraction},
+                                         {"limited_by", occupancy->limited_by}};
+    }
+  }
 }
 
 }  // namespace
@@ -131,6 +153,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     }
     WorkloadRun run(options_, problem, *workload, solution, impl_->oracle, impl_->worker, current);
     if (!run.check_correctness() || !run.measure()) continue;
+    add_occupancy(current.extra, impl_->device_arch);
 
     const auto bound = speed_of_light(problem.definition, resolve_axes(problem.definition, *workload),
                                       impl_->calibration);

@@ -1,0 +1,29 @@
+// Theoretical occupancy of a kernel launch, computed the way NVIDIA's occupancy calculator does
+// from the per-SM limits of the architecture and the kernel's resources (as CUPTI reports them
+// for whatever the candidate launched, so no function handle is needed).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kernelarc {
+
+struct KernelFootprint {
+  int threads_per_block = 0;
+  int registers_per_thread = 0;
+  int64_t shared_bytes_per_block = 0;  ///< static + dynamic
+};
+
+struct Occupancy {
+  int blocks_per_sm = 0;
+  double fraction = 0;  ///< active warps / maximum warps per SM
+  std::string limited_by;  ///< "warps", "registers", "shared memory" or "blocks"
+};
+
+/// nullopt for an architecture without a table ("sm_90", "sm_90a", "sm_80", "sm_86", "sm_89",
+/// "sm_100" are known) or an empty launch. Thread-block clusters can lower the real figure.
+std::optional<Occupancy> theoretical_occupancy(const std::string& arch,
+                                               const KernelFootprint& kernel);
+
+}  // namespace kernelarc
