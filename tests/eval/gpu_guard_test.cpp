@@ -3,8 +3,6 @@
 // stream of the solution's own is waited for and timed. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <ostream>
 #include <string>
@@ -13,7 +11,7 @@
 #include "backend/cuda_device.h"
 #include "core/problem.h"
 #include "eval/guard.h"
-#include "oracle/oracle.h"
+#include "eval/guard_harness.h"
 
 namespace kernelarc {
 namespace {
@@ -21,77 +19,29 @@ namespace {
 const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 const std::filesystem::path kProblem = kSource / "problems/cuda/rmsnorm_bf16";
 
-int64_t workload_size(const Workload& workload) {
-  int64_t size = 1;
-  for (const auto& [name, value] : workload.axes) size *= value;
-  return size;
-}
-
 class GpuGuardTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     // Without a device nothing is set up; every test skips before touching it.
     if (cuda_device_count() == 0) return;
-    workspace_ = new std::filesystem::path(
-        std::filesystem::temp_directory_path() /
-        ("kernelarc-gpu-guard-test-" + std::to_string(getpid())));
-    problem_ = new Problem(load_problem(kProblem));
-    OracleOptions oracle_options;
-    oracle_options.cache_dir = *workspace_ / "oracle";
-    oracle_options.device = "cuda";
-    oracle_options.worker_executable = KERNELARC_BINARY;
-    oracle_ = new Oracle(oracle_options);
-    GuardOptions options;
-    options.device = "cuda:0";
-    options.workspace = *workspace_;
-    options.worker_executable = KERNELARC_BINARY;
-    options.call_timeout = std::chrono::milliseconds(3000);
-    options.iterations = 20;
-    options.timing_budget_s = 0.3;
-    options.time_baselines = false;
-    guard_ = new Guard(options, *oracle_);
+    harness_ = std::make_unique<testing::GuardHarness>(kProblem, "cuda:0", [](GuardOptions& options) {
+      options.call_timeout = std::chrono::milliseconds(3000);
+      options.iterations = 20;
+      options.timing_budget_s = 0.3;
+      options.time_baselines = false;
+    });
   }
-  static void TearDownTestSuite() {
-    delete guard_;
-    delete oracle_;
-    delete problem_;
-    if (workspace_ != nullptr) std::filesystem::remove_all(*workspace_);
-    delete workspace_;
-    guard_ = nullptr;
-    oracle_ = nullptr;
-    problem_ = nullptr;
-    workspace_ = nullptr;
-  }
+  static void TearDownTestSuite() { harness_.reset(); }
 
-  /// The smallest (largest) workload of rmsnorm_bf16 by the product of its axes.
-  static Workload pick_workload(bool largest) {
-    const Workload* picked = &problem_->workloads.front();
-    for (const auto& workload : problem_->workloads) {
-      const bool bigger = workload_size(workload) > workload_size(*picked);
-      const bool smaller = workload_size(workload) < workload_size(*picked);
-      if (largest ? bigger : smaller) picked = &workload;
-    }
-    return *picked;
-  }
-
+  static Workload pick_workload(bool largest) { return harness_->pick_workload(largest); }
   static Trace evaluate(const std::filesystem::path& solution_dir, const Workload& workload) {
-    const auto solution = load_solution(solution_dir);
-    const std::vector<Workload> workloads{workload};
-    auto traces = guard_->evaluate(*problem_, solution, workloads);
-    EXPECT_EQ(traces.size(), 1u);
-    return traces.front();
+    return harness_->evaluate(solution_dir, workload);
   }
 
-  static std::filesystem::path* workspace_;
-  static Problem* problem_;
-  static Oracle* oracle_;
-  static Guard* guard_;
+  static std::unique_ptr<testing::GuardHarness> harness_;
 };
 
-std::filesystem::path* GpuGuardTest::workspace_ = nullptr;
-Problem* GpuGuardTest::problem_ = nullptr;
-Oracle* GpuGuardTest::oracle_ = nullptr;
-Guard* GpuGuardTest::guard_ = nullptr;
+std::unique_ptr<testing::GuardHarness> GpuGuardTest::harness_;
 
 TEST_F(GpuGuardTest, BasicSolutionsPassEveryWorkload) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
@@ -103,7 +53,7 @@ TEST_F(GpuGuardTest, BasicSolutionsPassEveryWorkload) {
     const auto problem = load_problem(entry.path());
     const auto solution = load_solution(entry.path() / "solutions/basic");
     const std::string name = entry.path().filename().string();
-    for (const auto& trace : guard_->evaluate(problem, solution)) {
+    for (const auto& trace : harness_->guard().evaluate(problem, solution)) {
       EXPECT_EQ(status_name(trace.status), status_name(EvalStatus::Passed))
           << name << " " << trace.workload.dump() << ": " << trace.log;
       EXPECT_EQ(trace.trials_passed, 10) << name;

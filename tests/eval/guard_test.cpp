@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/problem.h"
 #include "eval/guard.h"
-#include "oracle/oracle.h"
+#include "eval/guard_harness.h"
 
 namespace kernelarc {
 namespace {
@@ -17,66 +17,32 @@ const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 class GuardTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    workspace_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
-                                           ("kernelarc-guard-test-" + std::to_string(getpid())));
-    problem_ = new Problem(load_problem(kSource / "problems/cpu/rmsnorm_f32"));
-    OracleOptions oracle_options;
-    oracle_options.cache_dir = *workspace_ / "oracle";
-    oracle_options.worker_executable = KERNELARC_BINARY;
-    oracle_ = new Oracle(oracle_options);
-    GuardOptions options;
-    options.workspace = *workspace_;
-    options.worker_executable = KERNELARC_BINARY;
-    options.call_timeout = std::chrono::milliseconds(2000);
-    options.iterations = 12;
-    options.timing_budget_s = 0.2;
-    options.memory_limit_bytes = std::size_t{2} << 30;
-    options.time_baselines = false;
-    guard_ = new Guard(options, *oracle_);
+    harness_ = std::make_unique<testing::GuardHarness>(
+        kSource / "problems/cpu/rmsnorm_f32", "cpu", [](GuardOptions& options) {
+          options.call_timeout = std::chrono::milliseconds(2000);
+          options.iterations = 12;
+          options.timing_budget_s = 0.2;
+          options.memory_limit_bytes = std::size_t{2} << 30;
+          options.time_baselines = false;
+        });
   }
-  static void TearDownTestSuite() {
-    delete guard_;
-    delete oracle_;
-    delete problem_;
-    std::filesystem::remove_all(*workspace_);
-    delete workspace_;
-  }
+  static void TearDownTestSuite() { harness_.reset(); }
 
-  /// The smallest workload keeps each case fast; every case sees the same one.
-  static std::vector<Workload> small_workload() {
-    const Workload* smallest = &problem_->workloads.front();
-    for (const auto& workload : problem_->workloads) {
-      int64_t size = 1, smallest_size = 1;
-      for (const auto& [name, value] : workload.axes) size *= value;
-      for (const auto& [name, value] : smallest->axes) smallest_size *= value;
-      if (size < smallest_size) smallest = &workload;
-    }
-    return {*smallest};
-  }
-
+  /// The smallest workload keeps each broken case fast; every case sees the same one.
   static Trace evaluate_case(const std::string& name) {
-    const auto solution = load_solution(kSource / "tests/data/guard" / name);
-    auto traces = guard_->evaluate(*problem_, solution, small_workload());
-    EXPECT_EQ(traces.size(), 1u);
-    return traces.front();
+    return harness_->evaluate(kSource / "tests/data/guard" / name, harness_->pick_workload(false));
   }
 
-  static std::filesystem::path* workspace_;
-  static Problem* problem_;
-  static Oracle* oracle_;
-  static Guard* guard_;
+  static std::unique_ptr<testing::GuardHarness> harness_;
 };
 
-std::filesystem::path* GuardTest::workspace_ = nullptr;
-Problem* GuardTest::problem_ = nullptr;
-Oracle* GuardTest::oracle_ = nullptr;
-Guard* GuardTest::guard_ = nullptr;
+std::unique_ptr<testing::GuardHarness> GuardTest::harness_;
 
 TEST_F(GuardTest, BundledSolutionsPassEveryWorkload) {
   for (const char* variant : {"naive", "optimized"}) {
     const auto solution =
         load_solution(kSource / "problems/cpu/rmsnorm_f32/solutions" / variant);
-    for (const auto& trace : guard_->evaluate(*problem_, solution)) {
+    for (const auto& trace : harness_->guard().evaluate(harness_->problem(), solution)) {
       EXPECT_EQ(trace.status, EvalStatus::Passed) << variant << ": " << trace.log;
       EXPECT_EQ(trace.trials_passed, 10);
       EXPECT_TRUE(trace.audit_passed);
@@ -123,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(GuardTest, SolutionForAnotherDefinitionIsAnInputError) {
   auto solution = load_solution(kSource / "problems/cpu/rmsnorm_f32/solutions/naive");
   solution.definition = "softmax_f32";
-  EXPECT_THROW(guard_->evaluate(*problem_, solution), InputError);
+  EXPECT_THROW(harness_->guard().evaluate(harness_->problem(), solution), InputError);
 }
 
 }  // namespace

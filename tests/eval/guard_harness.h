@@ -1,0 +1,95 @@
+// One problem, oracle and guard on a scratch workspace, shared by the tests of a suite so the
+// oracle's cache serves all of them; used by the CPU and the GPU guard tests.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "eval/guard.h"
+#include "oracle/oracle.h"
+
+namespace kernelarc::testing {
+
+inline OracleOptions harness_oracle_options(const std::filesystem::path& workspace,
+                                            const std::string& device) {
+  OracleOptions options;
+  options.cache_dir = workspace / "oracle";
+  options.device = device == "cpu" ? "cpu" : "cuda";
+  options.worker_executable = KERNELARC_BINARY;
+  return options;
+}
+
+inline std::filesystem::path harness_workspace() {
+  static std::atomic<int> counter{0};
+  return std::filesystem::temp_directory_path() /
+         ("kernelarc-guard-test-" + std::to_string(getpid()) + "-" +
+          std::to_string(counter.fetch_add(1)));
+}
+
+class GuardHarness {
+ public:
+  /// `tune` adjusts the guard's options after the harness has set device, workspace and worker.
+  GuardHarness(const std::filesystem::path& problem_dir, const std::string& device,
+               const std::function<void(GuardOptions&)>& tune)
+      : workspace_(harness_workspace()),
+        problem_(load_problem(problem_dir)),
+        oracle_(harness_oracle_options(workspace_, device)),
+        guard_(guard_options(device, tune), oracle_) {}
+  ~GuardHarness() {
+    std::error_code ignored;
+    std::filesystem::remove_all(workspace_, ignored);
+  }
+  GuardHarness(const GuardHarness&) = delete;
+  GuardHarness& operator=(const GuardHarness&) = delete;
+
+  const Problem& problem() const { return problem_; }
+  Guard& guard() { return guard_; }
+
+  /// The smallest (or largest) workload by the product of its axes.
+  Workload pick_workload(bool largest) const {
+    auto size = [](const Workload& workload) {
+      int64_t product = 1;
+      for (const auto& [name, value] : workload.axes) product *= value;
+      return product;
+    };
+    const Workload* picked = &problem_.workloads.front();
+    for (const auto& workload : problem_.workloads) {
+      if (largest ? size(workload) > size(*picked) : size(workload) < size(*picked)) {
+        picked = &workload;
+      }
+    }
+    return *picked;
+  }
+
+  /// One solution on one workload; exactly one trace comes back.
+  Trace evaluate(const std::filesystem::path& solution_path, const Workload& workload) {
+    const std::vector<Workload> workloads{workload};
+    auto traces = guard_.evaluate(problem_, load_solution(solution_path), workloads);
+    if (traces.size() != 1) throw std::runtime_error("expected one trace");
+    return traces.front();
+  }
+
+ private:
+  GuardOptions guard_options(const std::string& device,
+                             const std::function<void(GuardOptions&)>& tune) const {
+    GuardOptions options;
+    options.device = device;
+    options.workspace = workspace_;
+    options.worker_executable = KERNELARC_BINARY;
+    tune(options);
+    return options;
+  }
+
+  std::filesystem::path workspace_;
+  Problem problem_;
+  Oracle oracle_;
+  Guard guard_;
+};
+
+}  // namespace kernelarc::testing
