@@ -1,4 +1,4 @@
-// Typed access to JSON fields for the loaders in core (internal to the core layer).
+// Typed access to JSON fields, for every layer's loaders of user files.
 //
 // Every accessor names the file (`where`, e.g. "p/definition.json" or "p/workload.jsonl:3") and
 // the field path ("inputs.x.dtype", "sources[1].path") in its InputError, and reports a wrong

@@ -8,21 +8,15 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/rng.h"
 
 namespace kernelarc {
 
 namespace {
 
-/// splitmix64: a tiny, well-mixed generator, so the audit position depends on the seed alone.
-uint64_t mix(uint64_t value) {
-  value += 0x9E3779B97F4A7C15ull;
-  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ull;
-  value = (value ^ (value >> 27)) * 0x94D049BB133111EBull;
-  return value ^ (value >> 31);
-}
-
 uint64_t seed_for(uint64_t seed, const std::string& uuid) {
-  return mix(seed ^ std::stoull(content_hash(uuid).substr(0, 16), nullptr, 16));
+  // The audit position depends on the seed and the workload alone.
+  return Rng(seed ^ std::stoull(content_hash(uuid).substr(0, 16), nullptr, 16)).next();
 }
 
 std::size_t workspace_bytes_for(const Solution& solution, const AxisValues& axes) {

@@ -12,17 +12,6 @@ namespace kernelarc {
 
 namespace {
 
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
 double finfo_min(DType dtype) {
   switch (dtype) {
     case DType::Float64:
@@ -116,43 +105,6 @@ HostTensor input_from_blob(const Problem& problem, const TensorSpec& spec,
 }
 
 }  // namespace
-
-Rng::Rng(uint64_t seed) {
-  for (uint64_t& word : state_) word = splitmix64(seed);
-}
-
-uint64_t Rng::next() {
-  uint64_t result = rotl(state_[1] * 5, 7) * 9;
-  uint64_t shifted = state_[1] << 17;
-  state_[2] ^= state_[0];
-  state_[3] ^= state_[1];
-  state_[1] ^= state_[2];
-  state_[0] ^= state_[3];
-  state_[2] ^= shifted;
-  state_[3] = rotl(state_[3], 45);
-  return result;
-}
-
-double Rng::uniform() {
-  return static_cast<double>(next() >> 11) * 0x1.0p-53;
-}
-
-double Rng::normal() {
-  if (has_spare_) {
-    has_spare_ = false;
-    return spare_normal_;
-  }
-  double radius = std::sqrt(-2.0 * std::log(1.0 - uniform()));  // 1 - u is in (0, 1]
-  double angle = 2.0 * std::numbers::pi * uniform();
-  spare_normal_ = radius * std::sin(angle);
-  has_spare_ = true;
-  return radius * std::cos(angle);
-}
-
-int64_t Rng::integer(int64_t low, int64_t high) {
-  // The modulo bias is below 2^-50 for the ranges used here.
-  return low + static_cast<int64_t>(next() % static_cast<uint64_t>(high - low));
-}
 
 HostTensor random_tensor(DType dtype, const std::vector<int64_t>& shape, InputPattern pattern,
                          Rng& rng) {

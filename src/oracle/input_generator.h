@@ -6,33 +6,16 @@
 // std::normal_distribution, whose algorithm differs between standard libraries.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "core/problem.h"
+#include "core/rng.h"
 #include "core/tensor.h"
 #include "oracle/input_heuristics.h"
 
 namespace kernelarc {
 
-class Rng {
- public:
-  explicit Rng(uint64_t seed);
-  uint64_t next();
-  /// Uniform in [0, 1), 53 random bits.
-  double uniform();
-  double uniform(double low, double high) { return low + (high - low) * uniform(); }
-  /// Standard normal.
-  double normal();
-  /// Uniform integer in [low, high).
-  int64_t integer(int64_t low, int64_t high);
-
- private:
-  std::array<uint64_t, 4> state_;
-  double spare_normal_ = 0;
-  bool has_spare_ = false;
-};
 
 /// A random tensor of the dtype's default distribution (float: randn; float8: randn clamped to
 /// +-2; bool: {0,1}; int8: [-128,128); uint8: [0,256); other ints: [-1024,1024)) or, for
