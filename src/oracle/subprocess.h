@@ -1,4 +1,5 @@
-// Runs a helper program (the Python oracle) with its output in a log file and a watchdog.
+// Runs a helper program (the Python oracle) with its output in a log file and a watchdog, on
+// top of the backend's process control (backend/process.h).
 #pragma once
 
 #include <filesystem>
