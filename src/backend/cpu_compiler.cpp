@@ -16,6 +16,7 @@
 
 #include "backend/device.h"
 #include "backend/process.h"
+#include "backend/solution_knobs.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/paths.h"
@@ -97,11 +98,13 @@ std::string command_line(const std::vector<std::string>& argv) {
 /// Returns the failure log, or nullopt on success; `output` gets all compiler output.
 std::optional<std::string> build(const Solution& solution, const CpuCompileOptions& options,
                                  const std::vector<std::string>& compiler,
+                                 const std::vector<std::string>& knob_flags,
                                  const std::filesystem::path& build_dir, std::string& output) {
   auto deadline = Clock::now() + options.timeout;
   std::vector<std::string> common;
   common.insert(common.end(), options.flags.begin(), options.flags.end());
   common.insert(common.end(), solution.cflags.begin(), solution.cflags.end());
+  common.insert(common.end(), knob_flags.begin(), knob_flags.end());
   common.push_back("-I" + abi_include_dir().string());
   common.push_back("-Isrc");
 
@@ -171,6 +174,12 @@ CompileResult compile_cpu_solution(const Solution& solution, const CpuCompileOpt
     result.log = "the solution has no .cpp, .cc, .cxx or .c source to compile";
     return result;
   }
+  std::map<std::string, int64_t> knobs;
+  if (auto error = parse_knobs(solution.ext, knobs)) {
+    result.log = *error;
+    return result;
+  }
+  const std::vector<std::string> knob_flags = knob_defines(knobs);
 
   ContentHasher hasher;
   // -march=native makes the binary depend on the host CPU; the ABI header is compiled in.
@@ -179,7 +188,7 @@ CompileResult compile_cpu_solution(const Solution& solution, const CpuCompileOpt
                        std::istreambuf_iterator<char>());
   hasher.add(kRecipeVersion).add(compiler_version(compiler)).add(host_cpu_model()).add(abi_text);
   for (const std::string& word : compiler) hasher.add(word);
-  for (const auto* list : {&options.flags, &solution.cflags, &solution.ld_flags}) {
+  for (const auto* list : {&options.flags, &solution.cflags, &knob_flags, &solution.ld_flags}) {
     hasher.add(std::to_string(list->size()));
     for (const std::string& flag : *list) hasher.add(flag);
   }
@@ -206,7 +215,8 @@ CompileResult compile_cpu_solution(const Solution& solution, const CpuCompileOpt
     write_file(build_dir / "src" / source.path, source.content);
 
   std::string output;
-  std::optional<std::string> failure = build(solution, options, compiler, build_dir, output);
+  std::optional<std::string> failure =
+      build(solution, options, compiler, knob_flags, build_dir, output);
   std::error_code ignored;
   if (failure) {
     std::filesystem::remove_all(build_dir, ignored);

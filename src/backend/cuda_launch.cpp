@@ -39,14 +39,6 @@ std::optional<std::string> dims_text(const OrderedJson& value, const std::string
   return std::nullopt;
 }
 
-bool is_identifier(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  }
-  return true;
-}
-
 std::string_view axis_kind_name(AxisKind kind) {
   switch (kind) {
     case AxisKind::Const:
@@ -132,31 +124,6 @@ std::optional<std::string> parse_launch_spec(const OrderedJson& ext,
     if (auto error = dims_text(*cluster, "kernelarc.launch.cluster", *spec.cluster)) return error;
   }
   return parse_knobs(ext, knobs);
-}
-
-std::optional<std::string> parse_knobs(const OrderedJson& ext,
-                                       std::map<std::string, int64_t>& knobs) {
-  knobs.clear();
-  if (auto found = ext.find("knobs"); found != ext.end()) {
-    if (!found->is_object()) return "kernelarc.knobs: expected an object, got " + found->dump();
-    for (const auto& [name, value] : found->items()) {
-      if (!is_identifier(name)) {
-        return "kernelarc.knobs." + name + ": expected an identifier as the knob's name";
-      }
-      if (!value.is_number_integer()) {
-        return "kernelarc.knobs." + name + ": expected an integer, got " + value.dump();
-      }
-      knobs[name] = value.get<int64_t>();
-    }
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> knob_defines(const std::map<std::string, int64_t>& knobs) {
-  std::vector<std::string> defines;
-  for (const auto& [name, value] : knobs)
-    defines.push_back("-D" + name + "=" + std::to_string(value));
-  return defines;
 }
 
 std::optional<std::string> make_launch_plan(const LaunchSpec& spec,

@@ -37,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/solution_knobs.h"
 #include "core/problem.h"
 #include "kernelarc/abi.h"
 
@@ -50,13 +51,6 @@ struct LaunchSpec {
   std::string shared_bytes = "0";
   std::optional<std::array<std::string, 3>> cluster;
 };
-
-/// Reads ext["knobs"] of a solution ({"NAME": integer}, names are C identifiers); an absent
-/// member gives no knobs. Returns an error message naming the field, or nullopt.
-std::optional<std::string> parse_knobs(const OrderedJson& ext,
-                                       std::map<std::string, int64_t>& knobs);
-/// -DNAME=VALUE for each knob, as nvcc and NVRTC take them.
-std::vector<std::string> knob_defines(const std::map<std::string, int64_t>& knobs);
 
 /// Reads ext["launch"] and ext["knobs"] of a solution. `default_kernel` is used when the launch
 /// names no kernel. Returns an error message (naming the field) instead of throwing, since a

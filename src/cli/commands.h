@@ -13,5 +13,6 @@ using CommandRunner = std::function<int()>;
 CommandRunner add_eval_command(CLI::App& app);
 CommandRunner add_worker_command(CLI::App& app);
 CommandRunner add_calibrate_command(CLI::App& app);
+CommandRunner add_templates_command(CLI::App& app);
 
 }  // namespace kernelarc

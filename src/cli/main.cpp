@@ -8,7 +8,8 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kernelarc: autonomous compute-kernel optimization with a hack-proof benchmark guard"};
+  CLI::App app{
+      "kernelarc: autonomous compute-kernel optimization with a hack-proof benchmark guard"};
   app.require_subcommand(1);
   std::map<CLI::App*, kernelarc::CommandRunner> runners;
   auto add = [&](auto add_command) {
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   };
   add(kernelarc::add_eval_command);
   add(kernelarc::add_calibrate_command);
+  add(kernelarc::add_templates_command);
   add(kernelarc::add_worker_command);
   try {
     app.parse(argc, argv);

@@ -240,8 +240,8 @@ void check_names(const Definition& def, std::string_view where) {
 DefinitionExtension parse_extension(const OrderedJson& value, const Definition& def,
                                     std::string_view where) {
   expect_object(value, where, "kernelarc");
-  reject_unknown_keys(value, {"op_family", "flops", "bytes", "native_reference"}, where,
-                      "kernelarc");
+  reject_unknown_keys(value, {"op_family", "op_params", "flops", "bytes", "native_reference"},
+                      where, "kernelarc");
   DefinitionExtension ext;
   auto text = [&](std::string_view key) {
     const OrderedJson* member = find_member(value, key);
@@ -251,6 +251,10 @@ DefinitionExtension parse_extension(const OrderedJson& value, const Definition& 
   ext.flops = text("flops");
   ext.bytes = text("bytes");
   ext.native_reference = text("native_reference");
+  if (const OrderedJson* params = find_member(value, "op_params")) {
+    expect_object(*params, where, "kernelarc.op_params");
+    ext.op_params = *params;
+  }
   if (!ext.flops.empty()) check_axis_expr(ext.flops, def, where, "kernelarc.flops");
   if (!ext.bytes.empty()) check_axis_expr(ext.bytes, def, where, "kernelarc.bytes");
   return ext;

@@ -1,5 +1,6 @@
 #include "core/expr.h"
 
+#include <algorithm>
 #include <cctype>
 #include <memory>
 #include <vector>
@@ -377,6 +378,14 @@ std::set<std::string> expr_variables(std::string_view expression) {
   std::set<std::string> names;
   collect_variables(*root, names);
   return names;
+}
+
+bool is_identifier(std::string_view text) {
+  if (text.empty() || !(std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_'))
+    return false;
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 }  // namespace kernelarc

@@ -25,6 +25,9 @@ class ExprError : public std::runtime_error {
 };
 
 int64_t evaluate_expr(std::string_view expression, const AxisValues& variables);
+/// True for [A-Za-z_][A-Za-z0-9_]*: the names of axes, knobs and enum labels.
+bool is_identifier(std::string_view text);
+
 /// The variable names an expression mentions (throws ExprError on a syntax error).
 std::set<std::string> expr_variables(std::string_view expression);
 

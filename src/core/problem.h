@@ -43,8 +43,11 @@ struct TensorSpec {
 /// kernelarc's extension fields of a definition ("kernelarc": {...}).
 struct DefinitionExtension {
   std::string op_family;  ///< e.g. "rmsnorm", "softmax", "gemm"; maps the problem to templates
-  std::string flops;      ///< expression over axes; empty = not given
-  std::string bytes;      ///< unique bytes read + written, expression over axes; empty = derived
+  /// The family's parameters (eps, fusion expressions, ...): an object, {} when absent. Its
+  /// fields are checked by the family's binder in the synth layer, which knows them.
+  OrderedJson op_params = OrderedJson::object();
+  std::string flops;  ///< expression over axes; empty = not given
+  std::string bytes;  ///< unique bytes read + written, expression over axes; empty = derived
   /// solution.json of a native reference, relative to the problem directory; empty = none.
   std::string native_reference;
 };
@@ -60,7 +63,7 @@ struct Definition {
   std::string reference;                 ///< Python source defining run(...)
   std::string custom_inputs_entrypoint;  ///< empty = none
   DefinitionExtension ext;
-  OrderedJson raw;                       ///< the file as read, for hashing and export
+  OrderedJson raw;  ///< the file as read, for hashing and export
   std::filesystem::path path;
 
   const Axis* find_axis(std::string_view name) const;

@@ -52,14 +52,6 @@ std::string knob_value_text(const KnobValue& value) {
 KnobDomainError::KnobDomainError(std::string field, std::string problem)
     : InputError(field + ": " + problem), field_(std::move(field)), problem_(std::move(problem)) {}
 
-bool is_identifier(const std::string& text) {
-  if (text.empty() || !(std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_'))
-    return false;
-  return std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-
 Knob Knob::int_range(std::string name, int64_t min, int64_t max, int64_t step,
                      std::optional<int64_t> default_value) {
   if (min > max) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/expr.h"
 
 namespace kernelarc {
 
@@ -83,9 +84,5 @@ class Knob {
   std::vector<std::string> labels_;  // Enum
   uint64_t default_index_ = 0;
 };
-
-/// True for [A-Za-z_][A-Za-z0-9_]*: knob names and enum labels, which appear in expressions and
-/// in the canonical text of a point.
-bool is_identifier(const std::string& text);
 
 }  // namespace kernelarc

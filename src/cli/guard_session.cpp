@@ -1,0 +1,169 @@
+#include "cli/guard_session.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli/table.h"
+#include "core/error.h"
+
+namespace kernelarc {
+
+namespace {
+
+std::vector<std::string> split_flags(const std::string& text) {
+  std::istringstream stream(text);
+  std::vector<std::string> parts;
+  for (std::string part; stream >> part;) parts.push_back(part);
+  return parts;
+}
+
+std::string axes_text(const Workload& workload) {
+  std::string text;
+  for (const auto& [name, value] : workload.axes) {
+    text += (text.empty() ? "" : " ") + fmt::format("{}={}", name, value);
+  }
+  return text;
+}
+
+std::string format_ms(const std::optional<double>& ms) {
+  return ms ? fmt::format("{:.4f}", *ms) : "-";
+}
+
+void print_traces(const Problem& problem, const std::vector<Trace>& traces, std::ostream& out) {
+  TextTable table({"workload", "axes", "status", "max_abs_err", "median_ms", "ci95_ms",
+                   "p10-p90_ms", "runs", "eager_ms", "compiled_ms", "speedup", "sol_ms",
+                   "sol_score"});
+  std::vector<std::string> logs;
+  for (const Trace& trace : traces) {
+    const auto uuid = trace.workload.value("uuid", std::string("?"));
+    const auto* workload = &problem.workloads.front();
+    for (const auto& candidate : problem.workloads) {
+      if (candidate.uuid == uuid) workload = &candidate;
+    }
+    std::vector<std::string> row{
+        uuid.substr(0, 12), axes_text(*workload), std::string(status_name(trace.status)),
+        trace.correctness ? fmt::format("{:.2e}", trace.correctness->max_absolute_error) : "-"};
+    if (trace.status == EvalStatus::Passed && trace.latency_ms) {
+      const auto& latency = *trace.latency_ms;
+      row.push_back(fmt::format("{:.4f}", latency.median));
+      row.push_back(fmt::format("{:.4f}-{:.4f}", latency.ci_low, latency.ci_high));
+      row.push_back(fmt::format("{:.4f}-{:.4f}", latency.p10, latency.p90));
+      row.push_back(std::to_string(latency.samples));
+      row.push_back(format_ms(trace.eager_ms));
+      row.push_back(format_ms(trace.compiled_ms));
+      const auto baseline = trace.baseline_ms();  // the faster of eager and compiled
+      row.push_back(baseline ? fmt::format("{:.2f}x", *baseline / latency.median) : "-");
+      row.push_back(format_ms(trace.sol_ms));
+      const auto score = trace.sol_score();
+      row.push_back(score ? fmt::format("{:.3f}", *score) : "-");
+    } else {
+      logs.push_back(fmt::format("{}: {}", uuid.substr(0, 12), trace.log));
+    }
+    table.add_row(std::move(row));
+  }
+  table.print(out);
+  for (const auto& log : logs) out << log << '\n';
+}
+
+}  // namespace
+
+void add_guard_flags(CLI::App& cmd, GuardFlags& flags) {
+  cmd.add_option("--json", flags.json_path, "write the traces (SOL-ExecBench form) to this file");
+  cmd.add_option("--workspace", flags.workspace, "caches and calibration")->capture_default_str();
+  cmd.add_option("--device", flags.device, "cpu or cuda:N")->capture_default_str();
+  cmd.add_option("--python", flags.python, "Python with torch for the reference (default: detect)");
+  cmd.add_option("--cflags", flags.cflags,
+                 "host compiler flags, replacing -O3 -march=native -fopenmp");
+  cmd.add_option("--workloads", flags.workloads, "only workloads whose uuid starts with these");
+  cmd.add_option("--trials", flags.trials, "correctness draws per workload")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd.add_option("--warmup", flags.warmup, "untimed calls before timing")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10000));
+  cmd.add_option("--iterations", flags.iterations, "timed calls at most")
+      ->capture_default_str()
+      ->check(CLI::Range(3, 100000));
+  cmd.add_option("--budget", flags.budget_s, "timing budget per workload, seconds")
+      ->capture_default_str();
+  cmd.add_option("--timeout-ms", flags.timeout_ms, "a call longer than this is a hang")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3'600'000));
+  cmd.add_option("--seed", flags.seed, "input seed")->capture_default_str();
+  cmd.add_flag("--no-baseline", flags.no_baseline, "do not time the PyTorch reference");
+}
+
+GuardSession::GuardSession(const GuardFlags& flags) : flags_(flags) {
+  OracleOptions oracle_options;
+  oracle_options.cache_dir = std::filesystem::path(flags.workspace) / "oracle";
+  oracle_options.python = flags.python;
+  oracle_options.device = flags.device == "cpu" ? "cpu" : "cuda";
+  oracle_options.seed = flags.seed;
+  oracle_ = std::make_unique<Oracle>(oracle_options);
+
+  options_.device = flags.device;
+  options_.workspace = flags.workspace;
+  options_.correctness_trials = flags.trials;
+  options_.warmup = flags.warmup;
+  options_.iterations = flags.iterations;
+  options_.timing_budget_s = flags.budget_s;
+  options_.seed = flags.seed;
+  options_.call_timeout = std::chrono::milliseconds(flags.timeout_ms);
+  options_.time_baselines = !flags.no_baseline;
+  if (!flags.cflags.empty()) options_.cpu_compile.flags = split_flags(flags.cflags);
+  if (const char* cxx = std::getenv("CXX"); cxx && *cxx) options_.cpu_compile.compiler = cxx;
+  guard_ = std::make_unique<Guard>(options_, *oracle_);
+}
+
+std::vector<Workload> GuardSession::select_workloads(const Problem& problem) const {
+  if (flags_.workloads.empty()) return problem.workloads;
+  std::vector<Workload> selected;
+  for (const auto& id : flags_.workloads) {
+    bool found = false;
+    for (const auto& workload : problem.workloads) {
+      if (workload.uuid.rfind(id, 0) == 0) {
+        selected.push_back(workload);
+        found = true;
+      }
+    }
+    if (!found) throw_input_error("--workloads", id, "no workload uuid starts with this");
+  }
+  return selected;
+}
+
+bool GuardSession::evaluate_and_report(const Problem& problem, const Solution& solution,
+                                       std::ostream& out) {
+  const auto traces = guard_->evaluate(problem, solution, select_workloads(problem));
+  out << fmt::format("problem {}  solution {}  device {}\n", problem.definition.name, solution.name,
+                     flags_.device);
+  if (!traces.empty()) {
+    const auto& environment = traces.front().environment;
+    out << fmt::format("hardware: {}\noracle: {}\ncompiler: {}\n",
+                       environment.value("hardware", std::string("-")),
+                       environment.value("oracle", std::string("-")),
+                       environment.value("compiler", std::string("-")));
+    if (!traces.front().baseline_note.empty())
+      out << "baselines: " << traces.front().baseline_note << '\n';
+  }
+  print_traces(problem, traces, out);
+  out << "speedup: over the faster of PyTorch eager and torch.compile, same protocol\n";
+  const auto passed = std::count_if(traces.begin(), traces.end(), [](const Trace& trace) {
+    return trace.status == EvalStatus::Passed;
+  });
+  out << fmt::format("workloads: {} of {} PASSED\n", passed, traces.size());
+
+  if (!flags_.json_path.empty()) {
+    OrderedJson json = OrderedJson::array();
+    for (const auto& trace : traces) json.push_back(trace_to_json(trace));
+    std::ofstream file(flags_.json_path);
+    if (!file) throw_input_error(flags_.json_path, "", "cannot open for writing");
+    file << json.dump(2) << '\n';
+  }
+  return passed == static_cast<long>(traces.size());
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,62 @@
+// What every command that evaluates candidates through the guard shares: the guard's flags, the
+// oracle and guard built from them, and the printed report (a table per workload, the
+// environment, the baselines) with the optional JSON traces.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/problem.h"
+#include "eval/guard.h"
+#include "oracle/oracle.h"
+
+namespace kernelarc {
+
+struct GuardFlags {
+  std::string json_path;
+  std::string workspace = ".kernelarc";
+  std::string device = "cpu";
+  std::string python;
+  std::string cflags;
+  std::vector<std::string> workloads;
+  int trials = 10;
+  int warmup = 3;
+  int iterations = 50;
+  double budget_s = 2.0;
+  int timeout_ms = 10'000;
+  uint64_t seed = 200;
+  bool no_baseline = false;
+};
+
+/// Registers --json, --workspace, --device, --python, --cflags, --workloads, --trials,
+/// --warmup, --iterations, --budget, --timeout-ms, --seed and --no-baseline.
+void add_guard_flags(CLI::App& command, GuardFlags& flags);
+
+/// An oracle and a guard configured from the flags.
+class GuardSession {
+ public:
+  explicit GuardSession(const GuardFlags& flags);
+
+  Guard& guard() { return *guard_; }
+  const GuardOptions& options() const { return options_; }
+
+  /// The workloads --workloads selects (uuid prefixes), or all; InputError for a prefix no
+  /// workload has.
+  std::vector<Workload> select_workloads(const Problem& problem) const;
+
+  /// Evaluates, prints the report, writes --json; true when every workload passed.
+  bool evaluate_and_report(const Problem& problem, const Solution& solution, std::ostream& out);
+
+ private:
+  GuardFlags flags_;
+  GuardOptions options_;
+  std::unique_ptr<Oracle> oracle_;
+  std::unique_ptr<Guard> guard_;
+};
+
+}  // namespace kernelarc

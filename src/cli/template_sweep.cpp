@@ -1,0 +1,195 @@
+#include "cli/template_sweep.h"
+
+#include <iostream>
+#include <map>
+#include <set>
+#include <span>
+
+#include <fmt/format.h>
+
+#include "cli/table.h"
+#include "core/rng.h"
+#include "synth/bound_template.h"
+
+namespace kernelarc {
+
+namespace {
+
+/// The default point, both ends of the enumeration and `random` seeded samples; feasible and
+/// distinct.
+std::vector<KnobPoint> sweep_points(const BoundTemplate& bound, int random, uint64_t seed) {
+  const ConstrainedSpace& space = bound.space();
+  std::vector<KnobPoint> candidates{space.space().default_point()};
+  std::optional<KnobPoint> last;
+  std::size_t walked = 0;
+  space.for_each_valid([&](const KnobPoint& point) {
+    if (walked == 0) candidates.push_back(point);
+    last = point;
+    return ++walked < 1000000;
+  });
+  if (last) candidates.push_back(*last);
+  Rng rng(seed);
+  for (int i = 0; i < random; ++i)
+    if (auto point = space.sample(rng)) candidates.push_back(*point);
+  std::vector<KnobPoint> points;
+  std::set<std::string> seen;
+  for (const KnobPoint& point : candidates) {
+    if (!seen.insert(format_knob_point(point)).second) continue;
+    if (space.is_valid(point) && !bound.infeasible(point)) points.push_back(point);
+  }
+  return points;
+}
+
+struct Best {
+  std::string template_name;
+  KnobPoint point;
+  double median_ms = 0;
+  const BoundTemplate* bound = nullptr;
+};
+
+std::string axes_text(const AxisValues& axes) {
+  std::string text;
+  for (const auto& [name, value] : axes)
+    text += fmt::format("{}{}={}", text.empty() ? "" : " ", name, value);
+  return text;
+}
+
+std::string ms(const std::optional<double>& value) {
+  return value ? fmt::format("{:.4f}", *value) : "-";
+}
+
+/// The library baseline of a GEMM: cuBLASLt at its heuristic's first choice, same guard.
+std::optional<double> cublaslt_default_ms(const std::vector<TemplateMatch>& matches,
+                                          const Problem& problem, const Workload& workload,
+                                          Guard& guard) {
+  for (const TemplateMatch& match : matches) {
+    if (!match.bound || match.kernel->name != "gemm_cublaslt") continue;
+    const KnobPoint point = match.bound->space().space().default_point();
+    const auto traces = guard.evaluate(problem, match.bound->instantiate(point),
+                                       std::span<const Workload>(&workload, 1));
+    if (traces.size() == 1 && traces[0].status == EvalStatus::Passed && traces[0].latency_ms)
+      return traces[0].latency_ms->median;
+  }
+  return std::nullopt;
+}
+
+bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& library,
+                   const SweepFlags& flags, GuardSession& fast, GuardSession& full) {
+  const Problem problem = load_problem(dir);
+  const std::string target = flags.guard.device == "cpu" ? "cpu" : "cuda";
+  const auto matches = match_templates(library, problem, target);
+  const auto workloads = fast.select_workloads(problem);
+  std::cout << fmt::format("== {} ({} workloads, op family {})\n", problem.definition.name,
+                           workloads.size(), problem.definition.ext.op_family);
+  if (matches.empty()) {
+    std::cout << describe_no_template(library, problem, target) << '\n';
+    return false;
+  }
+  std::map<std::string, Best> best;  // by workload uuid
+  TextTable tried({"template", "points", "passed_all", "failed_points"});
+  for (const TemplateMatch& match : matches) {
+    if (!flags.templates.empty() && std::find(flags.templates.begin(), flags.templates.end(),
+                                              match.kernel->name) == flags.templates.end())
+      continue;
+    if (!match.bound) {
+      tried.add_row({match.kernel->name, "-", "-", "does not serve: " + match.reason});
+      continue;
+    }
+    const auto points = sweep_points(*match.bound, flags.random_points, flags.seed);
+    int passed_all = 0;
+    std::vector<std::string> failed;
+    for (const KnobPoint& point : points) {
+      const auto traces =
+          fast.guard().evaluate(problem, match.bound->instantiate(point), workloads);
+      bool all = true;
+      for (const Trace& trace : traces) {
+        if (trace.status != EvalStatus::Passed || !trace.latency_ms) {
+          all = false;
+          continue;
+        }
+        const std::string uuid = trace.workload.value("uuid", std::string());
+        auto [entry, fresh] = best.try_emplace(uuid);
+        if (fresh || trace.latency_ms->median < entry->second.median_ms)
+          entry->second = {match.kernel->name, point, trace.latency_ms->median, &*match.bound};
+      }
+      passed_all += all;
+      if (!all) failed.push_back(format_knob_point(point));
+    }
+    tried.add_row({match.kernel->name, std::to_string(points.size()), std::to_string(passed_all),
+                   failed.empty() ? "-" : fmt::format("{}", fmt::join(failed, " | "))});
+  }
+  tried.print(std::cout);
+
+  const bool gemm = problem.definition.ext.op_family == "gemm";
+  std::vector<std::string> header{"workload",    "template",     "best_point",   "median_ms",
+                                  "ci95_ms",     "sol_ms",       "sol_fraction", "eager_ms",
+                                  "compiled_ms", "vs_best_torch"};
+  if (gemm) header.insert(header.end(), {"cublaslt_default_ms", "vs_cublaslt"});
+  TextTable table(header);
+  bool complete = true;
+  for (const Workload& workload : workloads) {
+    const AxisValues axes = workload.axes;
+    const auto found = best.find(workload.uuid);
+    if (found == best.end()) {
+      complete = false;
+      table.add_row({axes_text(axes), "none passed"});
+      continue;
+    }
+    const Best& winner = found->second;
+    // The winner again, with the baselines, under the same protocol as `kernelarc eval`.
+    const auto traces = full.guard().evaluate(problem, winner.bound->instantiate(winner.point),
+                                              std::span<const Workload>(&workload, 1));
+    const Trace& trace = traces.front();
+    if (trace.status != EvalStatus::Passed || !trace.latency_ms) {
+      complete = false;
+      table.add_row({axes_text(axes), winner.template_name, format_knob_point(winner.point),
+                     std::string(status_name(trace.status))});
+      continue;
+    }
+    const auto& latency = *trace.latency_ms;
+    const auto baseline = trace.baseline_ms();
+    std::vector<std::string> row{
+        axes_text(axes),
+        winner.template_name,
+        format_knob_point(winner.point),
+        fmt::format("{:.4f}", latency.median),
+        fmt::format("{:.4f}-{:.4f}", latency.ci_low, latency.ci_high),
+        ms(trace.sol_ms),
+        trace.sol_ms ? fmt::format("{:.2f}", *trace.sol_ms / latency.median) : "-",
+        ms(trace.eager_ms),
+        ms(trace.compiled_ms),
+        baseline ? fmt::format("{:.2f}x", *baseline / latency.median) : "-"};
+    if (gemm) {
+      const auto library_ms = cublaslt_default_ms(matches, problem, workload, fast.guard());
+      row.push_back(ms(library_ms));
+      row.push_back(library_ms ? fmt::format("{:.2f}x", *library_ms / latency.median) : "-");
+    }
+    table.add_row(std::move(row));
+  }
+  table.print(std::cout);
+  return complete;
+}
+
+}  // namespace
+
+int run_template_sweep(const SweepFlags& flags) {
+  const auto library = load_template_library(
+      flags.root.empty() ? default_template_root() : std::filesystem::path(flags.root));
+  GuardFlags fast_flags = flags.guard;
+  fast_flags.no_baseline = true;
+  fast_flags.json_path.clear();
+  GuardSession fast(fast_flags);
+  GuardSession full(flags.guard);
+  std::cout << fmt::format(
+      "template sweep on {}: per point every workload through the guard (no baselines); per "
+      "workload the fastest passing point re-measured with the baselines. sol_fraction = "
+      "T_SOL / median (calibrated bandwidth or peak); vs_best_torch = the faster of eager and "
+      "torch.compile / median.\n",
+      flags.guard.device);
+  bool all = true;
+  for (const std::string& problem : flags.problems)
+    all = sweep_problem(problem, library, flags, fast, full) && all;
+  return all ? 0 : 1;
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,207 @@
+// `kernelarc templates list` and `kernelarc templates try`: the template library, by hand.
+// `try` instantiates one template at one knob point for a problem and runs it through the guard,
+// so a person can explore a space before a search does.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/guard_session.h"
+#include "cli/table.h"
+#include "cli/template_sweep.h"
+#include "core/error.h"
+#include "core/json_fields.h"
+#include "synth/bound_template.h"
+
+namespace kernelarc {
+
+namespace {
+
+struct TemplatesFlags {
+  std::string root;
+  // list
+  std::string list_problem;
+  std::string target;
+  // try
+  std::string problem_dir;
+  std::string template_name;
+  std::string knobs;
+  std::vector<std::string> files;
+  std::string export_dir;
+  GuardFlags guard;
+};
+
+std::filesystem::path library_root(const TemplatesFlags& flags) {
+  return flags.root.empty() ? default_template_root() : std::filesystem::path(flags.root);
+}
+
+std::string target_of_device(const std::string& device) {
+  return device == "cpu" ? "cpu" : "cuda";
+}
+
+/// At most `limit` valid points are counted, so a huge space answers quickly.
+std::string count_valid(const ConstrainedSpace& space, std::size_t limit) {
+  std::size_t count = 0;
+  const bool complete = space.for_each_valid([&](const KnobPoint&) { return ++count < limit; });
+  return complete ? std::to_string(count) : fmt::format(">={}", count);
+}
+
+int run_list(const TemplatesFlags& flags) {
+  const auto library = load_template_library(library_root(flags));
+  if (flags.list_problem.empty()) {
+    TextTable table({"template", "target", "families", "build", "knobs", "product", "description"});
+    for (const KernelTemplate& kernel : library) {
+      if (!flags.target.empty() && kernel.target != flags.target) continue;
+      table.add_row({kernel.name, kernel.target, fmt::format("{}", fmt::join(kernel.families, ",")),
+                     kernel.build == TemplateBuild::Nvrtc ? "nvrtc" : "shared_object",
+                     std::to_string(kernel.knobs.knobs().size()),
+                     std::to_string(kernel.knobs.product_size()),
+                     kernel.description.substr(0, 60)});
+    }
+    table.print(std::cout);
+    return 0;
+  }
+  const Problem problem = load_problem(flags.list_problem);
+  std::cout << fmt::format("problem {} (op family \"{}\")\n", problem.definition.name,
+                           problem.definition.ext.op_family);
+  int served = 0;
+  for (const std::string target : {"cuda", "cpu"}) {
+    if (!flags.target.empty() && flags.target != target) continue;
+    const auto matches = match_templates(library, problem, target);
+    if (matches.empty()) {
+      std::cout << describe_no_template(library, problem, target) << '\n';
+      continue;
+    }
+    TextTable table({"template", "target", "serves", "valid_points", "default_point"});
+    for (const TemplateMatch& match : matches) {
+      if (!match.bound) {
+        table.add_row({match.kernel->name, target, "no: " + match.reason, "-", "-"});
+        continue;
+      }
+      ++served;
+      table.add_row({match.kernel->name, target, "yes", count_valid(match.bound->space(), 100000),
+                     format_knob_point(match.kernel->knobs.default_point())});
+    }
+    table.print(std::cout);
+  }
+  return served > 0 ? 0 : 1;
+}
+
+/// The default point with the --knobs values put over it.
+KnobPoint requested_point(const KnobSpace& space, const std::string& text) {
+  KnobPoint point = space.default_point();
+  for (auto& [name, value] : parse_knob_point(text)) {
+    if (!space.knob_index(name)) {
+      std::vector<std::string> names;
+      for (const Knob& knob : space.knobs()) names.push_back(knob.name());
+      throw_input_error("--knobs", name,
+                        fmt::format("no such knob (expected one of {})", fmt::join(names, ", ")));
+    }
+    point[name] = value;
+  }
+  space.coords_of(point);  // checks every value against its domain
+  return point;
+}
+
+std::map<std::string, std::string> read_extra_files(const std::vector<std::string>& specs) {
+  std::map<std::string, std::string> files;
+  for (const std::string& spec : specs) {
+    const auto equals = spec.find('=');
+    if (equals == std::string::npos || equals == 0)
+      throw_input_error("--file", spec, "expected NAME=PATH");
+    files[spec.substr(0, equals)] = read_text_file(spec.substr(equals + 1));
+  }
+  return files;
+}
+
+int run_try(const TemplatesFlags& flags) {
+  const auto library = load_template_library(library_root(flags));
+  const Problem problem = load_problem(flags.problem_dir);
+  const KernelTemplate* kernel = nullptr;
+  for (const KernelTemplate& candidate : library)
+    if (candidate.name == flags.template_name) kernel = &candidate;
+  if (kernel == nullptr) {
+    std::vector<std::string> names;
+    for (const KernelTemplate& candidate : library) names.push_back(candidate.name);
+    throw_input_error(
+        "templates try", flags.template_name,
+        fmt::format("no such template (the library has: {})", fmt::join(names, ", ")));
+  }
+  if (kernel->target != target_of_device(flags.guard.device)) {
+    throw_input_error("--device", flags.guard.device,
+                      fmt::format("template {} targets {}", kernel->name, kernel->target));
+  }
+  const BoundTemplate bound(*kernel, problem);
+  const KnobPoint point = requested_point(kernel->knobs, flags.knobs);
+  if (auto reason = bound.infeasible(point)) {
+    throw InputError(fmt::format("template {}: knob point \"{}\" cannot launch: {}", kernel->name,
+                                 format_knob_point(point), *reason));
+  }
+  const Solution solution = bound.instantiate(point, read_extra_files(flags.files));
+  std::cout << fmt::format("template {} at {}\n", kernel->name, format_knob_point(point));
+  if (!flags.export_dir.empty()) {
+    std::filesystem::create_directories(flags.export_dir);
+    const auto path = std::filesystem::path(flags.export_dir) / "solution.json";
+    std::ofstream file(path);
+    if (!file) throw_input_error("--export", flags.export_dir, "cannot write solution.json");
+    file << solution_to_json(solution).dump(2) << '\n';
+    std::cout << "solution written to " << path.string() << '\n';
+  }
+  GuardSession session(flags.guard);
+  return session.evaluate_and_report(problem, solution, std::cout) ? 0 : 1;
+}
+
+}  // namespace
+
+CommandRunner add_templates_command(CLI::App& app) {
+  auto flags = std::make_shared<TemplatesFlags>();
+  auto* cmd = app.add_subcommand("templates", "the kernel template library: list, try by hand");
+  cmd->require_subcommand(1);
+  cmd->add_option("--root", flags->root, "template library (default: the bundled one)");
+  auto* list = cmd->add_subcommand("list", "the templates, or those serving one problem");
+  list->add_option("--problem", flags->list_problem, "problem directory")
+      ->check(CLI::ExistingDirectory);
+  list->add_option("--target", flags->target, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
+  auto* try_cmd = cmd->add_subcommand(
+      "try", "instantiate a template at a knob point and run it through the guard");
+  try_cmd->add_option("problem", flags->problem_dir, "problem directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  try_cmd->add_option("template", flags->template_name, "template name (see templates list)")
+      ->required();
+  try_cmd->add_option("--knobs", flags->knobs, "K=V,... over the template's default point");
+  try_cmd->add_option("--file", flags->files,
+                      "NAME=PATH: add a file to the solution (e.g. a tuned table the template "
+                      "includes)");
+  try_cmd->add_option("--export", flags->export_dir, "also write the solution.json here");
+  add_guard_flags(*try_cmd, flags->guard);
+
+  auto sweep = std::make_shared<SweepFlags>();
+  auto* sweep_cmd = cmd->add_subcommand(
+      "sweep", "benchmark: every serving template at several knob points, best per workload");
+  sweep_cmd->add_option("problems", sweep->problems, "problem directories")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  sweep_cmd->add_option("--template", sweep->templates, "only these templates");
+  sweep_cmd
+      ->add_option("--random-points", sweep->random_points,
+                   "seeded random points per template, besides the default and extremes")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  sweep_cmd->add_option("--point-seed", sweep->seed, "seed of the random knob points")
+      ->capture_default_str();
+  add_guard_flags(*sweep_cmd, sweep->guard);
+  return [flags, sweep, list, sweep_cmd] {
+    if (list->parsed()) return run_list(*flags);
+    if (sweep_cmd->parsed()) {
+      sweep->root = flags->root;
+      return run_template_sweep(*sweep);
+    }
+    return run_try(*flags);
+  };
+}
+
+}  // namespace kernelarc

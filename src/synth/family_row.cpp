@@ -1,0 +1,260 @@
+// The row binder: rmsnorm, layernorm, softmax and logsumexp over the last axis of [..., C]
+// tensors, with an optional fused element-wise prologue (e.g. a residual add) whose value may
+// also be written out. See docs/TEMPLATES.md ("Family: row reductions").
+#include "synth/family_row.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "synth/family.h"
+
+namespace kernelarc {
+
+namespace {
+
+constexpr const char* kFamilies[] = {"rmsnorm", "layernorm", "softmax", "logsumexp"};
+
+[[noreturn]] void mismatch(const Definition& def, std::string_view field,
+                           std::string_view problem) {
+  std::string message = def.path.empty() ? def.name : def.path.string();
+  message += ": ";
+  message += field;
+  message += ": ";
+  message += problem;
+  throw TemplateMismatch(message);
+}
+
+std::string shape_text(const std::vector<std::string>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + shape[i];
+  return text + "]";
+}
+
+RowOp op_of(std::string_view family) {
+  if (family == "rmsnorm") return RowOp::RmsNorm;
+  if (family == "layernorm") return RowOp::LayerNorm;
+  if (family == "softmax") return RowOp::Softmax;
+  return RowOp::LogSumExp;
+}
+
+bool is_norm(RowOp op) {
+  return op == RowOp::RmsNorm || op == RowOp::LayerNorm;
+}
+
+bool is_row_dtype(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float16 || dtype == DType::BFloat16;
+}
+
+bool is_scalar_dtype(DType dtype) {
+  return is_row_dtype(dtype) || dtype == DType::Float64 || dtype == DType::Int32 ||
+         dtype == DType::Int64;
+}
+
+void check_dtype(const Definition& def, const std::string& field, DType dtype, bool scalar) {
+  if (scalar ? is_scalar_dtype(dtype) : is_row_dtype(dtype)) return;
+  mismatch(def, field + ".dtype",
+           std::string("expected ") +
+               (scalar ? "float32, float16, bfloat16, float64, int32 or int64"
+                       : "float32, float16 or bfloat16") +
+               ", got " + std::string(dtype_name(dtype)));
+}
+
+RowTensor tensor_of(const TensorSpec& spec, int index) {
+  return {spec.name, spec.dtype, index, spec.shape.value_or(std::vector<std::string>{})};
+}
+
+/// The row shape: the shape of the first input of the highest rank.
+std::vector<std::string> find_row_shape(const Definition& def) {
+  const TensorSpec* widest = nullptr;
+  for (const TensorSpec& input : def.inputs) {
+    if (input.is_scalar()) continue;
+    if (!widest || input.shape->size() > widest->shape->size()) widest = &input;
+  }
+  if (!widest || widest->shape->empty())
+    mismatch(def, "inputs", "expected an input of shape [..., C] (the rows to reduce)");
+  return *widest->shape;
+}
+
+bool is_vector_name(const std::string& name) {
+  return name == "weight" || name == "bias";
+}
+
+/// Sorts the inputs into row inputs, per-column vectors and scalars.
+void classify_inputs(const Definition& def, RowProblem& row) {
+  const std::vector<std::string> column_shape = {row.row_shape.back()};
+  std::vector<RowTensor> vectors;
+  for (std::size_t i = 0; i < def.inputs.size(); ++i) {
+    const TensorSpec& spec = def.inputs[i];
+    const std::string field = "inputs." + spec.name;
+    const RowTensor tensor = tensor_of(spec, static_cast<int>(i));
+    const bool scalar = spec.is_scalar() || spec.shape->empty();
+    check_dtype(def, field, spec.dtype, scalar);
+    if (scalar) {
+      row.scalars.push_back(tensor);
+    } else if (*spec.shape == row.row_shape &&
+               !(row.row_shape.size() == 1 && is_vector_name(spec.name))) {
+      row.row_inputs.push_back(tensor);
+    } else if (*spec.shape == column_shape) {
+      vectors.push_back(tensor);
+    } else if (is_vector_name(spec.name)) {
+      mismatch(def, field,
+               "expected shape " + shape_text(column_shape) + ", got " + shape_text(*spec.shape));
+    } else {
+      mismatch(def, field,
+               "expected shape " + shape_text(row.row_shape) + " (rows), " +
+                   shape_text(column_shape) + " (per column) or a scalar, got " +
+                   shape_text(*spec.shape));
+    }
+  }
+  const std::size_t allowed = row.op == RowOp::RmsNorm ? 1 : row.op == RowOp::LayerNorm ? 2 : 0;
+  if (vectors.size() > allowed) {
+    mismatch(def, "inputs." + vectors[allowed].name,
+             std::string("a ") + row.family + " takes " +
+                 (allowed == 0   ? "no per-column input"
+                  : allowed == 1 ? "at most one per-column input (weight)"
+                                 : "at most two per-column inputs (weight, bias)"));
+  }
+  const auto named = [&](const char* name) -> std::optional<RowTensor> {
+    for (const RowTensor& v : vectors)
+      if (v.name == name) return v;
+    return std::nullopt;
+  };
+  if (row.op == RowOp::LayerNorm && (named("weight") || named("bias"))) {
+    row.weight = named("weight");
+    row.bias = named("bias");
+    if (vectors.size() == 2 && !(row.weight && row.bias))
+      mismatch(def, "inputs", "with an input named weight or bias, the other must be named too");
+  } else {
+    if (!vectors.empty()) row.weight = vectors[0];
+    if (vectors.size() > 1) row.bias = vectors[1];
+  }
+  if (row.op == RowOp::RmsNorm && !vectors.empty() && vectors[0].name == "bias")
+    mismatch(def, "inputs.bias", "an rmsnorm takes a weight, not a bias");
+  if (row.row_inputs.empty())
+    mismatch(def, "inputs", "expected an input of shape " + shape_text(row.row_shape));
+}
+
+void read_op_params(const Definition& def, RowProblem& row) {
+  const OrderedJson& params = def.ext.op_params;
+  const std::string base = "kernelarc.op_params";
+  if (!params.is_object()) mismatch(def, base, "expected an object");
+  for (const auto& [key, value] : params.items()) {
+    if (key != "eps" && key != "prologue" && key != "prologue_output")
+      mismatch(def, base + "." + key, "unknown field (expected eps, prologue, prologue_output)");
+  }
+  if (params.contains("eps")) {
+    if (!is_norm(row.op)) mismatch(def, base + ".eps", "a " + row.family + " takes no eps");
+    const OrderedJson& eps = params["eps"];
+    if (!eps.is_number() || !std::isfinite(eps.get<double>()) || eps.get<double>() < 0)
+      mismatch(def, base + ".eps", "expected a finite number >= 0, got " + eps.dump());
+    row.eps = eps.get<double>();
+  }
+
+  std::set<std::string> variables;
+  for (const RowTensor& t : row.row_inputs) variables.insert(t.name);
+  for (const RowTensor& t : row.scalars) variables.insert(t.name);
+  if (params.contains("prologue")) {
+    if (!params["prologue"].is_string())
+      mismatch(def, base + ".prologue", "expected a string, got " + params["prologue"].dump());
+    row.prologue = ElementwiseExpr::parse(params["prologue"].get<std::string>(), base + ".prologue",
+                                          variables);
+  } else if (row.row_inputs.size() == 1) {
+    row.prologue = ElementwiseExpr::parse(row.row_inputs[0].name, base + ".prologue", variables);
+  } else {
+    mismatch(def, base + ".prologue",
+             "required with several row inputs (" + std::to_string(row.row_inputs.size()) +
+                 "): an element-wise expression combining them, e.g. \"" + row.row_inputs[0].name +
+                 " + " + row.row_inputs[1].name + "\"");
+  }
+
+  if (params.contains("prologue_output")) {
+    const OrderedJson& value = params["prologue_output"];
+    const std::string field = base + ".prologue_output";
+    if (!value.is_string()) mismatch(def, field, "expected a string, got " + value.dump());
+    const std::string name = value.get<std::string>();
+    const auto it = std::find_if(def.outputs.begin(), def.outputs.end(),
+                                 [&](const TensorSpec& t) { return t.name == name; });
+    if (it == def.outputs.end()) mismatch(def, field, "no output named \"" + name + "\"");
+    if (it->is_scalar() || *it->shape != row.row_shape)
+      mismatch(def, field,
+               "output \"" + name + "\" must have the row shape " + shape_text(row.row_shape));
+    row.prologue_output = tensor_of(*it, static_cast<int>(it - def.outputs.begin()));
+  }
+}
+
+void find_output(const Definition& def, RowProblem& row) {
+  const std::size_t expected = row.prologue_output ? 2 : 1;
+  if (def.outputs.size() != expected) {
+    mismatch(def, "outputs",
+             "expected " + std::to_string(expected) + " output" + (expected == 2 ? "s" : "") +
+                 (row.prologue_output ? " (the result and the prologue_output)" : "") + ", got " +
+                 std::to_string(def.outputs.size()));
+  }
+  for (std::size_t i = 0; i < def.outputs.size(); ++i) {
+    const TensorSpec& spec = def.outputs[i];
+    const std::string field = "outputs." + spec.name;
+    check_dtype(def, field, spec.dtype, false);
+    if (row.prologue_output && row.prologue_output->index == static_cast<int>(i)) continue;
+    std::vector<std::string> shape = row.row_shape;
+    if (row.op == RowOp::LogSumExp) shape.pop_back();
+    if (spec.is_scalar() || *spec.shape != shape)
+      mismatch(def, field, "expected shape " + shape_text(shape));
+    row.output = tensor_of(spec, static_cast<int>(i));
+  }
+}
+
+std::string product(const std::vector<std::string>& axes, std::size_t count) {
+  if (count == 0) return "1";
+  std::string text;
+  for (std::size_t i = 0; i < count; ++i) text += (i ? " * " : "") + axes[i];
+  return text;
+}
+
+class RowBinder : public FamilyBinder {
+ public:
+  std::vector<std::string> families() const override {
+    return {std::begin(kFamilies), std::end(kFamilies)};
+  }
+
+  FamilyBinding bind(const Definition& def, const KernelTemplate& kernel) const override {
+    const std::string& family = def.ext.op_family;
+    const auto families = this->families();
+    if (std::find(families.begin(), families.end(), family) == families.end())
+      mismatch(def, "kernelarc.op_family",
+               "expected rmsnorm, layernorm, softmax or logsumexp, got \"" + family + "\"");
+    if (!kernel.serves(family))
+      mismatch(def, "kernelarc.op_family",
+               "template " + kernel.name + " does not serve \"" + family + "\"");
+
+    RowProblem row;
+    row.op = op_of(family);
+    row.family = family;
+    row.row_shape = find_row_shape(def);
+    classify_inputs(def, row);
+    read_op_params(def, row);
+    find_output(def, row);
+    row.n_inputs = static_cast<int>(def.inputs.size());
+    row.n_outputs = static_cast<int>(def.outputs.size());
+    for (const Axis& axis : def.axes) row.axes.push_back(axis.name);
+
+    FamilyBinding binding;
+    binding.header = generate_row_header(row, def, kernel);
+    binding.sizes["ROWS"] = product(row.row_shape, row.row_shape.size() - 1);
+    binding.sizes["COLS"] = row.row_shape.back();
+    int64_t max_bytes = 0;
+    for (const RowTensor& t : row.row_inputs)
+      max_bytes = std::max<int64_t>(max_bytes, static_cast<int64_t>(dtype_size(t.dtype)));
+    binding.constants["MAX_ELEM_BYTES"] = max_bytes;
+    binding.constants["NUM_ROW_INPUTS"] = static_cast<int64_t>(row.row_inputs.size());
+    return binding;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<FamilyBinder> make_row_binder() {
+  return std::make_unique<RowBinder>();
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,46 @@
+// The row-reduction families (rmsnorm, layernorm, softmax, logsumexp) as the row binder sees a
+// problem once it has checked it: which tensor plays which role, and the fused prologue. The
+// binder (family_row.cpp) builds it from a definition; the header generator
+// (family_row_header.cpp) turns it into ka_problem.h.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "synth/elementwise_expr.h"
+#include "synth/kernel_template.h"
+
+namespace kernelarc {
+
+enum class RowOp { RmsNorm, LayerNorm, Softmax, LogSumExp };
+
+/// A tensor of the definition with its position in the ABI argument list.
+struct RowTensor {
+  std::string name;
+  DType dtype = DType::Float32;
+  int index = 0;  ///< in inputs[] or outputs[]
+  std::vector<std::string> shape;
+};
+
+struct RowProblem {
+  RowOp op = RowOp::RmsNorm;
+  std::string family;
+  double eps = 1e-5;
+  std::vector<std::string> row_shape;  ///< [..., C]: the leading axes are the rows
+  std::vector<RowTensor> row_inputs;   ///< shape row_shape, in definition order
+  std::vector<RowTensor> scalars;      ///< scalar (or 0-D) inputs, read once as float
+  std::optional<RowTensor> weight, bias;
+  RowTensor output;                          ///< [..., C], or [...] for logsumexp
+  std::optional<RowTensor> prologue_output;  ///< [..., C], receives the prologue value
+  ElementwiseExpr prologue;                  ///< over row inputs and scalars
+  int n_inputs = 0, n_outputs = 0;
+  std::vector<std::string> axes;  ///< every axis of the definition, in order (kernel params)
+};
+
+/// ka_problem.h for `problem` served by `kernel` (its target and build pick the form).
+std::string generate_row_header(const RowProblem& problem, const Definition& definition,
+                                const KernelTemplate& kernel);
+
+}  // namespace kernelarc

@@ -1,0 +1,438 @@
+// ka_problem.h for the row families: the op selection macros, element conversions, and KaArgs
+// with the row accessors (prologue evaluation, weight and bias, typed stores), plus the nvrtc
+// kernel parameter list or ka_bind. The accessors are the same on CUDA and the CPU; only the
+// element types and the vector loads differ.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "synth/family_row.h"
+
+namespace kernelarc {
+
+namespace {
+
+/// The element type of a tensor in generated code (the CPU's 16-bit types are ka_cpu_types.h's).
+std::string element_type(DType dtype, bool cuda) {
+  switch (dtype) {
+    case DType::Float32:
+      return "float";
+    case DType::Float16:
+      return cuda ? "__half" : "ka_f16";
+    case DType::BFloat16:
+      return cuda ? "__nv_bfloat16" : "ka_bf16";
+    case DType::Float64:
+      return "double";
+    case DType::Int32:
+      return cuda ? "int" : "int32_t";
+    case DType::Int64:
+      return cuda ? "long long" : "int64_t";
+    default:
+      return "void";  // rejected by the binder before generation
+  }
+}
+
+std::string abi_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return "KA_FLOAT32";
+    case DType::Float16:
+      return "KA_FLOAT16";
+    case DType::BFloat16:
+      return "KA_BFLOAT16";
+    case DType::Float64:
+      return "KA_FLOAT64";
+    case DType::Int32:
+      return "KA_INT32";
+    case DType::Int64:
+      return "KA_INT64";
+    default:
+      return "-1";
+  }
+}
+
+std::string float_literal(double value) {
+  std::string text = fmt::format("{:.9g}", value);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text + "f";
+}
+
+const char* kCudaPrelude = R"(#define KA_HD __host__ __device__ __forceinline__
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "ka_math.h"
+
+KA_HD float ka_row_to_float(float x) { return x; }
+KA_HD float ka_row_to_float(__half x) { return __half2float(x); }
+KA_HD float ka_row_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+KA_HD float ka_row_to_float(double x) { return static_cast<float>(x); }
+KA_HD float ka_row_to_float(int x) { return static_cast<float>(x); }
+KA_HD float ka_row_to_float(long long x) { return static_cast<float>(x); }
+KA_HD void ka_row_from_float(float x, float& y) { y = x; }
+KA_HD void ka_row_from_float(float x, __half& y) { y = __float2half_rn(x); }
+KA_HD void ka_row_from_float(float x, __nv_bfloat16& y) { y = __float2bfloat16_rn(x); }
+
+// N elements moved as one aligned unit: up to 16 bytes is one vector instruction, 32 bytes two.
+template <typename T, int N>
+struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) KaRowPack {
+  T v[N];
+};
+
+template <int N, typename T>
+KA_HD void ka_row_load(const T* p, float (&out)[N]) {
+  const KaRowPack<T, N> pack = *reinterpret_cast<const KaRowPack<T, N>*>(p);
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = ka_row_to_float(pack.v[i]);
+}
+
+template <int N, typename T>
+KA_HD void ka_row_store(T* p, const float (&in)[N]) {
+  KaRowPack<T, N> pack;
+#pragma unroll
+  for (int i = 0; i < N; ++i) ka_row_from_float(in[i], pack.v[i]);
+  *reinterpret_cast<KaRowPack<T, N>*>(p) = pack;
+}
+)";
+
+const char* kCpuPrelude = R"(#define KA_HD inline
+#include <cstdint>
+#include <cstdio>
+#include "kernelarc/abi.h"
+#include "ka_cpu_types.h"
+#include "ka_math.h"
+
+template <typename T>
+KA_HD float ka_row_to_float(T x) {
+  return ka_to_float(x);
+}
+template <typename T>
+KA_HD void ka_row_from_float(float x, T& y) {
+  y = ka_from_float<T>(x);
+}
+
+// Plain loops: the compiler vectorises them in the caller's simd loops.
+template <int N, typename T>
+KA_HD void ka_row_load(const T* p, float (&out)[N]) {
+  for (int i = 0; i < N; ++i) out[i] = ka_row_to_float(p[i]);
+}
+
+template <int N, typename T>
+KA_HD void ka_row_store(T* p, const float (&in)[N]) {
+  for (int i = 0; i < N; ++i) ka_row_from_float(in[i], p[i]);
+}
+)";
+
+const char* kAlignedHelper = R"(
+// Whether n elements at p form an aligned pack (alignment min(16, n * sizeof(T)) bytes).
+template <typename T>
+KA_HD bool ka_row_aligned(const T* p, int n) {
+  const unsigned long long bytes = sizeof(T) * n < 16 ? sizeof(T) * n : 16;
+  return reinterpret_cast<unsigned long long>(p) % bytes == 0;
+}
+)";
+
+const char* kBindHelpers = R"(
+inline bool ka_row_contiguous(const ka_tensor& t) {
+  long long expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.stride[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return true;
+}
+
+inline const char* ka_row_dtype_name(int dtype) {
+  static const char* const names[] = {"float64", "float32", "float16", "bfloat16",
+                                      "float8_e4m3fn", "float8_e5m2", "int8", "int16",
+                                      "int32", "int64", "uint8", "bool"};
+  return dtype >= 0 && dtype < 12 ? names[dtype] : "an unknown dtype";
+}
+
+inline const char* ka_row_check(const ka_tensor& t, const char* name, int dtype, int ndim,
+                                char* message, int size) {
+  if (t.dtype != dtype) {
+    std::snprintf(message, size, "%s: expected %s, got %s", name, ka_row_dtype_name(dtype),
+                  ka_row_dtype_name(t.dtype));
+  } else if (t.ndim != ndim) {
+    std::snprintf(message, size, "%s: expected %d dimensions, got %d", name, ndim, t.ndim);
+  } else if (!ka_row_contiguous(t)) {
+    std::snprintf(message, size, "%s: expected a contiguous row-major tensor", name);
+  } else {
+    return nullptr;
+  }
+  return message;
+}
+
+// Binds axis `axis` to dimension d of t on its first appearance, compares it afterwards.
+inline const char* ka_row_dim(const ka_tensor& t, const char* name, int d, const char* axis,
+                              long long* value, bool* seen, char* message, int size) {
+  const long long extent = static_cast<long long>(t.shape[d]);
+  if (!*seen) {
+    *value = extent;
+    *seen = true;
+    return nullptr;
+  }
+  if (extent == *value) return nullptr;
+  std::snprintf(message, size, "%s: dimension %d (%s) is %lld, expected %lld", name, d, axis,
+                extent, *value);
+  return message;
+}
+)";
+
+class HeaderWriter {
+ public:
+  HeaderWriter(const RowProblem& row, const Definition& def, const KernelTemplate& kernel)
+      : row_(row), def_(def), kernel_(kernel), cuda_(kernel.target == "cuda") {}
+
+  std::string write() {
+    out_ += fmt::format(
+        "// ka_problem.h: generated by kernelarc's row binder for \"{}\" (op family {}, template "
+        "{}).\n#pragma once\n#define KA_TARGET_CUDA {}\n#define KA_TARGET_CPU {}\n",
+        def_.name, row_.family, kernel_.name, cuda_ ? 1 : 0, cuda_ ? 0 : 1);
+    out_ += cuda_ ? kCudaPrelude : kCpuPrelude;
+    out_ += kAlignedHelper;
+    write_macros();
+    write_args();
+    if (cuda_) write_kernel_params();
+    if (kernel_.build == TemplateBuild::SharedObject) write_bind();
+    return out_;
+  }
+
+ private:
+  std::string type(const RowTensor& t) const { return element_type(t.dtype, cuda_); }
+
+  void write_macros() {
+    const auto flag = [](bool on) { return on ? 1 : 0; };
+    out_ += fmt::format(
+        "\n#define KA_OP_RMSNORM {}\n#define KA_OP_LAYERNORM {}\n#define KA_OP_SOFTMAX {}\n"
+        "#define KA_OP_LOGSUMEXP {}\n#define KA_EPS {}\n#define KA_HAS_WEIGHT {}\n"
+        "#define KA_HAS_BIAS {}\n#define KA_HAS_PROLOGUE_OUTPUT {}\n"
+        "#define KA_MAX_ELEM_BYTES {}\n#define KA_NUM_ROW_INPUTS {}\n",
+        flag(row_.op == RowOp::RmsNorm), flag(row_.op == RowOp::LayerNorm),
+        flag(row_.op == RowOp::Softmax), flag(row_.op == RowOp::LogSumExp), float_literal(row_.eps),
+        flag(row_.weight.has_value()), flag(row_.bias.has_value()),
+        flag(row_.prologue_output.has_value()), max_elem_bytes(), row_.row_inputs.size());
+  }
+
+  std::size_t max_elem_bytes() const {
+    std::size_t bytes = 0;
+    for (const RowTensor& t : row_.row_inputs) bytes = std::max(bytes, dtype_size(t.dtype));
+    return bytes;
+  }
+
+  /// Tensors whose packs vector_ok must vouch for: everything read or written per column.
+  std::vector<std::string> vector_members() const {
+    std::vector<std::string> members;
+    for (const RowTensor& t : row_.row_inputs) members.push_back("in_" + t.name);
+    if (row_.weight) members.push_back("weight_");
+    if (row_.bias) members.push_back("bias_");
+    if (row_.op != RowOp::LogSumExp) members.push_back("out_");
+    if (row_.prologue_output) members.push_back("prologue_out_");
+    return members;
+  }
+
+  void write_args() {
+    out_ += "\nstruct KaArgs {\n";
+    for (const RowTensor& t : row_.row_inputs)
+      out_ += fmt::format("  const {}* in_{};\n", type(t), t.name);
+    for (const RowTensor& t : row_.scalars)
+      out_ += fmt::format("  const {}* scalar_{};\n", type(t), t.name);
+    if (row_.weight) out_ += fmt::format("  const {}* weight_;\n", type(*row_.weight));
+    if (row_.bias) out_ += fmt::format("  const {}* bias_;\n", type(*row_.bias));
+    out_ += fmt::format("  {}* out_;\n", type(row_.output));
+    if (row_.prologue_output)
+      out_ += fmt::format("  {}* prologue_out_;\n", type(*row_.prologue_output));
+    out_ += "  long long rows_, cols_;\n\n";
+    out_ += "  KA_HD long long rows() const { return rows_; }\n";
+    out_ += "  KA_HD long long cols() const { return cols_; }\n";
+
+    out_ += "  // Packs of n elements: a whole number per row, every pointer aligned for them.\n";
+    out_ += "  KA_HD bool vector_ok(int n) const {\n    return cols_ % n == 0";
+    for (const std::string& member : vector_members())
+      out_ += fmt::format(" &&\n           ka_row_aligned({}, n)", member);
+    out_ += ";\n  }\n";
+
+    out_ +=
+        "  // The prologue at columns [col, col + N) of a row. N > 1 needs vector_ok(N) and "
+        "col % N == 0.\n"
+        "  template <int N>\n"
+        "  KA_HD void load_row(long long row, long long col, float (&v)[N]) const {\n"
+        "    const long long at = row * cols_ + col;\n";
+    for (const RowTensor& t : row_.row_inputs) {
+      if (!row_.prologue.variables().count(t.name)) continue;
+      out_ += fmt::format("    float v_{0}[N];\n    ka_row_load<N>(in_{0} + at, v_{0});\n", t.name);
+    }
+    for (const RowTensor& t : row_.scalars) {
+      if (!row_.prologue.variables().count(t.name)) continue;
+      out_ += fmt::format("    const float s_{0} = ka_row_to_float(*scalar_{0});\n", t.name);
+    }
+    const std::string code = row_.prologue.to_code([&](const std::string& name) {
+      for (const RowTensor& t : row_.scalars)
+        if (t.name == name) return "s_" + name;
+      return "v_" + name + "[i]";
+    });
+    out_ += fmt::format(
+        "    for (int i = 0; i < N; ++i) v[i] = {};\n"
+        "  }}\n",
+        code);
+
+    out_ +=
+        "  template <int N>\n"
+        "  KA_HD void store_prologue(long long row, long long col, const float (&v)[N]) const {\n";
+    out_ += row_.prologue_output ? "    ka_row_store<N>(prologue_out_ + row * cols_ + col, v);\n"
+                                 : "    (void)row, (void)col, (void)v;\n";
+    out_ += "  }\n";
+
+    write_column_loader("load_weight", row_.weight, "weight_", "1.0f");
+    write_column_loader("load_bias", row_.bias, "bias_", "0.0f");
+
+    if (row_.op == RowOp::LogSumExp) {
+      out_ +=
+          "  KA_HD void store_row_value(long long row, float value) const {\n"
+          "    ka_row_from_float(value, out_[row]);\n  }\n";
+    } else {
+      out_ +=
+          "  template <int N>\n"
+          "  KA_HD void store_row(long long row, long long col, const float (&y)[N]) const {\n"
+          "    ka_row_store<N>(out_ + row * cols_ + col, y);\n  }\n";
+    }
+    out_ += "};\n";
+  }
+
+  void write_column_loader(const char* function, const std::optional<RowTensor>& tensor,
+                           const char* member, const char* absent) {
+    out_ += fmt::format(
+        "  template <int N>\n  KA_HD void {}(long long col, float (&v)[N]) const {{\n", function);
+    if (tensor) {
+      out_ += fmt::format("    ka_row_load<N>({} + col, v);\n", member);
+    } else {
+      out_ += fmt::format("    (void)col;\n    for (int i = 0; i < N; ++i) v[i] = {};\n", absent);
+    }
+    out_ += "  }\n";
+  }
+
+  std::string rows_expression(const std::function<std::string(const std::string&)>& axis) const {
+    std::string text = "1LL";
+    for (std::size_t i = 0; i + 1 < row_.row_shape.size(); ++i)
+      text += " * " + axis(row_.row_shape[i]);
+    return text;
+  }
+
+  /// The KaArgs initialiser list, in member order; `input`/`output` give the pointer of the
+  /// definition's i-th input/output, `axis` an axis value.
+  std::string args_initialiser(const std::function<std::string(const RowTensor&)>& input,
+                               const std::function<std::string(const RowTensor&)>& output,
+                               const std::function<std::string(const std::string&)>& axis) const {
+    std::vector<std::string> parts;
+    for (const RowTensor& t : row_.row_inputs) parts.push_back(input(t));
+    for (const RowTensor& t : row_.scalars) parts.push_back(input(t));
+    if (row_.weight) parts.push_back(input(*row_.weight));
+    if (row_.bias) parts.push_back(input(*row_.bias));
+    parts.push_back(output(row_.output));
+    if (row_.prologue_output) parts.push_back(output(*row_.prologue_output));
+    parts.push_back(rows_expression(axis));
+    parts.push_back(axis(row_.row_shape.back()));
+    return fmt::format("{}", fmt::join(parts, ", "));
+  }
+
+  void write_kernel_params() {
+    std::vector<std::string> params;
+    for (const TensorSpec& spec : def_.inputs)
+      params.push_back(
+          fmt::format("const {}* ka_in_{}", element_type(spec.dtype, true), spec.name));
+    for (const TensorSpec& spec : def_.outputs)
+      params.push_back(fmt::format("{}* ka_out_{}", element_type(spec.dtype, true), spec.name));
+    for (const std::string& axis : row_.axes) params.push_back("long long ka_axis_" + axis);
+    out_ += fmt::format(
+        "\n// Inputs, outputs (definition order), then one long long per axis ({}).\n"
+        "#define KA_KERNEL_PARAMS {}\n",
+        fmt::join(row_.axes, ", "), fmt::join(params, ", "));
+    out_ +=
+        fmt::format("#define KA_ARGS (KaArgs{{{}}})\n",
+                    args_initialiser([](const RowTensor& t) { return "ka_in_" + t.name; },
+                                     [](const RowTensor& t) { return "ka_out_" + t.name; },
+                                     [](const std::string& axis) { return "ka_axis_" + axis; }));
+  }
+
+  void check_tensor(const RowTensor& t, bool is_input, bool scalar,
+                    std::map<std::string, std::size_t>& axis_slot) {
+    const std::string ref = fmt::format("{}[{}]", is_input ? "inputs" : "outputs", t.index);
+    out_ += fmt::format(
+        "  if (const char* e = ka_row_check({}, \"{}\", {}, {}, message, sizeof message)) "
+        "return e;\n",
+        ref, t.name, abi_dtype(t.dtype), scalar ? 0 : t.shape.size());
+    if (scalar) return;
+    for (std::size_t d = 0; d < t.shape.size(); ++d) {
+      const std::size_t slot = axis_slot.at(t.shape[d]);
+      out_ += fmt::format(
+          "  if (const char* e = ka_row_dim({}, \"{}\", {}, \"{}\", &axis[{}], &seen[{}], message, "
+          "sizeof message)) return e;\n",
+          ref, t.name, d, t.shape[d], slot, slot);
+    }
+  }
+
+  void write_bind() {
+    out_ += kBindHelpers;
+    std::map<std::string, std::size_t> axis_slot;
+    std::vector<std::string> initial_values, initial_seen;
+    for (const Axis& axis : def_.axes) {
+      axis_slot[axis.name] = initial_values.size();
+      const bool known = axis.kind == AxisKind::Const;
+      initial_values.push_back(known ? std::to_string(axis.value) + "LL" : "0LL");
+      initial_seen.push_back(known ? "true" : "false");
+    }
+    out_ += fmt::format(
+        "\n// Checks the tensors against the definition and fills *args; nullptr or a message.\n"
+        "inline const char* ka_bind(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,\n"
+        "                           int n_outputs, KaArgs* args) {{\n"
+        "  static thread_local char message[256];\n"
+        "  if (n_inputs != {0} || n_outputs != {1}) {{\n"
+        "    std::snprintf(message, sizeof message, \"expected {0} inputs and {1} outputs, got "
+        "%d and %d\", n_inputs, n_outputs);\n"
+        "    return message;\n  }}\n"
+        "  long long axis[{2}] = {{{3}}};\n  bool seen[{2}] = {{{4}}};\n",
+        row_.n_inputs, row_.n_outputs, std::max<std::size_t>(initial_values.size(), 1),
+        fmt::join(initial_values, ", "), fmt::join(initial_seen, ", "));
+    for (std::size_t i = 0; i < def_.inputs.size(); ++i) {
+      const TensorSpec& spec = def_.inputs[i];
+      const bool scalar = spec.is_scalar() || spec.shape->empty();
+      RowTensor t{spec.name, spec.dtype, static_cast<int>(i),
+                  spec.shape.value_or(std::vector<std::string>{})};
+      check_tensor(t, true, scalar, axis_slot);
+    }
+    for (std::size_t i = 0; i < def_.outputs.size(); ++i) {
+      const TensorSpec& spec = def_.outputs[i];
+      RowTensor t{spec.name, spec.dtype, static_cast<int>(i), *spec.shape};
+      check_tensor(t, false, false, axis_slot);
+    }
+    const auto cpu_type = [&](const RowTensor& t) { return type(t); };
+    out_ += fmt::format(
+        "  *args = KaArgs{{{}}};\n  return nullptr;\n}}\n",
+        args_initialiser(
+            [&](const RowTensor& t) {
+              return fmt::format("static_cast<const {}*>(inputs[{}].data)", cpu_type(t), t.index);
+            },
+            [&](const RowTensor& t) {
+              return fmt::format("static_cast<{}*>(outputs[{}].data)", cpu_type(t), t.index);
+            },
+            [&](const std::string& name) { return fmt::format("axis[{}]", axis_slot.at(name)); }));
+  }
+
+  const RowProblem& row_;
+  const Definition& def_;
+  const KernelTemplate& kernel_;
+  const bool cuda_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string generate_row_header(const RowProblem& problem, const Definition& definition,
+                                const KernelTemplate& kernel) {
+  return HeaderWriter(problem, definition, kernel).write();
+}
+
+}  // namespace kernelarc

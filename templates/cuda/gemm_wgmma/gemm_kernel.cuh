@@ -1,0 +1,250 @@
+// The persistent warp-specialised GEMM kernel: C[M, N] = epilogue(A[M, K] * B[N, K]^T).
+//
+// Warpgroup 0 is the producer: one thread streams BM x 64 tiles of A and BN x 64 tiles of B
+// through a STAGES-deep ring of shared memory with TMA (128-byte swizzle), each stage guarded by
+// a "full" mbarrier (transaction bytes) and an "empty" one (one arrival per consumer). Warpgroups
+// 1..CONSUMERS each own BM / CONSUMERS rows of the CTA tile and issue wgmma m64nBNk16 on the
+// stage, keeping one k-step of wgmma in flight before releasing the previous stage. CTAs walk
+// the output tiles with a stride of the grid size; the ring runs on across tiles, so the
+// producer loads the next tile while the consumers run the epilogue. Out-of-bounds rows and
+// K columns arrive zero-filled from TMA, so only the stores check bounds. When the output has
+// too few tiles to occupy the GPU (small M), the host splits K: each split writes float32
+// partials to the workspace and reduce_splits_kernel sums them and runs the epilogue.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ka_problem.h"
+#include "sm90_ops.h"
+#include "wgmma_ops.h"
+
+namespace ka_gemm {
+
+constexpr int kBlockK = 64;  // one 128-byte swizzle row of two-byte elements
+constexpr int kRowBytes = kBlockK * 2;
+constexpr int kConsumers = CONSUMERS;
+constexpr int kThreads = 128 * (kConsumers + 1);
+constexpr int kBlockM = BM;
+constexpr int kBlockN = BN;
+constexpr int kStages = STAGES;
+constexpr int kConsumerRows = kBlockM / kConsumers;
+constexpr int kSubtilesM = kConsumerRows / 64;
+constexpr int kAccumulators = kBlockN / 2;  // per thread, per m64 subtile
+constexpr int kTileBytesA = kBlockM * kRowBytes;
+constexpr int kTileBytesB = kBlockN * kRowBytes;
+constexpr int kStageBytes = kTileBytesA + kTileBytesB;
+constexpr int kSharedBytes = kStages * kStageBytes + 1024;  // + slack for 1024-byte alignment
+constexpr int kRasterGroup = 8;  // M tiles per group in the swizzled order
+constexpr bool kF16 = std::is_same_v<ka_a_t, __half>;
+
+static_assert(std::is_same_v<ka_a_t, ka_b_t>, "gemm_wgmma: A and B must have the same type");
+static_assert(std::is_same_v<ka_a_t, __nv_bfloat16> || std::is_same_v<ka_a_t, __half>,
+              "gemm_wgmma: A and B must be bfloat16 or float16");
+static_assert(KA_A_K_MAJOR == 1 && KA_B_K_MAJOR == 1, "gemm_wgmma: A and B must be K-major");
+static_assert(kConsumerRows % 64 == 0, "BM must be a multiple of 64 * CONSUMERS");
+static_assert(kSubtilesM * kAccumulators <= 128, "accumulators exceed the register budget");
+
+struct TileCoord {
+  int m, n;
+};
+
+__device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles_n) {
+  if (RASTER == KA_RASTER_swizzle) {
+    // Groups of kRasterGroup M tiles walked column by column: CTAs running at the same time
+    // share a few panels of A and of B in L2.
+    const int group_span = kRasterGroup * tiles_n;
+    const int first_m = tile / group_span * kRasterGroup;
+    const int group_m = min(tiles_m - first_m, kRasterGroup);
+    const int in_group = tile % group_span;
+    return {first_m + in_group % group_m, in_group / group_m};
+  }
+  return {tile / tiles_n, tile % tiles_n};
+}
+
+/// Writes one consumer's m64 x BN accumulator block at (row0, col0): through the epilogue, or
+/// raw into `partial` (this split's [M, N] float32 slice) when the K range is split.
+__device__ __forceinline__ void store_tile(const KaArgs& ka, const float (&acc)[kAccumulators],
+                                           long long row0, long long col0, float* partial) {
+  // wgmma m64nN accumulator layout: warp w of the warpgroup owns rows 16w..16w+15; lane l holds,
+  // for each 8-column group j, columns 8j + 2(l % 4) + {0, 1} of rows l / 4 (acc[4j], acc[4j+1])
+  // and l / 4 + 8 (acc[4j+2], acc[4j+3]).
+  const int lane = threadIdx.x % 128;
+  const long long row_top = row0 + (lane / 32) * 16 + (lane % 32) / 4;
+  const long long col_lane = col0 + 2 * (lane % 4);
+  const bool pairs = ka.n % 2 == 0;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const long long row = row_top + 8 * half;
+    if (row >= ka.m) continue;
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+      const long long col = col_lane + 8 * j;
+      const float pair[2] = {acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]};
+      if (partial != nullptr) {
+        float* out = partial + row * ka.n + col;
+        if (pairs) {
+          if (col < ka.n) *reinterpret_cast<float2*>(out) = make_float2(pair[0], pair[1]);
+        } else {
+          if (col < ka.n) out[0] = pair[0];
+          if (col + 1 < ka.n) out[1] = pair[1];
+        }
+      } else if (pairs) {
+        if (col < ka.n) ka.store<2>(row, col, pair);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float one[1] = {pair[e]};
+          if (col + e < ka.n) ka.store<1>(row, col + e, one);
+        }
+      }
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
+                      const __grid_constant__ CUtensorMap map_b, const KaArgs ka, float* partials,
+                      int splits, int split_steps) {
+  extern __shared__ uint8_t shared_raw[];
+  __shared__ uint64_t full[kStages];
+  __shared__ uint64_t empty[kStages];
+  uint8_t* shared = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) &
+                                               ~static_cast<uintptr_t>(1023));
+  uint8_t* tiles_a = shared;
+  uint8_t* tiles_b = shared + kStages * kTileBytesA;
+
+  const int tiles_m = static_cast<int>((ka.m + kBlockM - 1) / kBlockM);
+  const int tiles_n = static_cast<int>((ka.n + kBlockN - 1) / kBlockN);
+  // A work unit is one K range (split_steps k-steps) of one output tile; the host picks
+  // splits > 1 only when there are too few tiles to fill the GPU, and no range is empty.
+  const int units = tiles_m * tiles_n * splits;
+  const int k_steps = static_cast<int>((ka.k + kBlockK - 1) / kBlockK);
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      ka_sm90::mbarrier_init(&full[s], 1);
+      ka_sm90::mbarrier_init(&empty[s], kConsumers);
+    }
+    ka_sm90::fence_barrier_init();
+  }
+  __syncthreads();
+
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 0) {
+    if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_dec<40>();
+    if (threadIdx.x != 0) return;
+    ka_sm90::prefetch_tensor_map(&map_a);
+    ka_sm90::prefetch_tensor_map(&map_b);
+    int step = 0;
+    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+      const TileCoord t = tile_coord(unit / splits, tiles_m, tiles_n);
+      const int k_begin = unit % splits * split_steps;
+      const int k_end = min(k_steps, k_begin + split_steps);
+      for (int k = k_begin; k < k_end; ++k, ++step) {
+        const int s = step % kStages;
+        // A fresh barrier counts as having completed the phase before phase 0, so the first
+        // pass over the ring does not wait.
+        ka_sm90::mbarrier_wait(&empty[s], ((step / kStages) & 1) ^ 1);
+        ka_sm90::mbarrier_arrive_expect_tx(&full[s], kStageBytes);
+        ka_sm90::tma_load_2d(tiles_a + s * kTileBytesA, &map_a, k * kBlockK, t.m * kBlockM,
+                             &full[s]);
+        ka_sm90::tma_load_2d(tiles_b + s * kTileBytesB, &map_b, k * kBlockK, t.n * kBlockN,
+                             &full[s]);
+      }
+    }
+    return;
+  }
+
+  if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_inc<232>();
+  const int consumer = warpgroup - 1;
+  const bool signals = threadIdx.x % 128 == 0;
+  const uint32_t a_base = ka_sm90::smem_address(tiles_a) + consumer * kConsumerRows * kRowBytes;
+  const uint32_t b_base = ka_sm90::smem_address(tiles_b);
+  float acc[kSubtilesM][kAccumulators];
+  int step = 0;
+  for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    const TileCoord t = tile_coord(unit / splits, tiles_m, tiles_n);
+    const int k_begin = unit % splits * split_steps;
+    const int k_end = min(k_steps, k_begin + split_steps);
+#pragma unroll
+    for (int i = 0; i < kSubtilesM; ++i)
+#pragma unroll
+      for (int j = 0; j < kAccumulators; ++j) acc[i][j] = 0.0f;
+
+    int previous = 0;
+    for (int k = k_begin; k < k_end; ++k, ++step) {
+      const int s = step % kStages;
+      ka_sm90::mbarrier_wait(&full[s], (step / kStages) & 1);
+#pragma unroll
+      for (int i = 0; i < kSubtilesM; ++i)
+#pragma unroll
+        for (int j = 0; j < kAccumulators; ++j) ka_sm90::fence_register(acc[i][j]);
+      ka_sm90::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBlockK / 16; ++kk) {
+        const uint64_t desc_b = ka_sm90::smem_descriptor_128b(b_base + s * kTileBytesB + kk * 32);
+#pragma unroll
+        for (int i = 0; i < kSubtilesM; ++i) {
+          const uint64_t desc_a = ka_sm90::smem_descriptor_128b(a_base + s * kTileBytesA +
+                                                                i * 64 * kRowBytes + kk * 32);
+          ka_wgmma::Mma<kBlockN, kF16>::run(acc[i], desc_a, desc_b, 1);
+        }
+      }
+      ka_sm90::wgmma_commit();
+#pragma unroll
+      for (int i = 0; i < kSubtilesM; ++i)
+#pragma unroll
+        for (int j = 0; j < kAccumulators; ++j) ka_sm90::fence_register(acc[i][j]);
+      if (k > k_begin) {
+        // The previous k-step's wgmma group has finished reading its stage.
+        ka_sm90::wgmma_wait<1>();
+        if (signals) ka_sm90::mbarrier_arrive(&empty[previous]);
+      }
+      previous = s;
+    }
+    ka_sm90::wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < kSubtilesM; ++i)
+#pragma unroll
+      for (int j = 0; j < kAccumulators; ++j) ka_sm90::fence_register(acc[i][j]);
+    if (k_end > k_begin && signals) ka_sm90::mbarrier_arrive(&empty[previous]);
+
+    float* partial = splits > 1 ? partials + unit % splits * ka.m * ka.n : nullptr;
+#pragma unroll
+    for (int i = 0; i < kSubtilesM; ++i)
+      store_tile(ka, acc[i],
+                 static_cast<long long>(t.m) * kBlockM + consumer * kConsumerRows + i * 64,
+                 static_cast<long long>(t.n) * kBlockN, partial);
+  }
+}
+
+/// Split-K: sums the float32 partial products of every split and applies the epilogue.
+__global__ void reduce_splits_kernel(const KaArgs ka, const float* partials, int splits) {
+  const long long slice = ka.m * ka.n;
+  const bool pairs = ka.n % 2 == 0;
+  const long long items = pairs ? slice / 2 : slice;
+  for (long long item = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; item < items;
+       item += static_cast<long long>(gridDim.x) * blockDim.x) {
+    if (pairs) {
+      const long long index = 2 * item;
+      float sum[2] = {0.0f, 0.0f};
+      for (int s = 0; s < splits; ++s) {
+        const float2 v = *reinterpret_cast<const float2*>(partials + s * slice + index);
+        sum[0] += v.x;
+        sum[1] += v.y;
+      }
+      ka.store<2>(index / ka.n, index % ka.n, sum);
+    } else {
+      float sum[1] = {0.0f};
+      for (int s = 0; s < splits; ++s) sum[0] += partials[s * slice + item];
+      ka.store<1>(item / ka.n, item % ka.n, sum);
+    }
+  }
+}
+
+}  // namespace ka_gemm

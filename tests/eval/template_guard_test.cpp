@@ -1,0 +1,167 @@
+// Every template of the bundled library, on every built-in problem of its family, passes the
+// guard at several knob points (template_points.h): the CPU templates here, the CUDA templates on
+// a GPU (suite Gpu*, label gpu). Without a GPU the CUDA templates are still compiled (NVRTC for
+// device-only kernels at every point, nvcc for host-code templates at their default point), so a
+// template that does not build fails in CI.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backend/cuda_device.h"
+#include "eval/guard_harness.h"
+#include "eval/solution_build.h"
+#include "eval/template_points.h"
+#include "synth/bound_template.h"
+
+namespace kernelarc {
+namespace {
+
+const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
+
+struct TemplateCase {
+  std::string template_name;
+  std::filesystem::path problem_dir;
+};
+
+std::ostream& operator<<(std::ostream& out, const TemplateCase& c) {
+  return out << c.template_name << " on " << c.problem_dir.filename().string();
+}
+
+const std::vector<KernelTemplate>& library() {
+  static const std::vector<KernelTemplate> templates = load_template_library(kSource / "templates");
+  return templates;
+}
+
+const KernelTemplate& find_template(const std::string& name) {
+  for (const KernelTemplate& kernel : library())
+    if (kernel.name == name) return kernel;
+  throw std::runtime_error("no template " + name);
+}
+
+/// Every (template, problem) pair of one target whose op family the template serves; cheap, since
+/// gtest lists the cases when ctest discovers them.
+std::vector<TemplateCase> cases(const std::string& target) {
+  std::vector<TemplateCase> result;
+  std::vector<std::filesystem::path> problems;
+  for (const auto& entry : std::filesystem::directory_iterator(kSource / "problems" / target))
+    if (std::filesystem::exists(entry.path() / "definition.json")) problems.push_back(entry.path());
+  std::sort(problems.begin(), problems.end());
+  for (const KernelTemplate& kernel : library()) {
+    if (kernel.target != target) continue;
+    for (const auto& dir : problems) {
+      if (kernel.serves(load_definition(dir / "definition.json").ext.op_family))
+        result.push_back({kernel.name, dir});
+    }
+  }
+  return result;
+}
+
+std::string case_name(const ::testing::TestParamInfo<TemplateCase>& info) {
+  std::string name = info.param.template_name + "__" + info.param.problem_dir.filename().string();
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+/// One harness per problem for the whole run, so the oracle's inputs and expected outputs are made
+/// once per problem rather than once per template.
+testing::GuardHarness& harness_for(const std::filesystem::path& problem_dir,
+                                   const std::string& device) {
+  static std::map<std::string, std::unique_ptr<testing::GuardHarness>> harnesses;
+  auto& harness = harnesses[device + ":" + problem_dir.string()];
+  if (!harness) {
+    harness =
+        std::make_unique<testing::GuardHarness>(problem_dir, device, [](GuardOptions& options) {
+          options.correctness_trials = 2;
+          options.warmup = 1;
+          options.iterations = 5;
+          options.timing_budget_s = 0.05;
+          options.call_timeout = std::chrono::milliseconds(20000);
+          options.time_baselines = false;
+        });
+  }
+  return *harness;
+}
+
+/// KERNELARC_TEMPLATE_POINTS=default limits the points to each template's default (for a quick
+/// pass on a GPU machine with little time); unset, every test point runs.
+bool default_point_only() {
+  const char* value = std::getenv("KERNELARC_TEMPLATE_POINTS");
+  return value != nullptr && std::string(value) == "default";
+}
+
+/// The guard on every workload at every test point; a failure names the point and the workload.
+void expect_passes_everywhere(const TemplateCase& c, const std::string& device) {
+  testing::GuardHarness& harness = harness_for(c.problem_dir, device);
+  const BoundTemplate bound(find_template(c.template_name), harness.problem());
+  const KnobPoint default_point = bound.space().space().default_point();
+  ASSERT_TRUE(bound.space().is_valid(default_point)) << "the default point must be valid";
+  ASSERT_EQ(bound.infeasible(default_point), std::nullopt)
+      << "the default point must run on every workload";
+  auto selection = testing::template_test_points(bound);
+  if (default_point_only()) selection.points = {default_point};
+  for (const std::string& skipped : selection.skipped) std::cout << "  skipped " << skipped << '\n';
+  for (const KnobPoint& point : selection.points) {
+    const Solution solution = bound.instantiate(point);
+    const auto traces =
+        harness.guard().evaluate(harness.problem(), solution, harness.problem().workloads);
+    for (const Trace& trace : traces) {
+      EXPECT_EQ(trace.status, EvalStatus::Passed)
+          << c << " at " << format_knob_point(point) << ", workload "
+          << trace.workload.value("uuid", std::string("?")) << ": " << trace.log;
+    }
+  }
+}
+
+class CpuTemplateGuard : public ::testing::TestWithParam<TemplateCase> {};
+
+TEST_P(CpuTemplateGuard, PassesAtSeveralKnobPoints) {
+  expect_passes_everywhere(GetParam(), "cpu");
+}
+
+INSTANTIATE_TEST_SUITE_P(Library, CpuTemplateGuard, ::testing::ValuesIn(cases("cpu")), case_name);
+
+class GpuTemplateGuard : public ::testing::TestWithParam<TemplateCase> {};
+
+TEST_P(GpuTemplateGuard, PassesAtSeveralKnobPoints) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  expect_passes_everywhere(GetParam(), "cuda:0");
+}
+
+INSTANTIATE_TEST_SUITE_P(GpuLibrary, GpuTemplateGuard, ::testing::ValuesIn(cases("cuda")),
+                         case_name);
+
+/// No GPU needed: the CUDA templates compile for sm_90 at their test points.
+class CudaTemplateBuild : public ::testing::TestWithParam<TemplateCase> {};
+
+TEST_P(CudaTemplateBuild, CompilesAtItsTestPoints) {
+  const TemplateCase& c = GetParam();
+  const Problem problem = load_problem(c.problem_dir);
+  const KernelTemplate& kernel = find_template(c.template_name);
+  const BoundTemplate bound(kernel, problem);
+  GuardOptions options;
+  options.device = "cuda:0";
+  options.workspace = testing::harness_workspace();
+  auto points = testing::template_test_points(bound).points;
+  if (kernel.build != TemplateBuild::Nvrtc) points.resize(std::min<std::size_t>(points.size(), 1));
+  ASSERT_FALSE(points.empty());
+  for (const KnobPoint& point : points) {
+    const BuildResult built =
+        build_solution(bound.instantiate(point), problem.definition, options, "sm_90");
+    EXPECT_TRUE(built.ok) << c << " at " << format_knob_point(point) << ":\n" << built.log;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(options.workspace, ignored);
+}
+
+INSTANTIATE_TEST_SUITE_P(Library, CudaTemplateBuild, ::testing::ValuesIn(cases("cuda")), case_name);
+
+}  // namespace
+}  // namespace kernelarc

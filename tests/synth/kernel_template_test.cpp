@@ -1,0 +1,88 @@
+#include "synth/kernel_template.h"
+
+#include <gtest/gtest.h>
+
+#include "synth/bound_template.h"
+
+namespace kernelarc {
+namespace {
+
+const std::filesystem::path kData = std::filesystem::path(KERNELARC_SOURCE_DIR) / "tests/data";
+
+TEST(KernelTemplate, LoadsALibrary) {
+  const auto library = load_template_library(kData / "templates/good");
+  ASSERT_EQ(library.size(), 1u);
+  const KernelTemplate& toy = library.front();
+  EXPECT_EQ(toy.name, "toy_cpu");
+  EXPECT_EQ(toy.target, "cpu");
+  EXPECT_TRUE(toy.serves("rmsnorm"));
+  EXPECT_FALSE(toy.serves("softmax"));
+  EXPECT_EQ(toy.build, TemplateBuild::SharedObject);
+  EXPECT_EQ(toy.common, std::vector<std::string>{"shared.h"});
+  EXPECT_EQ(toy.knobs.knobs().size(), 2u);
+  EXPECT_EQ(toy.knobs.product_size(), 8u);
+}
+
+TEST(KernelTemplate, NamesTheFieldOfAMalformedTemplate) {
+  try {
+    load_template(kData / "templates/bad", kData / "templates/good/common");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("target"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("\"gpu\""), std::string::npos) << error.what();
+  }
+}
+
+TEST(KernelTemplate, RejectsAMissingLibrary) {
+  EXPECT_THROW(load_template_library(kData / "templates/none"), InputError);
+}
+
+TEST(SubstituteNames, ReplacesWholeIdentifiersOnly) {
+  const std::map<std::string, std::string> names{{"ROWS", "batch_size * seq"}, {"C", "4096"}};
+  EXPECT_EQ(substitute_names("(ROWS + B - 1) // B", names), "((batch_size * seq) + B - 1) // B");
+  EXPECT_EQ(substitute_names("ROWSX + C * 2 + 1e5", names), "ROWSX + (4096) * 2 + 1e5");
+}
+
+TEST(BoundTemplate, ExplainsWhyAProblemHasNoTemplate) {
+  const auto library = load_template_library(kData / "templates/good");
+  Problem problem;
+  problem.definition.name = "mystery";
+  problem.dir = "/p/mystery";
+  EXPECT_NE(describe_no_template(library, problem, "cpu").find("has no kernelarc.op_family"),
+            std::string::npos);
+  problem.definition.ext.op_family = "scan";
+  const std::string message = describe_no_template(library, problem, "cpu");
+  EXPECT_NE(message.find("no cpu template serves op family \"scan\""), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("rmsnorm"), std::string::npos) << message;
+}
+
+TEST(BoundTemplate, InstantiatesAProblemWithKnobsAndProvenance) {
+  const auto library = load_template_library(kData / "templates/good");
+  const Problem problem =
+      load_problem(std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems/cpu/rmsnorm_f32");
+  const BoundTemplate bound(library.front(), problem);
+  // float32 rows: MAX_ELEM_BYTES = 4, so UNROLL = 8 breaks the constraint.
+  const KnobPoint too_wide = bound.space().space().parse_point("MODE=fancy,UNROLL=8");
+  try {
+    bound.instantiate(too_wide);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("UNROLL * MAX_ELEM_BYTES <= 16"), std::string::npos)
+        << error.what();
+  }
+  const Solution solution =
+      bound.instantiate(bound.space().space().parse_point("MODE=fancy,UNROLL=2"));
+  EXPECT_EQ(solution.definition, problem.definition.name);
+  EXPECT_EQ(solution.ext["knobs"]["UNROLL"], 2);
+  EXPECT_EQ(solution.ext["knobs"]["MODE"], 1);
+  EXPECT_EQ(solution.ext["template"]["point"], "MODE=fancy,UNROLL=2");
+  std::vector<std::string> paths;
+  for (const SourceFile& source : solution.sources) paths.push_back(source.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"main.cpp", "shared.h", "ka_problem.h"}));
+  EXPECT_NE(solution.sources.back().content.find("#define KA_MODE_fancy 1"), std::string::npos);
+  EXPECT_EQ(bound.infeasible(bound.space().space().default_point()), std::nullopt);
+}
+
+}  // namespace
+}  // namespace kernelarc
