@@ -99,8 +99,8 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
     int passed_all = 0;
     std::vector<std::string> failed;
     for (const KnobPoint& point : points) {
-      const auto traces =
-          fast.guard().evaluate(problem, match.bound->instantiate(point), workloads);
+      const auto traces = fast.guard().evaluate(
+          problem, match.bound->instantiate(point, flags.extra_files), workloads);
       bool all = true;
       for (const Trace& trace : traces) {
         if (trace.status != EvalStatus::Passed || !trace.latency_ms) {
@@ -137,8 +137,9 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
     }
     const Best& winner = found->second;
     // The winner again, with the baselines, under the same protocol as `kernelarc eval`.
-    const auto traces = full.guard().evaluate(problem, winner.bound->instantiate(winner.point),
-                                              std::span<const Workload>(&workload, 1));
+    const auto traces =
+        full.guard().evaluate(problem, winner.bound->instantiate(winner.point, flags.extra_files),
+                              std::span<const Workload>(&workload, 1));
     const Trace& trace = traces.front();
     if (trace.status != EvalStatus::Passed || !trace.latency_ms) {
       complete = false;

@@ -6,6 +6,7 @@
 // GEMM, the cuBLASLt template at the heuristic's first choice is the library baseline.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct SweepFlags {
   std::vector<std::string> problems;
   std::vector<std::string> templates;  ///< only these; empty = all that serve
   std::string root;
+  /// Files added to every instantiated solution (e.g. the cuBLASLt template's tuned table).
+  std::map<std::string, std::string> extra_files;
   int random_points = 8;
   uint64_t seed = 1;
   GuardFlags guard;

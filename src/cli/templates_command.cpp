@@ -186,6 +186,8 @@ CommandRunner add_templates_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingDirectory);
   sweep_cmd->add_option("--template", sweep->templates, "only these templates");
+  sweep_cmd->add_option("--file", flags->files,
+                        "NAME=PATH: add a file to every instantiated solution");
   sweep_cmd
       ->add_option("--random-points", sweep->random_points,
                    "seeded random points per template, besides the default and extremes")
@@ -198,6 +200,7 @@ CommandRunner add_templates_command(CLI::App& app) {
     if (list->parsed()) return run_list(*flags);
     if (sweep_cmd->parsed()) {
       sweep->root = flags->root;
+      sweep->extra_files = read_extra_files(flags->files);
       return run_template_sweep(*sweep);
     }
     return run_try(*flags);

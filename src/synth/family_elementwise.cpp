@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "synth/family.h"
+#include "synth/family_support.h"
 
 namespace kernelarc {
 
@@ -19,24 +20,8 @@ namespace {
 
 constexpr const char* kFamilies[] = {"elementwise", "activation"};
 
-[[noreturn]] void mismatch(const Definition& def, std::string_view field,
-                           std::string_view problem) {
-  throw TemplateMismatch(
-      fmt::format("{}: {}: {}", def.path.empty() ? def.name : def.path.string(), field, problem));
-}
-
-std::string shape_text(const TensorSpec& tensor) {
-  if (tensor.is_scalar()) return "null";
-  return "[" + fmt::format("{}", fmt::join(*tensor.shape, ", ")) + "]";
-}
-
-bool is_vector_dtype(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float16 || dtype == DType::BFloat16;
-}
-
-bool is_scalar_dtype(DType dtype) {
-  return is_vector_dtype(dtype) || dtype == DType::Float64 || dtype == DType::Int32 ||
-         dtype == DType::Int64;
+std::string tensor_shape_text(const TensorSpec& tensor) {
+  return tensor.is_scalar() ? "null" : shape_text(*tensor.shape);
 }
 
 bool is_identifier(std::string_view name) {
@@ -291,7 +276,7 @@ class OperandChecker {
     operand.kind = kind_of(tensor, tensor_field);
 
     const bool scalar = operand.kind == OperandKind::Scalar;
-    if (scalar ? !is_scalar_dtype(tensor.dtype) : !is_vector_dtype(tensor.dtype)) {
+    if (scalar ? !is_scalar_operand_dtype(tensor.dtype) : !is_packed_float_dtype(tensor.dtype)) {
       mismatch(def_, tensor_field + ".dtype",
                fmt::format("expected {}, got {}",
                            scalar ? "float32, float16, bfloat16, float64, int32 or int64"
@@ -345,7 +330,7 @@ class OperandChecker {
     rows.push_back("W");
     mismatch(def_, field + ".shape",
              fmt::format("expected [{}] (rows of the output), [W] (per column) or a scalar, got {}",
-                         fmt::join(rows, ", "), shape_text(tensor)));
+                         fmt::join(rows, ", "), tensor_shape_text(tensor)));
   }
 
   const Definition& def_;
@@ -423,8 +408,8 @@ ElementwiseProblem check_problem(const Definition& def) {
   const std::string output_field = "outputs." + output.name;
   if (output.is_scalar() || output.shape->empty())
     mismatch(def, output_field + ".shape",
-             "expected [..., C] with at least one axis, got " + shape_text(output));
-  if (!is_vector_dtype(output.dtype)) {
+             "expected [..., C] with at least one axis, got " + tensor_shape_text(output));
+  if (!is_packed_float_dtype(output.dtype)) {
     mismatch(
         def, output_field + ".dtype",
         fmt::format("expected float32, float16 or bfloat16, got {}", dtype_name(output.dtype)));

@@ -2,40 +2,16 @@
 // apply<N>(row, col) and apply1(row, col), plus KA_KERNEL_PARAMS / KA_ARGS (nvrtc) or ka_bind
 // (shared objects and CPU). See docs/TEMPLATES.md ("Family: elementwise").
 #include <algorithm>
-#include <cctype>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "synth/family_elementwise.h"
+#include "synth/family_support.h"
 
 namespace kernelarc {
 
 namespace {
-
-std::string c_type(DType dtype, bool cuda) {
-  switch (dtype) {
-    case DType::Float16:
-      return cuda ? "__half" : "ka_f16";
-    case DType::BFloat16:
-      return cuda ? "__nv_bfloat16" : "ka_bf16";
-    case DType::Float64:
-      return "double";
-    case DType::Int32:
-      return cuda ? "int" : "int32_t";
-    case DType::Int64:
-      return cuda ? "long long" : "int64_t";
-    default:
-      return "float";
-  }
-}
-
-std::string abi_dtype(DType dtype) {
-  std::string name = "KA_" + std::string(dtype_name(dtype));
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return name;
-}
 
 std::string axis_var(const std::string& axis) {
   return "ka_axis_" + axis;
@@ -166,8 +142,8 @@ class HeaderWriter {
     out += conversions();
     out += cuda_ ? kCudaAccess : kCpuAccess;
     out += kCommonHelpers;
-    out += fmt::format("\ntypedef {} ka_out_t;  // {}\n", c_type(output().dtype, cuda_),
-                       output().name);
+    out += fmt::format("\ntypedef {} ka_out_t;  // {}\n",
+                       header_element_type(output().dtype, cuda_), output().name);
     out += args_struct();
     out += nvrtc_ ? kernel_params() : bind_function();
     return out;
@@ -214,7 +190,7 @@ class HeaderWriter {
     text += "template <typename T>\nKA_HD T ka_from_float(float x);\n";
     text += "template <>\nKA_HD float ka_from_float<float>(float x) { return x; }\n";
     for (DType dtype : dtypes) {
-      const std::string type = c_type(dtype, true);
+      const std::string type = header_element_type(dtype, true);
       switch (dtype) {
         case DType::Float16:
           text += "KA_HD float ka_to_float(__half x) { return __half2float(x); }\n";
@@ -237,7 +213,7 @@ class HeaderWriter {
     return text;
   }
 
-  std::string input_type(int index) const { return c_type(input(index).dtype, cuda_); }
+  std::string input_type(int index) const { return header_element_type(input(index).dtype, cuda_); }
 
   std::string args_struct() const {
     std::string members, loads, checks;
@@ -340,7 +316,7 @@ struct KaArgs {{
     std::string text = fmt::format(
         "  if ({0}.dtype != {1}) return \"{2}: expected dtype {3}\";\n"
         "  if ({0}.ndim != {4}) return \"{2}: expected {4} dimensions\";\n",
-        slot, abi_dtype(tensor.dtype), tensor.name, dtype_name(tensor.dtype), rank);
+        slot, abi_dtype_name(tensor.dtype), tensor.name, dtype_name(tensor.dtype), rank);
     if (rank > 0) {
       text += fmt::format(
           "  if (!ka_contiguous({})) return \"{}: expected a contiguous row-major tensor\";\n",

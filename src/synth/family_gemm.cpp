@@ -5,33 +5,14 @@
 
 #include "synth/family.h"
 #include "synth/family_gemm.h"
+#include "synth/family_support.h"
 
 namespace kernelarc {
 
 namespace {
 
-[[noreturn]] void mismatch(const Definition& def, std::string_view field,
-                           std::string_view problem) {
-  std::string message = def.path.empty() ? def.name : def.path.string();
-  message += ": ";
-  message += field;
-  message += ": ";
-  message += problem;
-  throw TemplateMismatch(message);
-}
-
-std::string shape_text(const std::vector<std::string>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + shape[i];
-  return text + "]";
-}
-
-bool is_gemm_dtype(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float16 || dtype == DType::BFloat16;
-}
-
 void check_dtype(const Definition& def, const std::string& field, DType dtype) {
-  if (is_gemm_dtype(dtype)) return;
+  if (is_packed_float_dtype(dtype)) return;
   mismatch(def, field + ".dtype",
            "expected float32, float16 or bfloat16, got " + std::string(dtype_name(dtype)));
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "synth/family_gemm.h"
+#include "synth/family_support.h"
 
 namespace kernelarc {
 
@@ -17,12 +18,6 @@ bool is_cuda(const KernelTemplate& kernel) {
   return kernel.target == "cuda";
 }
 
-std::string cuda_type(DType dtype) {
-  if (dtype == DType::BFloat16) return "__nv_bfloat16";
-  if (dtype == DType::Float16) return "__half";
-  return "float";
-}
-
 std::string cuda_enum(DType dtype) {
   if (dtype == DType::BFloat16) return "CUDA_R_16BF";
   if (dtype == DType::Float16) return "CUDA_R_16F";
@@ -30,16 +25,7 @@ std::string cuda_enum(DType dtype) {
 }
 
 std::string element_type(DType dtype, const KernelTemplate& kernel) {
-  if (is_cuda(kernel)) return cuda_type(dtype);
-  if (dtype == DType::BFloat16) return "ka_bf16";  // ka_cpu_types.h
-  if (dtype == DType::Float16) return "ka_f16";
-  return "float";
-}
-
-std::string abi_dtype(DType dtype) {
-  if (dtype == DType::BFloat16) return "KA_BFLOAT16";
-  if (dtype == DType::Float16) return "KA_FLOAT16";
-  return "KA_FLOAT32";
+  return header_element_type(dtype, is_cuda(kernel));
 }
 
 /// The element type of input `index` as the header names it.
@@ -240,7 +226,7 @@ std::string bind_checks(const GemmProblem& gemm) {
     const GemmTensor& t = *checked.tensor;
     text += fmt::format(
         "  if (const char* e = ka_check_tensor({}[{}], \"{}\", {}, {}, message)) return e;\n",
-        checked.array, t.index, t.name, abi_dtype(t.dtype), t.shape.size());
+        checked.array, t.index, t.name, abi_dtype_name(t.dtype), t.shape.size());
     for (std::size_t d = 0; d < t.shape.size(); ++d) {
       const std::string& var = size_of.at(t.shape[d]);
       const std::string dim = fmt::format("{}[{}].shape[{}]", checked.array, t.index, d);

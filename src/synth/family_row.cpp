@@ -8,28 +8,13 @@
 #include <set>
 
 #include "synth/family.h"
+#include "synth/family_support.h"
 
 namespace kernelarc {
 
 namespace {
 
 constexpr const char* kFamilies[] = {"rmsnorm", "layernorm", "softmax", "logsumexp"};
-
-[[noreturn]] void mismatch(const Definition& def, std::string_view field,
-                           std::string_view problem) {
-  std::string message = def.path.empty() ? def.name : def.path.string();
-  message += ": ";
-  message += field;
-  message += ": ";
-  message += problem;
-  throw TemplateMismatch(message);
-}
-
-std::string shape_text(const std::vector<std::string>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + shape[i];
-  return text + "]";
-}
 
 RowOp op_of(std::string_view family) {
   if (family == "rmsnorm") return RowOp::RmsNorm;
@@ -42,17 +27,8 @@ bool is_norm(RowOp op) {
   return op == RowOp::RmsNorm || op == RowOp::LayerNorm;
 }
 
-bool is_row_dtype(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float16 || dtype == DType::BFloat16;
-}
-
-bool is_scalar_dtype(DType dtype) {
-  return is_row_dtype(dtype) || dtype == DType::Float64 || dtype == DType::Int32 ||
-         dtype == DType::Int64;
-}
-
 void check_dtype(const Definition& def, const std::string& field, DType dtype, bool scalar) {
-  if (scalar ? is_scalar_dtype(dtype) : is_row_dtype(dtype)) return;
+  if (scalar ? is_scalar_operand_dtype(dtype) : is_packed_float_dtype(dtype)) return;
   mismatch(def, field + ".dtype",
            std::string("expected ") +
                (scalar ? "float32, float16, bfloat16, float64, int32 or int64"

@@ -10,49 +10,11 @@
 #include <map>
 
 #include "synth/family_row.h"
+#include "synth/family_support.h"
 
 namespace kernelarc {
 
 namespace {
-
-/// The element type of a tensor in generated code (the CPU's 16-bit types are ka_cpu_types.h's).
-std::string element_type(DType dtype, bool cuda) {
-  switch (dtype) {
-    case DType::Float32:
-      return "float";
-    case DType::Float16:
-      return cuda ? "__half" : "ka_f16";
-    case DType::BFloat16:
-      return cuda ? "__nv_bfloat16" : "ka_bf16";
-    case DType::Float64:
-      return "double";
-    case DType::Int32:
-      return cuda ? "int" : "int32_t";
-    case DType::Int64:
-      return cuda ? "long long" : "int64_t";
-    default:
-      return "void";  // rejected by the binder before generation
-  }
-}
-
-std::string abi_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return "KA_FLOAT32";
-    case DType::Float16:
-      return "KA_FLOAT16";
-    case DType::BFloat16:
-      return "KA_BFLOAT16";
-    case DType::Float64:
-      return "KA_FLOAT64";
-    case DType::Int32:
-      return "KA_INT32";
-    case DType::Int64:
-      return "KA_INT64";
-    default:
-      return "-1";
-  }
-}
 
 std::string float_literal(double value) {
   std::string text = fmt::format("{:.9g}", value);
@@ -202,7 +164,7 @@ class HeaderWriter {
   }
 
  private:
-  std::string type(const RowTensor& t) const { return element_type(t.dtype, cuda_); }
+  std::string type(const RowTensor& t) const { return header_element_type(t.dtype, cuda_); }
 
   void write_macros() {
     const auto flag = [](bool on) { return on ? 1 : 0; };
@@ -342,9 +304,10 @@ class HeaderWriter {
     std::vector<std::string> params;
     for (const TensorSpec& spec : def_.inputs)
       params.push_back(
-          fmt::format("const {}* ka_in_{}", element_type(spec.dtype, true), spec.name));
+          fmt::format("const {}* ka_in_{}", header_element_type(spec.dtype, true), spec.name));
     for (const TensorSpec& spec : def_.outputs)
-      params.push_back(fmt::format("{}* ka_out_{}", element_type(spec.dtype, true), spec.name));
+      params.push_back(
+          fmt::format("{}* ka_out_{}", header_element_type(spec.dtype, true), spec.name));
     for (const std::string& axis : row_.axes) params.push_back("long long ka_axis_" + axis);
     out_ += fmt::format(
         "\n// Inputs, outputs (definition order), then one long long per axis ({}).\n"
@@ -363,7 +326,7 @@ class HeaderWriter {
     out_ += fmt::format(
         "  if (const char* e = ka_row_check({}, \"{}\", {}, {}, message, sizeof message)) "
         "return e;\n",
-        ref, t.name, abi_dtype(t.dtype), scalar ? 0 : t.shape.size());
+        ref, t.name, abi_dtype_name(t.dtype), scalar ? 0 : t.shape.size());
     if (scalar) return;
     for (std::size_t d = 0; d < t.shape.size(); ++d) {
       const std::size_t slot = axis_slot.at(t.shape[d]);

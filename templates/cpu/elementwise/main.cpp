@@ -3,17 +3,11 @@
 // The output is cut into chunks of CHUNK consecutive elements, the unit of OpenMP scheduling,
 // so that both many short rows and a few long ones spread over the threads. A chunk is walked
 // as row segments; each segment is one simple loop that the compiler vectorises.
-#include <omp.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 
-#include "ka_problem.h"
+#include "ka_cpu_entry.h"
 
-#ifndef THREADS
-#define THREADS 0
-#endif
 #ifndef CHUNK
 #define CHUNK 32768
 #endif
@@ -22,8 +16,6 @@
 #endif
 
 namespace {
-
-char g_error[256];
 
 void map_segment(const KaArgs& args, long long row, long long col, long long count) {
 #if SIMD
@@ -47,23 +39,12 @@ void map_chunk(const KaArgs& args, long long begin, long long end) {
 
 }  // namespace
 
-extern "C" const char* ka_last_error(void) {
-  return g_error;
-}
-
-extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
-                      void* /*stream*/, void* /*workspace*/, size_t /*workspace_bytes*/) {
-  KaArgs args;
-  if (const char* error = ka_bind(inputs, n_inputs, outputs, n_outputs, &args)) {
-    std::snprintf(g_error, sizeof g_error, "%s", error);
-    return 1;
-  }
+static void ka_compute(const KaArgs& args) {
   const long long total = args.rows() * args.cols();
-  if (total == 0) return 0;
+  if (total == 0) return;
   const long long chunks = (total + CHUNK - 1) / CHUNK;
-  const int threads = THREADS > 0 ? THREADS : omp_get_max_threads();
+  const int threads = ka_thread_count();
 #pragma omp parallel for schedule(static) num_threads(threads) if (chunks > 1)
   for (long long chunk = 0; chunk < chunks; ++chunk)
     map_chunk(args, chunk * CHUNK, std::min(total, (chunk + 1) * CHUNK));
-  return 0;
 }

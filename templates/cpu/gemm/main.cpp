@@ -8,17 +8,12 @@
 // padding and the epilogue sees the full sum. The micro-kernel's inner loop runs over NR
 // contiguous floats with fixed trip counts, which GCC turns into vector FMAs at -O3
 // -march=native, keeping the MR x NR accumulators in registers.
-#include <omp.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
-#include "ka_problem.h"
+#include "ka_cpu_entry.h"
 
 namespace {
-
-thread_local char g_error[256];
 
 constexpr long long kMcPadded = (MC + MR - 1) / MR * MR;
 constexpr long long kNcPadded = (NC + NR - 1) / NR * NR;
@@ -107,7 +102,7 @@ void gemm(const KaArgs& ka) {
   const long long blocks_m = (ka.m + MC - 1) / MC;
   const long long blocks_n = (ka.n + NC - 1) / NC;
   const long long blocks = blocks_m * blocks_n;
-  const int threads = THREADS > 0 ? THREADS : omp_get_max_threads();
+  const int threads = ka_thread_count();
 #pragma omp parallel num_threads(threads) if (blocks > 1)
   {
     // Kept per thread across calls: allocating (and faulting in) them each call costs more
@@ -138,17 +133,6 @@ void gemm(const KaArgs& ka) {
 
 }  // namespace
 
-extern "C" const char* ka_last_error(void) {
-  return g_error;
-}
-
-extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
-                      void* /*stream*/, void* /*workspace*/, size_t /*workspace_bytes*/) {
-  KaArgs ka;
-  if (const char* error = ka_bind(inputs, n_inputs, outputs, n_outputs, &ka)) {
-    std::snprintf(g_error, sizeof g_error, "%s", error);
-    return 1;
-  }
+static void ka_compute(const KaArgs& ka) {
   gemm(ka);
-  return 0;
 }

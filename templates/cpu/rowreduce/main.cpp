@@ -7,15 +7,12 @@
 // buffer that the later passes read (the row is evaluated once; it stays in L1/L2). Without it
 // every pass evaluates the prologue from the inputs again (no extra copy; better for one plain
 // float32 input).
-#include <omp.h>
-
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
-#include "ka_problem.h"
+#include "ka_cpu_entry.h"
 
 namespace {
 
@@ -207,29 +204,17 @@ void process_rows(const KaArgs& ka, long long begin, long long end, std::vector<
   for (long long row = begin; row < end; ++row) process_row(ka, row, cache.data());
 }
 
-char g_error[256];
-
 }  // namespace
 
-extern "C" const char* ka_last_error(void) {
-  return g_error;
-}
-
-extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
-                      void* /*stream*/, void* /*workspace*/, size_t /*workspace_bytes*/) {
-  KaArgs ka;
-  if (const char* error = ka_bind(inputs, n_inputs, outputs, n_outputs, &ka)) {
-    std::snprintf(g_error, sizeof g_error, "%s", error);
-    return 1;
-  }
+static void ka_compute(const KaArgs& ka) {
   const long long rows = ka.rows();
   // Waking the OpenMP workers costs tens of microseconds: small problems stay on one thread.
   if (rows < 2 || rows * ka.cols() < PARALLEL_MIN_ELEMS) {
     std::vector<float> cache;
     process_rows(ka, 0, rows, cache);
-    return 0;
+    return;
   }
-  const int threads = THREADS > 0 ? THREADS : omp_get_max_threads();
+  const int threads = ka_thread_count();
   const long long tasks = (rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
 #pragma omp parallel num_threads(threads)
   {
@@ -240,5 +225,4 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       process_rows(ka, begin, begin + ROWS_PER_TASK < rows ? begin + ROWS_PER_TASK : rows, cache);
     }
   }
-  return 0;
 }

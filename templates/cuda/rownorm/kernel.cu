@@ -7,11 +7,7 @@
 // streamed: one pass for the statistics (Welford for LayerNorm) and one to write, which
 // re-reads the row (from L2 when it is still there).
 #include "ka_problem.h"
-#include "row_group.cuh"
-
-/// Register cache per thread, in packs of W: the same registers whatever the width.
-template <int W>
-constexpr int kCacheSlots = MAX_VECS_PER_THREAD* VEC / W;
+#include "ka_row_group.cuh"
 
 /// Chan et al.'s merge of {count, mean, sum of squared deviations}.
 struct WelfordOp {
@@ -66,111 +62,73 @@ __device__ __forceinline__ void write_normalized(const KaArgs& ka, long long row
   ka.store_row<W>(row, col, y);
 }
 
+struct RowNorm {
 #if CACHE_ROW
-template <int W>
-__device__ __forceinline__ void normalize_cached(const KaArgs& ka, const RowSlot& slot) {
-  constexpr int kSlots = kCacheSlots<W>;
-  float x[kSlots][W];
-  long long col[kSlots];
+  template <int W>
+  static __device__ __forceinline__ void cached(const KaArgs& ka, const RowSlot& slot) {
+    constexpr int kSlots = kCacheSlots<W>;
+    float x[kSlots][W];
+    long long col[kSlots];
+    load_cached_row<W>(ka, slot, x, col);
+    float sum = 0.0f;
 #pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    col[k] = (static_cast<long long>(k) * kThreadsPerRow + slot.lane_in_row) * W;
-    if (col[k] < slot.cols) ka.load_row<W>(slot.row, col[k], x[k]);
-  }
-  float sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    if (col[k] >= slot.cols) continue;
-    ka.store_prologue<W>(slot.row, col[k], x[k]);
+    for (int k = 0; k < kSlots; ++k) {
+      if (col[k] >= slot.cols) continue;
+      ka.store_prologue<W>(slot.row, col[k], x[k]);
 #if KA_OP_LAYERNORM
 #pragma unroll
-    for (int i = 0; i < W; ++i) sum += x[k][i];
+      for (int i = 0; i < W; ++i) sum += x[k][i];
 #else
-    sum += sum_of_squares(x[k]);
-#endif
-  }
-  const float inv_cols = 1.0f / static_cast<float>(ka.cols());
-  float mean = 0.0f;
-#if KA_OP_LAYERNORM
-  mean = group_sum(sum, slot.group) * inv_cols;
-  float deviations = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    if (col[k] >= slot.cols) continue;
-#pragma unroll
-    for (int i = 0; i < W; ++i) deviations += (x[k][i] - mean) * (x[k][i] - mean);
-  }
-  const float rstd = ka_rsqrt(group_sum(deviations, slot.group) * inv_cols + KA_EPS);
-#else
-  const float rstd = ka_rsqrt(group_sum(sum, slot.group) * inv_cols + KA_EPS);
-#endif
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k)
-    if (col[k] < slot.cols) write_normalized<W>(ka, slot.row, col[k], x[k], mean, rstd);
-}
-#endif
-
-template <int W>
-__device__ __forceinline__ void normalize_streamed(const KaArgs& ka, const RowSlot& slot) {
-  constexpr long long kStride = static_cast<long long>(kThreadsPerRow) * W;
-  const long long first = static_cast<long long>(slot.lane_in_row) * W;
-  float state[3] = {0.0f, 0.0f, 0.0f};  // RMSNorm: the sum of squares in state[0]
-  for (long long base = first; base < slot.cols; base += kStride * kPassUnroll) {
-    float x[kPassUnroll][W];
-#pragma unroll
-    for (int u = 0; u < kPassUnroll; ++u)
-      if (base + u * kStride < slot.cols) ka.load_row<W>(slot.row, base + u * kStride, x[u]);
-#pragma unroll
-    for (int u = 0; u < kPassUnroll; ++u) {
-      if (base + u * kStride >= slot.cols) continue;
-      ka.store_prologue<W>(slot.row, base + u * kStride, x[u]);
-#if KA_OP_LAYERNORM
-      welford_add<W>(state, x[u]);
-#else
-      state[0] += sum_of_squares(x[u]);
+      sum += sum_of_squares(x[k]);
 #endif
     }
-  }
-  const float inv_cols = 1.0f / static_cast<float>(ka.cols());
+    const float inv_cols = 1.0f / static_cast<float>(ka.cols());
+    float mean = 0.0f;
 #if KA_OP_LAYERNORM
-  group_reduce(state, WelfordOp(), slot.group);
-  const float mean = state[1];
-  const float rstd = ka_rsqrt(state[2] * inv_cols + KA_EPS);
+    mean = group_sum(sum, slot.group) * inv_cols;
+    float deviations = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      if (col[k] >= slot.cols) continue;
+#pragma unroll
+      for (int i = 0; i < W; ++i) deviations += (x[k][i] - mean) * (x[k][i] - mean);
+    }
+    const float rstd = ka_rsqrt(group_sum(deviations, slot.group) * inv_cols + KA_EPS);
 #else
-  const float mean = 0.0f;
-  const float rstd = ka_rsqrt(group_sum(state[0], slot.group) * inv_cols + KA_EPS);
+    const float rstd = ka_rsqrt(group_sum(sum, slot.group) * inv_cols + KA_EPS);
 #endif
-  for (long long base = first; base < slot.cols; base += kStride * kPassUnroll) {
-    float x[kPassUnroll][W];
 #pragma unroll
-    for (int u = 0; u < kPassUnroll; ++u)
-      if (base + u * kStride < slot.cols) ka.load_row<W>(slot.row, base + u * kStride, x[u]);
-#pragma unroll
-    for (int u = 0; u < kPassUnroll; ++u)
-      if (base + u * kStride < slot.cols)
-        write_normalized<W>(ka, slot.row, base + u * kStride, x[u], mean, rstd);
+    for (int k = 0; k < kSlots; ++k)
+      if (col[k] < slot.cols) write_normalized<W>(ka, slot.row, col[k], x[k], mean, rstd);
   }
-}
+#endif
 
-template <int W>
-__device__ __forceinline__ void normalize(const KaArgs& ka, const RowSlot& slot) {
-#if CACHE_ROW
-  // Decided on the row length, not on the slot: every group of the block takes the same path,
-  // so the barriers of the reductions match.
-  if (ka.cols() <= static_cast<long long>(kCacheSlots<W>) * kThreadsPerRow * W) {
-    normalize_cached<W>(ka, slot);
-    return;
-  }
+  template <int W>
+  static __device__ __forceinline__ void streamed(const KaArgs& ka, const RowSlot& slot) {
+    float state[3] = {0.0f, 0.0f, 0.0f};  // RMSNorm: the sum of squares in state[0]
+    stream_row<W>(ka, slot, [&](long long col, const float(&x)[W]) {
+      ka.store_prologue<W>(slot.row, col, x);
+#if KA_OP_LAYERNORM
+      welford_add<W>(state, x);
+#else
+      state[0] += sum_of_squares(x);
 #endif
-  normalize_streamed<W>(ka, slot);
-}
+    });
+    const float inv_cols = 1.0f / static_cast<float>(ka.cols());
+#if KA_OP_LAYERNORM
+    group_reduce(state, WelfordOp(), slot.group);
+    const float mean = state[1];
+    const float rstd = ka_rsqrt(state[2] * inv_cols + KA_EPS);
+#else
+    const float mean = 0.0f;
+    const float rstd = ka_rsqrt(group_sum(state[0], slot.group) * inv_cols + KA_EPS);
+#endif
+    stream_row<W>(ka, slot, [&](long long col, const float(&x)[W]) {
+      write_normalized<W>(ka, slot.row, col, x, mean, rstd);
+    });
+  }
+};
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) ka_rownorm(KA_KERNEL_PARAMS) {
-  const KaArgs ka = KA_ARGS;
-  const RowSlot slot = row_slot(ka);
-  if (VEC > 1 && ka.vector_ok(VEC)) {
-    normalize<VEC>(ka, slot);
-  } else {
-    normalize<1>(ka, slot);
-  }
+  run_row<RowNorm>(KA_ARGS);
 }

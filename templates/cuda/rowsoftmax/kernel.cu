@@ -8,11 +8,7 @@
 // CACHE_ROW: the row is read once into registers (MAX_VECS_PER_THREAD packs of VEC per thread);
 // a row too long for the cache, or CACHE_ROW off, is re-read from memory on each pass.
 #include "ka_problem.h"
-#include "row_group.cuh"
-
-/// Register cache per thread, in packs of W: the same registers whatever the width.
-template <int W>
-constexpr int kCacheSlots = MAX_VECS_PER_THREAD* VEC / W;
+#include "ka_row_group.cuh"
 
 /// The exponent shift for a maximum: a row of -inf (or no column) sums exp(-inf) = 0, as
 /// torch.logsumexp does, instead of exp(-inf - -inf) = NaN.
@@ -78,136 +74,98 @@ __device__ __forceinline__ void write_logsumexp(const KaArgs& ka, const RowSlot&
 #endif
 }
 
+struct RowSoftmax {
 #if CACHE_ROW
-template <int W>
-__device__ __forceinline__ void softmax_cached(const KaArgs& ka, const RowSlot& slot) {
-  constexpr int kSlots = kCacheSlots<W>;
-  float x[kSlots][W];
-  long long col[kSlots];
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    col[k] = (static_cast<long long>(k) * kThreadsPerRow + slot.lane_in_row) * W;
-    if (col[k] < slot.cols) ka.load_row<W>(slot.row, col[k], x[k]);
-  }
+  template <int W>
+  static __device__ __forceinline__ void cached(const KaArgs& ka, const RowSlot& slot) {
+    constexpr int kSlots = kCacheSlots<W>;
+    float x[kSlots][W];
+    long long col[kSlots];
+    load_cached_row<W>(ka, slot, x, col);
 #if ALGORITHM == KA_ALGORITHM_online
-  float state[2] = {ka_neg_inf(), 0.0f};
+    float state[2] = {ka_neg_inf(), 0.0f};
 #pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    if (col[k] >= slot.cols) continue;
-    ka.store_prologue<W>(slot.row, col[k], x[k]);
-    online_add<W>(state, x[k]);
-  }
-  group_reduce(state, OnlineOp(), slot.group);
-  const float max_value = state[0], sum = state[1];
-  const float shift = shift_of(max_value);
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k)
-    if (col[k] < slot.cols) write_softmax<W>(ka, slot.row, col[k], x[k], shift, sum);
-#else
-  float local_max = ka_neg_inf();
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    if (col[k] >= slot.cols) continue;
-    ka.store_prologue<W>(slot.row, col[k], x[k]);
-    local_max = ka_max(local_max, max_of(x[k]));
-  }
-  const float max_value = group_max(local_max, slot.group);
-  const float shift = shift_of(max_value);
-  float local_sum = 0.0f;
-  // The exponentials replace the inputs in the registers: each is computed once.
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    if (col[k] >= slot.cols) continue;
-#pragma unroll
-    for (int i = 0; i < W; ++i) {
-      x[k][i] = ka_exp(x[k][i] - shift);
-      local_sum += x[k][i];
+    for (int k = 0; k < kSlots; ++k) {
+      if (col[k] >= slot.cols) continue;
+      ka.store_prologue<W>(slot.row, col[k], x[k]);
+      online_add<W>(state, x[k]);
     }
-  }
-  const float sum = group_sum(local_sum, slot.group);
-#if KA_OP_SOFTMAX
+    group_reduce(state, OnlineOp(), slot.group);
+    const float max_value = state[0], sum = state[1];
+    const float shift = shift_of(max_value);
 #pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    if (col[k] >= slot.cols) continue;
-    float y[W];
-#pragma unroll
-    for (int i = 0; i < W; ++i) y[i] = x[k][i] / sum;
-    ka.store_row<W>(slot.row, col[k], y);
-  }
-#endif
-#endif
-  write_logsumexp(ka, slot, max_value, sum);
-}
-#endif
-
-/// One pass over a streamed row: `visit(col, x)` for each pack of this thread, the loads of
-/// kPassUnroll packs issued together.
-template <int W, typename Visit>
-__device__ __forceinline__ void stream_row(const KaArgs& ka, const RowSlot& slot, Visit visit) {
-  constexpr long long kStride = static_cast<long long>(kThreadsPerRow) * W;
-  for (long long base = static_cast<long long>(slot.lane_in_row) * W; base < slot.cols;
-       base += kStride * kPassUnroll) {
-    float x[kPassUnroll][W];
-#pragma unroll
-    for (int u = 0; u < kPassUnroll; ++u)
-      if (base + u * kStride < slot.cols) ka.load_row<W>(slot.row, base + u * kStride, x[u]);
-#pragma unroll
-    for (int u = 0; u < kPassUnroll; ++u)
-      if (base + u * kStride < slot.cols) visit(base + u * kStride, x[u]);
-  }
-}
-
-template <int W>
-__device__ __forceinline__ void softmax_streamed(const KaArgs& ka, const RowSlot& slot) {
-#if ALGORITHM == KA_ALGORITHM_online
-  float state[2] = {ka_neg_inf(), 0.0f};
-  stream_row<W>(ka, slot, [&](long long col, const float(&x)[W]) {
-    ka.store_prologue<W>(slot.row, col, x);
-    online_add<W>(state, x);
-  });
-  group_reduce(state, OnlineOp(), slot.group);
-  const float max_value = state[0], sum = state[1];
+    for (int k = 0; k < kSlots; ++k)
+      if (col[k] < slot.cols) write_softmax<W>(ka, slot.row, col[k], x[k], shift, sum);
 #else
-  float local_max = ka_neg_inf();
-  stream_row<W>(ka, slot, [&](long long col, const float(&x)[W]) {
-    ka.store_prologue<W>(slot.row, col, x);
-    local_max = ka_max(local_max, max_of(x));
-  });
-  const float max_value = group_max(local_max, slot.group);
-  float local_sum = 0.0f;
-  stream_row<W>(ka, slot, [&](long long, const float(&x)[W]) {
-    local_sum += exp_sum(x, shift_of(max_value));
-  });
-  const float sum = group_sum(local_sum, slot.group);
-#endif
+    float local_max = ka_neg_inf();
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      if (col[k] >= slot.cols) continue;
+      ka.store_prologue<W>(slot.row, col[k], x[k]);
+      local_max = ka_max(local_max, max_of(x[k]));
+    }
+    const float max_value = group_max(local_max, slot.group);
+    const float shift = shift_of(max_value);
+    float local_sum = 0.0f;
+    // The exponentials replace the inputs in the registers: each is computed once.
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      if (col[k] >= slot.cols) continue;
+#pragma unroll
+      for (int i = 0; i < W; ++i) {
+        x[k][i] = ka_exp(x[k][i] - shift);
+        local_sum += x[k][i];
+      }
+    }
+    const float sum = group_sum(local_sum, slot.group);
 #if KA_OP_SOFTMAX
-  const float shift = shift_of(max_value);
-  stream_row<W>(ka, slot, [&](long long col, const float(&x)[W]) {
-    write_softmax<W>(ka, slot.row, col, x, shift, sum);
-  });
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      if (col[k] >= slot.cols) continue;
+      float y[W];
+#pragma unroll
+      for (int i = 0; i < W; ++i) y[i] = x[k][i] / sum;
+      ka.store_row<W>(slot.row, col[k], y);
+    }
 #endif
-  write_logsumexp(ka, slot, max_value, sum);
-}
-
-template <int W>
-__device__ __forceinline__ void softmax(const KaArgs& ka, const RowSlot& slot) {
-#if CACHE_ROW
-  // Decided on the row length, not on the slot: every group of the block takes the same path,
-  // so the barriers of the reductions match.
-  if (ka.cols() <= static_cast<long long>(kCacheSlots<W>) * kThreadsPerRow * W) {
-    softmax_cached<W>(ka, slot);
-    return;
+#endif
+    write_logsumexp(ka, slot, max_value, sum);
   }
 #endif
-  softmax_streamed<W>(ka, slot);
-}
+
+  template <int W>
+  static __device__ __forceinline__ void streamed(const KaArgs& ka, const RowSlot& slot) {
+#if ALGORITHM == KA_ALGORITHM_online
+    float state[2] = {ka_neg_inf(), 0.0f};
+    stream_row<W>(ka, slot, [&](long long col, const float(&x)[W]) {
+      ka.store_prologue<W>(slot.row, col, x);
+      online_add<W>(state, x);
+    });
+    group_reduce(state, OnlineOp(), slot.group);
+    const float max_value = state[0], sum = state[1];
+#else
+    float local_max = ka_neg_inf();
+    stream_row<W>(ka, slot, [&](long long col, const float(&x)[W]) {
+      ka.store_prologue<W>(slot.row, col, x);
+      local_max = ka_max(local_max, max_of(x));
+    });
+    const float max_value = group_max(local_max, slot.group);
+    float local_sum = 0.0f;
+    stream_row<W>(ka, slot, [&](long long, const float(&x)[W]) {
+      local_sum += exp_sum(x, shift_of(max_value));
+    });
+    const float sum = group_sum(local_sum, slot.group);
+#endif
+#if KA_OP_SOFTMAX
+    const float shift = shift_of(max_value);
+    stream_row<W>(ka, slot, [&](long long col, const float(&x)[W]) {
+      write_softmax<W>(ka, slot.row, col, x, shift, sum);
+    });
+#endif
+    write_logsumexp(ka, slot, max_value, sum);
+  }
+};
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) ka_rowsoftmax(KA_KERNEL_PARAMS) {
-  const KaArgs ka = KA_ARGS;
-  const RowSlot slot = row_slot(ka);
-  if (VEC > 1 && ka.vector_ok(VEC)) {
-    softmax<VEC>(ka, slot);
-  } else {
-    softmax<1>(ka, slot);
-  }
+  run_row<RowSoftmax>(KA_ARGS);
 }

@@ -1,7 +1,8 @@
-// Rows mapped onto thread groups, and reductions inside a group. A block of BLOCK_THREADS
-// threads serves kRowsPerBlock rows with kThreadsPerRow threads each (a whole number of warps):
-// a warp per row, the whole block per row, or ROWS_PER_BLOCK rows per block. Every reduction
-// ends with the same value in every thread of the group, combined in a fixed order.
+// Rows mapped onto thread groups, reductions inside a group, and the passes over a row shared
+// by the row kernels. A block of BLOCK_THREADS threads serves kRowsPerBlock rows with
+// kThreadsPerRow threads each (a whole number of warps): a warp per row, the whole block per
+// row, or ROWS_PER_BLOCK rows per block. Every reduction ends with the same value in every
+// thread of the group, combined in a fixed order.
 #pragma once
 
 #include "ka_problem.h"
@@ -98,4 +99,64 @@ __device__ __forceinline__ float group_max(float value, int group) {
   float state[1] = {value};
   group_reduce(state, MaxOp(), group);
   return state[0];
+}
+
+/// Register cache per thread, in packs of W: the same registers whatever the width.
+template <int W>
+constexpr int kCacheSlots = MAX_VECS_PER_THREAD* VEC / W;
+
+/// Reads this thread's packs of the row into the register cache; col[k] is the first column of
+/// pack k (past slot.cols when the row ends before it, and then x[k] is left unread).
+template <int W>
+__device__ __forceinline__ void load_cached_row(const KaArgs& ka, const RowSlot& slot,
+                                                float (&x)[kCacheSlots<W>][W],
+                                                long long (&col)[kCacheSlots<W>]) {
+#pragma unroll
+  for (int k = 0; k < kCacheSlots<W>; ++k) {
+    col[k] = (static_cast<long long>(k) * kThreadsPerRow + slot.lane_in_row) * W;
+    if (col[k] < slot.cols) ka.load_row<W>(slot.row, col[k], x[k]);
+  }
+}
+
+/// One pass over a streamed row: `visit(col, x)` for each pack of this thread, the loads of
+/// kPassUnroll packs issued together.
+template <int W, typename Visit>
+__device__ __forceinline__ void stream_row(const KaArgs& ka, const RowSlot& slot, Visit visit) {
+  constexpr long long kStride = static_cast<long long>(kThreadsPerRow) * W;
+  for (long long base = static_cast<long long>(slot.lane_in_row) * W; base < slot.cols;
+       base += kStride * kPassUnroll) {
+    float x[kPassUnroll][W];
+#pragma unroll
+    for (int u = 0; u < kPassUnroll; ++u)
+      if (base + u * kStride < slot.cols) ka.load_row<W>(slot.row, base + u * kStride, x[u]);
+#pragma unroll
+    for (int u = 0; u < kPassUnroll; ++u)
+      if (base + u * kStride < slot.cols) visit(base + u * kStride, x[u]);
+  }
+}
+
+/// Runs one row operation on this thread's row: RowOp::cached<W> when CACHE_ROW is on and the
+/// row fits the register cache, RowOp::streamed<W> otherwise, at width VEC when the tensors allow
+/// packed access.
+template <typename RowOp, int W>
+__device__ __forceinline__ void run_row_at_width(const KaArgs& ka, const RowSlot& slot) {
+#if CACHE_ROW
+  // Decided on the row length, not on the slot: every group of the block takes the same path,
+  // so the barriers of the reductions match.
+  if (ka.cols() <= static_cast<long long>(kCacheSlots<W>) * kThreadsPerRow * W) {
+    RowOp::template cached<W>(ka, slot);
+    return;
+  }
+#endif
+  RowOp::template streamed<W>(ka, slot);
+}
+
+template <typename RowOp>
+__device__ __forceinline__ void run_row(const KaArgs& ka) {
+  const RowSlot slot = row_slot(ka);
+  if (VEC > 1 && ka.vector_ok(VEC)) {
+    run_row_at_width<RowOp, VEC>(ka, slot);
+  } else {
+    run_row_at_width<RowOp, 1>(ka, slot);
+  }
 }

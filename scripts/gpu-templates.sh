@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On a GPU machine: the template library's GPU checks and benchmark, in stages that each fit a
+# short session (results go to $OUT, default ./gpu-results):
+#   scripts/gpu-templates.sh tests            build, calibrate, GpuTemplateGuard (every CUDA
+#                                             template at its test points, every workload)
+#   scripts/gpu-templates.sh tune             cublaslt_tune on gemm_bf16: table.json and the
+#                                             header the cuBLASLt template compiles in
+#   scripts/gpu-templates.sh sweep <problem>  kernelarc templates sweep on one CUDA problem
+#                                             (with the tuned table when present)
+# Environment: BUILD (default build-gpu), POINTS (random points per template, default 8),
+# KERNELARC_TEMPLATE_POINTS=default (tests at the default points only).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD:-build-gpu}
+out=${OUT:-gpu-results}
+workspace=$build/workspace
+mkdir -p "$out"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.txt" 2>&1 &&
+  cmake --build "$build" -j"$(nproc)" > "$out/build.txt" 2>&1 || { tail -40 "$out/build.txt"; exit 1; }
+[ -d "$workspace/calibration" ] ||
+  "$build/kernelarc" calibrate --device cuda:0 --workspace "$workspace" > "$out/calibrate.txt" 2>&1
+stage=${1:-tests}
+shift || true
+case "$stage" in
+  tests)
+    "$build/tests/test_eval" --gtest_filter='GpuLibrary/GpuTemplateGuard.*' 2>&1 |
+      tee "$out/template-tests.txt" | grep -E '^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|skipped'
+    ;;
+  tune)
+    "$build/tools/cublaslt_tune/cublaslt_tune" problems/cuda/gemm_bf16 --out "$out/cublaslt_table.json" \
+      --header "$out/ka_cublaslt_table.h" 2>&1 | tee "$out/tune.txt"
+    cp "$out/cublaslt_table.json" "$out/ka_cublaslt_table.h" "$workspace/" 2>/dev/null
+    ;;
+  sweep)
+    files=()
+    [ -f "$workspace/ka_cublaslt_table.h" ] && files=(--file "ka_cublaslt_table.h=$workspace/ka_cublaslt_table.h")
+    for problem in "$@"; do
+      name=$(basename "$problem")
+      "$build/kernelarc" templates sweep "$problem" --device cuda:0 --workspace "$workspace" \
+        --random-points "${POINTS:-8}" "${files[@]}" 2>&1 | tee "$out/sweep-$name.txt"
+    done
+    ;;
+  *) echo "unknown stage $stage (tests, tune or sweep)"; exit 2 ;;
+esac

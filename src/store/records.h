@@ -1,0 +1,92 @@
+// The rows of the store's tables, as the search layer reads and writes them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kernelarc {
+
+enum class RunStatus { Running, Finished, Failed };
+/// "running", "finished", "failed", as stored.
+std::string_view run_status_name(RunStatus status);
+
+struct NewRun {
+  std::string problem_name;
+  std::string problem_hash;  ///< content hash of the problem definition
+  std::string device;
+  uint64_t seed = 0;
+  nlohmann::json config = nlohmann::json::object();  ///< policy, agents, budget, ...
+  int64_t budget_total = 0;                          ///< evaluations the run may spend
+};
+
+struct Run {
+  int64_t id = 0;
+  std::string created_at;
+  std::string problem_name;
+  std::string problem_hash;
+  std::string device;
+  uint64_t seed = 0;
+  nlohmann::json config;
+  RunStatus status = RunStatus::Running;
+  std::optional<std::string> finished_at;
+};
+
+struct NewCandidate {
+  std::string agent;
+  std::optional<int64_t> parent_id;
+  std::vector<int64_t> inspired_by;  ///< candidate ids whose ideas it borrows
+  std::string solution_key;          ///< object store key of the solution JSON
+  std::string template_name;
+  nlohmann::json knob_point = nlohmann::json::object();
+};
+
+struct Candidate {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  int64_t seq = 0;  ///< 0, 1, 2, ... per run, in the order proposed
+  std::string agent;
+  std::optional<int64_t> parent_id;
+  std::vector<int64_t> inspired_by;
+  std::string solution_key;
+  std::string template_name;
+  nlohmann::json knob_point;
+  std::string proposed_at;
+};
+
+/// A finished evaluation; an unfinished one has no row.
+struct Evaluation {
+  std::string status;      ///< the trace status name: "PASSED", "COMPILE_ERROR", ...
+  std::string traces_key;  ///< object store key of the traces JSON
+  std::optional<double> median_ms;
+  std::optional<double> ci_low_ms;
+  std::optional<double> ci_high_ms;
+  std::optional<double> sol_score;
+  std::string evaluated_at;  ///< set by the store; ignored when recording
+};
+
+enum class BoardKind { Conclusion, Redirect };
+/// "conclusion", "redirect", as stored.
+std::string_view board_kind_name(BoardKind kind);
+
+struct BoardEntry {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  int64_t seq = 0;  ///< 0, 1, 2, ... per run, in the order posted
+  BoardKind kind = BoardKind::Conclusion;
+  std::string text;
+  std::vector<int64_t> evidence;  ///< candidate ids
+  std::string created_at;
+};
+
+struct Budget {
+  int64_t total = 0;
+  int64_t used = 0;  ///< evaluated candidates
+  int64_t remaining() const { return total > used ? total - used : 0; }
+};
+
+}  // namespace kernelarc

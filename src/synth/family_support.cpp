@@ -1,0 +1,58 @@
+#include "synth/family_support.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace kernelarc {
+
+void mismatch(const Definition& def, std::string_view field, std::string_view problem) {
+  std::string message = def.path.empty() ? def.name : def.path.string();
+  message += ": ";
+  message += field;
+  message += ": ";
+  message += problem;
+  throw TemplateMismatch(message);
+}
+
+std::string shape_text(const std::vector<std::string>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + shape[i];
+  return text + "]";
+}
+
+bool is_packed_float_dtype(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float16 || dtype == DType::BFloat16;
+}
+
+bool is_scalar_operand_dtype(DType dtype) {
+  return is_packed_float_dtype(dtype) || dtype == DType::Float64 || dtype == DType::Int32 ||
+         dtype == DType::Int64;
+}
+
+std::string header_element_type(DType dtype, bool cuda) {
+  switch (dtype) {
+    case DType::Float32:
+      return "float";
+    case DType::Float16:
+      return cuda ? "__half" : "ka_f16";
+    case DType::BFloat16:
+      return cuda ? "__nv_bfloat16" : "ka_bf16";
+    case DType::Float64:
+      return "double";
+    case DType::Int32:
+      return cuda ? "int" : "int32_t";
+    case DType::Int64:
+      return cuda ? "long long" : "int64_t";
+    default:
+      return "void";
+  }
+}
+
+std::string abi_dtype_name(DType dtype) {
+  std::string name = "KA_" + std::string(dtype_name(dtype));
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return name;
+}
+
+}  // namespace kernelarc
