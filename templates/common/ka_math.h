@@ -24,9 +24,35 @@
 #define KA_MATH_FN(cuda_name, std_name) std::std_name
 #endif
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 KA_HD float ka_exp(float x) {
-  return KA_MATH_FN(expf, exp)(x);
+  return expf(x);
 }
+#else
+// On the CPU, Cephes' expf (about 1 ulp) in plain arithmetic, so that loops over it vectorise:
+// the libm call does not, and floorf needs -ffast-math to. Below -87.3 the result is flushed to
+// the smallest normal (torch gives a denormal there; the difference is below 1.2e-38), above
+// 88.72 it is infinity, NaN stays NaN.
+#pragma omp declare simd
+inline float ka_exp(float x) {
+  const float clamped = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+  // Round to nearest by the 1.5 * 2^23 trick.
+  const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * r * r + r + 1.0f;
+  const int bits = (static_cast<int>(n) + 127) << 23;
+  float scale;
+  __builtin_memcpy(&scale, &bits, sizeof scale);
+  const float result = x > 88.72283905f ? HUGE_VALF : e * scale;
+  return x != x ? x : result;
+}
+#endif
 KA_HD float ka_log(float x) {
   return KA_MATH_FN(logf, log)(x);
 }

@@ -8,7 +8,6 @@
 // every pass evaluates the prologue from the inputs again (no extra copy; better for one plain
 // float32 input).
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -18,33 +17,11 @@ namespace {
 
 constexpr int kWidth = SIMD_WIDTH;
 
-/// exp for the reductions: Cephes' expf (about 1 ulp), in plain arithmetic so that it
-/// vectorises, unlike the libm call. Arguments here are x - max <= 0; below -87.3 the result
-/// is flushed to the smallest normal, far under every tolerance.
-#pragma omp declare simd
-inline float vector_exp(float x) {
-  x = x < -87.3f ? -87.3f : x;
-  // Round to nearest by the 1.5 * 2^23 trick: floorf does not vectorise without -ffast-math.
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = p * r * r + r + 1.0f;
-  const int bits = (static_cast<int>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return e * scale;
-}
-
 /// e[i] = exp(v[i] - shift), vectorised.
 template <int N>
 inline void shifted_exp(const float (&v)[N], float shift, float (&e)[N]) {
 #pragma omp simd
-  for (int i = 0; i < N; ++i) e[i] = vector_exp(v[i] - shift);
+  for (int i = 0; i < N; ++i) e[i] = ka_exp(v[i] - shift);
 }
 
 /// A row's prologue values: from the per-thread buffer, or evaluated again from the inputs.
