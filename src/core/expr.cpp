@@ -58,7 +58,7 @@ std::vector<Token> tokenize(std::string_view source) {
           {TokenKind::Name, std::string(source.substr(start, pos - start)), 0, column});
     } else {
       static constexpr std::string_view kOps[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-",
-                                                  "*",  "/",  "%",  "<",  ">",  "(",  ")"};
+                                                  "*",  "/",  "%",  "<",  ">",  "(",  ")", ","};
       std::string_view matched;
       for (std::string_view op : kOps) {
         if (source.substr(pos, op.size()) == op) {
@@ -75,7 +75,7 @@ std::vector<Token> tokenize(std::string_view source) {
   return tokens;
 }
 
-enum class NodeKind { Number, Variable, Negate, Not, Binary, Compare, And, Or };
+enum class NodeKind { Number, Variable, Negate, Not, Binary, Compare, And, Or, Min, Max };
 
 struct Node {
   NodeKind kind = NodeKind::Number;
@@ -100,7 +100,8 @@ NodePtr make_node(NodeKind kind, int column) {
 //   or: and ('or' and)*      and: not ('and' not)*      not: 'not' not | comparison
 //   comparison: arith (cmp arith)*                       arith: term (('+'|'-') term)*
 //   term: factor (('*'|'/'|'//'|'%') factor)*           factor: ('+'|'-') factor | power
-//   power: atom ['**' factor]                            atom: INT | NAME | '(' or ')'
+//   power: atom ['**' factor]
+//   atom: INT | NAME | ('min'|'max') '(' or (',' or)+ ')' | '(' or ')'
 class Parser {
  public:
   explicit Parser(std::string_view source) : tokens_(tokenize(source)) {}
@@ -219,6 +220,10 @@ class Parser {
         return node;
       }
       case TokenKind::Name: {
+        const bool call = index_ + 1 < tokens_.size() &&
+                          tokens_[index_ + 1].kind == TokenKind::Op &&
+                          tokens_[index_ + 1].text == "(";
+        if (call && (token.text == "min" || token.text == "max")) return parse_min_max();
         if (token.text == "and" || token.text == "or" || token.text == "not") {
           fail(token.column, fmt::format("unexpected keyword '{}'", token.text));
         }
@@ -246,6 +251,28 @@ class Parser {
         break;
     }
     fail(token.column, "unexpected end of expression");
+  }
+
+  /// min(a, b, ...) / max(a, b, ...), as Python's builtins on integers (two or more arguments).
+  NodePtr parse_min_max() {
+    const Token& name = next();
+    NodePtr node = make_node(name.text == "min" ? NodeKind::Min : NodeKind::Max, name.column);
+    next();  // '('
+    node->children.push_back(parse_or());
+    while (at_op(",")) {
+      next();
+      node->children.push_back(parse_or());
+    }
+    if (!at_op(")")) {
+      fail(peek().column, peek().kind == TokenKind::End
+                              ? std::string("missing ')'")
+                              : fmt::format("expected ',' or ')', got '{}'", peek().text));
+    }
+    next();
+    if (node->children.size() < 2) {
+      fail(name.column, fmt::format("{}() needs at least two arguments", name.text));
+    }
+    return node;
   }
 
   std::vector<Token> tokens_;
@@ -357,6 +384,15 @@ int64_t evaluate(const Node& node, const AxisValues& variables) {
         if (evaluate(*child, variables) != 0) return 1;
       }
       return 0;
+    case NodeKind::Min:
+    case NodeKind::Max: {
+      int64_t result = evaluate(*node.children[0], variables);
+      for (std::size_t index = 1; index < node.children.size(); ++index) {
+        const int64_t value = evaluate(*node.children[index], variables);
+        result = node.kind == NodeKind::Min ? std::min(result, value) : std::max(result, value);
+      }
+      return result;
+    }
   }
   return 0;
 }

@@ -1,8 +1,8 @@
 // The integer expression language of definition.json: `expr` axes ("hidden_size // 128") and
 // `constraints` ("H_qo == H_kv * H_r"). Python semantics on integers: + - * // % ** with floor
 // division and floored modulo, `/` only when it divides exactly, unary -, parentheses,
-// comparisons (== != < <= > >=, chained as in Python) and `and` / `or` / `not`, whose results
-// are 0 or 1.
+// comparisons (== != < <= > >=, chained as in Python), `and` / `or` / `not`, whose results
+// are 0 or 1, and min(...) / max(...) of two or more arguments.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 namespace kernelarc {
@@ -92,6 +93,21 @@ TEST(Expr, ErrorsNameTheColumn) {
   EXPECT_EQ(error_of("1 2"), "at column 3: unexpected '2'");
   EXPECT_EQ(error_of("1 + and"), "at column 5: unexpected keyword 'and'");
   EXPECT_THROW(expr_variables("a +* b"), ExprError);
+}
+
+TEST(Expr, MinAndMaxAsPythonBuiltins) {
+  EXPECT_EQ(eval("min(3, 1, 2)"), 1);
+  EXPECT_EQ(eval("max(-3, 1 + 4, 2)"), 5);
+  EXPECT_EQ(eval("min((n + 255) // 256, 2048)", {{"n", 1 << 30}}), 2048);
+  EXPECT_EQ(eval("min(a, b) * 2", {{"a", 7}, {"b", 4}}), 8);
+  EXPECT_EQ(eval("max(min(1, 2), 0) == 1"), 1);
+  EXPECT_EQ(expr_variables("max(a, b // c)"), (std::set<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(error_of("min(4)"), "at column 1: min() needs at least two arguments");
+  EXPECT_EQ(error_of("max(1, 2"), "at column 9: missing ')'");
+  EXPECT_EQ(error_of("max(1 2)"), "at column 7: expected ',' or ')', got '2'");
+  EXPECT_EQ(error_of("1, 2"), "at column 2: unexpected ','");
+  // Without a call, min is an ordinary name.
+  EXPECT_EQ(eval("min + 1", {{"min", 4}}), 5);
 }
 
 TEST(Expr, OverflowIsAnError) {
