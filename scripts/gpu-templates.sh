@@ -8,7 +8,9 @@
 #   scripts/gpu-templates.sh sweep <problem>  kernelarc templates sweep on one CUDA problem
 #                                             (with the tuned table when present)
 # Environment: BUILD (default build-gpu), POINTS (random points per template, default 8),
-# KERNELARC_TEMPLATE_POINTS=default (tests at the default points only).
+# SWEEP_ARGS (more flags for the sweep, e.g. "--template gemm_wgmma"),
+# KERNELARC_TEMPLATE_POINTS=default (tests at the default points only: the nvcc-built GEMM
+# templates take ~30-60 s to compile per point, so the full test set may not fit one call).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build-gpu}
@@ -37,7 +39,7 @@ case "$stage" in
     for problem in "$@"; do
       name=$(basename "$problem")
       "$build/kernelarc" templates sweep "$problem" --device cuda:0 --workspace "$workspace" \
-        --random-points "${POINTS:-8}" "${files[@]}" 2>&1 | tee "$out/sweep-$name.txt"
+        --random-points "${POINTS:-8}" "${files[@]}" ${SWEEP_ARGS:-} 2>&1 | tee "$out/sweep-$name.txt"
     done
     ;;
   *) echo "unknown stage $stage (tests, tune or sweep)"; exit 2 ;;
