@@ -8,37 +8,12 @@
 #include <fmt/format.h>
 
 #include "cli/table.h"
-#include "core/rng.h"
 #include "synth/bound_template.h"
+#include "synth/representative_points.h"
 
 namespace kernelarc {
 
 namespace {
-
-/// The default point, both ends of the enumeration and `random` seeded samples; feasible and
-/// distinct.
-std::vector<KnobPoint> sweep_points(const BoundTemplate& bound, int random, uint64_t seed) {
-  const ConstrainedSpace& space = bound.space();
-  std::vector<KnobPoint> candidates{space.space().default_point()};
-  std::optional<KnobPoint> last;
-  std::size_t walked = 0;
-  space.for_each_valid([&](const KnobPoint& point) {
-    if (walked == 0) candidates.push_back(point);
-    last = point;
-    return ++walked < 1000000;
-  });
-  if (last) candidates.push_back(*last);
-  Rng rng(seed);
-  for (int i = 0; i < random; ++i)
-    if (auto point = space.sample(rng)) candidates.push_back(*point);
-  std::vector<KnobPoint> points;
-  std::set<std::string> seen;
-  for (const KnobPoint& point : candidates) {
-    if (!seen.insert(format_knob_point(point)).second) continue;
-    if (space.is_valid(point) && !bound.infeasible(point)) points.push_back(point);
-  }
-  return points;
-}
 
 struct Best {
   std::string template_name;
@@ -95,7 +70,7 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
       tried.add_row({match.kernel->name, "-", "-", "does not serve: " + match.reason});
       continue;
     }
-    const auto points = sweep_points(*match.bound, flags.random_points, flags.seed);
+    const auto points = representative_points(*match.bound, flags.random_points, flags.seed).points;
     int passed_all = 0;
     std::vector<std::string> failed;
     for (const KnobPoint& point : points) {

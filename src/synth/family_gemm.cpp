@@ -178,31 +178,12 @@ void bind_epilogue(const Definition& def, GemmProblem& gemm) {
   if (gemm.epilogue) classify_epilogue(gemm);
 }
 
-GemmProblem analyse(const Definition& def) {
-  GemmProblem gemm;
-  if (def.outputs.size() != 1)
-    mismatch(
-        def, "outputs",
-        "expected one output C [M, N], got " + std::to_string(def.outputs.size()) + " outputs");
-  const TensorSpec& out = def.outputs.front();
-  if (!is_matrix(out)) mismatch(def, "outputs." + out.name + ".shape", "expected a matrix [M, N]");
-  check_dtype(def, "outputs." + out.name, out.dtype);
-  gemm.c = tensor_of(out, 0);
-  gemm.m_axis = gemm.c.shape[0];
-  gemm.n_axis = gemm.c.shape[1];
-  find_operands(def, gemm);
-  bind_epilogue(def, gemm);
-  gemm.n_inputs = static_cast<int>(def.inputs.size());
-  for (const Axis& axis : def.axes) gemm.axes.push_back(axis.name);
-  return gemm;
-}
-
 class GemmBinder : public FamilyBinder {
  public:
   std::vector<std::string> families() const override { return {"gemm"}; }
 
   FamilyBinding bind(const Definition& definition, const KernelTemplate& kernel) const override {
-    const GemmProblem gemm = analyse(definition);
+    const GemmProblem gemm = analyse_gemm(definition);
     FamilyBinding binding;
     binding.header = generate_gemm_header(gemm, definition, kernel);
     binding.sizes = {{"M", gemm.m_axis}, {"N", gemm.n_axis}, {"K", gemm.k_axis}};
@@ -221,6 +202,25 @@ class GemmBinder : public FamilyBinder {
 };
 
 }  // namespace
+
+GemmProblem analyse_gemm(const Definition& def) {
+  GemmProblem gemm;
+  if (def.outputs.size() != 1)
+    mismatch(
+        def, "outputs",
+        "expected one output C [M, N], got " + std::to_string(def.outputs.size()) + " outputs");
+  const TensorSpec& out = def.outputs.front();
+  if (!is_matrix(out)) mismatch(def, "outputs." + out.name + ".shape", "expected a matrix [M, N]");
+  check_dtype(def, "outputs." + out.name, out.dtype);
+  gemm.c = tensor_of(out, 0);
+  gemm.m_axis = gemm.c.shape[0];
+  gemm.n_axis = gemm.c.shape[1];
+  find_operands(def, gemm);
+  bind_epilogue(def, gemm);
+  gemm.n_inputs = static_cast<int>(def.inputs.size());
+  for (const Axis& axis : def.axes) gemm.axes.push_back(axis.name);
+  return gemm;
+}
 
 std::unique_ptr<FamilyBinder> make_gemm_binder() {
   return std::make_unique<GemmBinder>();

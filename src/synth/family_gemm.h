@@ -45,6 +45,10 @@ struct GemmProblem {
   std::vector<std::string> axes;  ///< every axis of the definition, in order (kernel params)
 };
 
+/// Reads a gemm definition: A, B and C, their layouts, and the epilogue. TemplateMismatch naming
+/// the field when the definition is not a gemm the templates can serve.
+GemmProblem analyse_gemm(const Definition& definition);
+
 /// ka_problem.h for `problem` served by `kernel` (its target and build pick the form).
 std::string generate_gemm_header(const GemmProblem& problem, const Definition& definition,
                                  const KernelTemplate& kernel);

@@ -1,8 +1,8 @@
 // Every template of the bundled library, on every built-in problem of its family, passes the
-// guard at several knob points (template_points.h): the CPU templates here, the CUDA templates on
-// a GPU (suite Gpu*, label gpu). Without a GPU the CUDA templates are still compiled (NVRTC for
-// device-only kernels at every point, nvcc for host-code templates at their default point), so a
-// template that does not build fails in CI.
+// guard at several knob points (synth/representative_points.h): the CPU templates here, the CUDA
+// templates on a GPU (suite Gpu*, label gpu). Without a GPU the CUDA templates are still compiled
+// (NVRTC for device-only kernels at every point, nvcc for host-code templates at their default
+// point), so a template that does not build fails in CI.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -17,8 +17,8 @@
 #include "backend/cuda_device.h"
 #include "eval/guard_harness.h"
 #include "eval/solution_build.h"
-#include "eval/template_points.h"
 #include "synth/bound_template.h"
+#include "synth/representative_points.h"
 
 namespace kernelarc {
 namespace {
@@ -105,7 +105,7 @@ void expect_passes_everywhere(const TemplateCase& c, const std::string& device) 
   ASSERT_TRUE(bound.space().is_valid(default_point)) << "the default point must be valid";
   ASSERT_EQ(bound.infeasible(default_point), std::nullopt)
       << "the default point must run on every workload";
-  auto selection = testing::template_test_points(bound);
+  auto selection = representative_points(bound, 1, 7);
   if (default_point_only()) selection.points = {default_point};
   for (const std::string& skipped : selection.skipped) std::cout << "  skipped " << skipped << '\n';
   for (const KnobPoint& point : selection.points) {
@@ -149,7 +149,7 @@ TEST_P(CudaTemplateBuild, CompilesAtItsTestPoints) {
   GuardOptions options;
   options.device = "cuda:0";
   options.workspace = testing::harness_workspace();
-  auto points = testing::template_test_points(bound).points;
+  auto points = representative_points(bound, 1, 7).points;
   if (kernel.build != TemplateBuild::Nvrtc) points.resize(std::min<std::size_t>(points.size(), 1));
   ASSERT_FALSE(points.empty());
   for (const KnobPoint& point : points) {

@@ -1,6 +1,5 @@
-// The GEMMs a gemm-family problem runs: which inputs are A and B, their layout and dtypes, and
-// the distinct (M, N, K) of its workloads. The template's binder (src/synth/family_gemm.cpp)
-// reads a definition the same way; the tuner needs only this much of it, on any machine.
+// The GEMMs a gemm-family problem runs: the layout and dtypes of A, B and C and the distinct
+// (M, N, K) of its workloads, read as the templates' binder reads them (synth/family_gemm.h).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +23,7 @@ struct GemmProblemShapes {
   std::vector<GemmShape> shapes;  ///< distinct, ascending
 };
 
-/// InputError naming the definition when it is not a plain gemm: output 0 of shape [M, N] and
-/// two rank-2 inputs that share the reduced axis K, A holding M and B holding N.
+/// InputError naming the definition and field when it is not a gemm the templates serve.
 GemmProblemShapes gemm_problem_shapes(const Problem& problem);
 
 }  // namespace kernelarc::cublaslt
