@@ -11,6 +11,7 @@
 #include "backend/device.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -20,6 +21,28 @@ namespace {
 constexpr std::size_t kAlignment = 64;
 constexpr std::size_t kCacheLine = 64;
 constexpr std::size_t kMaxFlushBytes = std::size_t{64} << 20;
+
+#if defined(__x86_64__) || defined(__i386__)
+bool has_clflushopt() {
+  static const bool supported = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & (1u << 23)) != 0;
+  }();
+  return supported;
+}
+
+// clflush serializes every line (80 ms for 32 MiB on a Xeon VM); clflushopt flushes the same
+// lines without ordering them against each other (2 ms), and the fence orders them before the
+// timed call.
+// (The intrinsic takes a non-const pointer although flushing does not change the data.)
+__attribute__((target("clflushopt"))) void flush_lines_unordered(const char* begin,
+                                                                 std::size_t bytes) {
+  char* lines = const_cast<char*>(begin);
+  for (std::size_t offset = 0; offset < bytes; offset += kCacheLine) _mm_clflushopt(lines + offset);
+  if (bytes > 0) _mm_clflushopt(lines + bytes - 1);
+  _mm_mfence();
+}
+#endif
 
 std::string read_first_line(const std::filesystem::path& path) {
   std::ifstream file(path);
@@ -124,6 +147,10 @@ class CpuDevice final : public Device {
   void evict(const void* data, std::size_t bytes) override {
 #if defined(__x86_64__) || defined(__i386__)
     const auto* begin = static_cast<const char*>(data);
+    if (has_clflushopt()) {
+      flush_lines_unordered(begin, bytes);
+      return;
+    }
     for (std::size_t offset = 0; offset < bytes; offset += kCacheLine) _mm_clflush(begin + offset);
     if (bytes > 0) _mm_clflush(begin + bytes - 1);
     _mm_mfence();
@@ -145,7 +172,9 @@ class CpuDevice final : public Device {
     checksum_ = checksum_ + sum;
   }
 
-  void* stream() override { return nullptr; }
+  void* stream() override {
+    return nullptr;
+  }
 
   TimedCall timed_call(const std::function<int()>& call) override {
     TimedCall result;

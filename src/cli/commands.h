@@ -14,5 +14,7 @@ CommandRunner add_eval_command(CLI::App& app);
 CommandRunner add_worker_command(CLI::App& app);
 CommandRunner add_calibrate_command(CLI::App& app);
 CommandRunner add_templates_command(CLI::App& app);
+CommandRunner add_optimize_command(CLI::App& app);
+CommandRunner add_runs_commands(CLI::App& app);
 
 }  // namespace kernelarc

@@ -9,6 +9,7 @@
 
 #include "cli/table.h"
 #include "core/error.h"
+#include "optimize/search_setup.h"
 
 namespace kernelarc {
 
@@ -71,14 +72,16 @@ void print_traces(const Problem& problem, const std::vector<Trace>& traces, std:
 
 }  // namespace
 
-void add_guard_flags(CLI::App& cmd, GuardFlags& flags) {
+void add_guard_flags(CLI::App& cmd, GuardFlags& flags, const GuardFlagNames& names) {
   cmd.add_option("--json", flags.json_path, "write the traces (SOL-ExecBench form) to this file");
   cmd.add_option("--workspace", flags.workspace, "caches and calibration")->capture_default_str();
   cmd.add_option("--device", flags.device, "cpu or cuda:N")->capture_default_str();
   cmd.add_option("--python", flags.python, "Python with torch for the reference (default: detect)");
   cmd.add_option("--cflags", flags.cflags,
                  "host compiler flags, replacing -O3 -march=native -fopenmp");
-  cmd.add_option("--workloads", flags.workloads, "only workloads whose uuid starts with these");
+  cmd.add_option("--workloads", flags.workloads,
+                 "only workloads whose uuid starts with these (\"largest\": the one with the "
+                 "largest product of its axes)");
   cmd.add_option("--trials", flags.trials, "correctness draws per workload")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
@@ -88,12 +91,12 @@ void add_guard_flags(CLI::App& cmd, GuardFlags& flags) {
   cmd.add_option("--iterations", flags.iterations, "timed calls at most")
       ->capture_default_str()
       ->check(CLI::Range(3, 100000));
-  cmd.add_option("--budget", flags.budget_s, "timing budget per workload, seconds")
+  cmd.add_option(names.timing_budget, flags.budget_s, "timing budget per workload, seconds")
       ->capture_default_str();
   cmd.add_option("--timeout-ms", flags.timeout_ms, "a call longer than this is a hang")
       ->capture_default_str()
       ->check(CLI::Range(1, 3'600'000));
-  cmd.add_option("--seed", flags.seed, "input seed")->capture_default_str();
+  cmd.add_option(names.input_seed, flags.seed, "input seed")->capture_default_str();
   cmd.add_flag("--no-baseline", flags.no_baseline, "do not time the PyTorch reference");
 }
 
@@ -123,6 +126,10 @@ std::vector<Workload> GuardSession::select_workloads(const Problem& problem) con
   if (flags_.workloads.empty()) return problem.workloads;
   std::vector<Workload> selected;
   for (const auto& id : flags_.workloads) {
+    if (id == "largest") {
+      selected.push_back(largest_workload(problem.workloads));
+      continue;
+    }
     bool found = false;
     for (const auto& workload : problem.workloads) {
       if (workload.uuid.rfind(id, 0) == 0) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/extra_files.h"
 #include "cli/guard_session.h"
 #include "cli/table.h"
 #include "cli/template_sweep.h"
@@ -104,17 +105,6 @@ KnobPoint requested_point(const KnobSpace& space, const std::string& text) {
   }
   space.coords_of(point);  // checks every value against its domain
   return point;
-}
-
-std::map<std::string, std::string> read_extra_files(const std::vector<std::string>& specs) {
-  std::map<std::string, std::string> files;
-  for (const std::string& spec : specs) {
-    const auto equals = spec.find('=');
-    if (equals == std::string::npos || equals == 0)
-      throw_input_error("--file", spec, "expected NAME=PATH");
-    files[spec.substr(0, equals)] = read_text_file(spec.substr(equals + 1));
-  }
-  return files;
 }
 
 int run_try(const TemplatesFlags& flags) {

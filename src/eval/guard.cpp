@@ -50,11 +50,12 @@ void add_occupancy(OrderedJson& extra, const std::string& arch) {
 
 struct Guard::Impl {
   Impl(const GuardOptions& options, Oracle& oracle)
-      : oracle(oracle), worker(WorkerOptions{.device = options.device,
-                                             .executable = options.worker_executable,
-                                             .call_timeout = options.call_timeout,
-                                             .memory_limit_bytes = options.memory_limit_bytes,
-                                             .log_path = {}}) {}
+      : oracle(oracle),
+        worker(WorkerOptions{.device = options.device,
+                             .executable = options.worker_executable,
+                             .call_timeout = options.call_timeout,
+                             .memory_limit_bytes = options.memory_limit_bytes,
+                             .log_path = {}}) {}
 
   Oracle& oracle;
   Worker worker;
@@ -86,6 +87,20 @@ std::optional<double> Guard::baseline_median(const Problem& problem, const Workl
   return summarize(timing->times_ns).median * 1e-6;
 }
 
+void Guard::prepare_builds() {
+  if (options_.device != "cpu" && impl_->device_arch.empty()) {
+    impl_->device_arch = impl_->worker.device_arch();
+  }
+}
+
+bool Guard::prebuild(const Definition& definition, const Solution& solution) const {
+  try {
+    return build_solution(solution, definition, options_, impl_->device_arch).ok;
+  } catch (const InputError&) {
+    return false;  // evaluate() reports it with the candidate's traces
+  }
+}
+
 std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solution,
                                    std::span<const Workload> workloads) {
   if (solution.definition != problem.definition.name) {
@@ -100,9 +115,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
   }
 
   OrderedJson environment;
-  if (options_.device != "cpu" && impl_->device_arch.empty()) {
-    impl_->device_arch = impl_->worker.device_arch();
-  }
+  prepare_builds();
   const auto build = build_solution(solution, problem.definition, options_, impl_->device_arch);
   environment["compiler"] = build.compiler;
   environment["oracle"] = impl_->oracle.description();
@@ -115,8 +128,8 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     trace.workload = workload.raw;
     trace.timestamp = utc_timestamp();
     trace.environment = environment;
-    trace.extra["build"] = {{"cached", build.cached}, {"seconds", build.seconds},
-                            {"key", build.cache_key}};
+    trace.extra["build"] = {
+        {"cached", build.cached}, {"seconds", build.seconds}, {"key", build.cache_key}};
     return trace;
   };
   if (!build.ok) {
@@ -155,8 +168,8 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     if (!run.check_correctness() || !run.measure()) continue;
     add_occupancy(current.extra, impl_->device_arch);
 
-    const auto bound = speed_of_light(problem.definition, resolve_axes(problem.definition, *workload),
-                                      impl_->calibration);
+    const auto bound = speed_of_light(
+        problem.definition, resolve_axes(problem.definition, *workload), impl_->calibration);
     current.sol_ms = bound.ms;
     current.sol_note = bound.note;
     if (bound.ms && current.latency_ms->median < options_.sol_margin * *bound.ms) {

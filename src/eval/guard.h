@@ -20,15 +20,15 @@
 namespace kernelarc {
 
 struct GuardOptions {
-  std::string device = "cpu";  ///< "cpu" or "cuda:N"
+  std::string device = "cpu";                      ///< "cpu" or "cuda:N"
   std::filesystem::path workspace = ".kernelarc";  ///< build cache, calibration
-  int correctness_trials = 10;  ///< fresh input draws per workload (SOL-ExecBench: 10)
-  int warmup = 3;               ///< untimed calls before timing
-  int iterations = 50;          ///< timed calls at most
-  int min_iterations = 10;      ///< timed calls at least, whatever the budget
+  int correctness_trials = 10;   ///< fresh input draws per workload (SOL-ExecBench: 10)
+  int warmup = 3;                ///< untimed calls before timing
+  int iterations = 50;           ///< timed calls at most
+  int min_iterations = 10;       ///< timed calls at least, whatever the budget
   double timing_budget_s = 2.0;  ///< per workload; caps iterations for slow kernels
   uint64_t seed = 200;
-  std::chrono::milliseconds call_timeout{10'000};  ///< one call longer than this is a hang
+  std::chrono::milliseconds call_timeout{10'000};          ///< one call longer than this is a hang
   std::size_t memory_limit_bytes = std::size_t{16} << 30;  ///< worker RLIMIT_AS (CPU)
   /// The kernelarc executable that hosts workers; empty = this process's.
   std::filesystem::path worker_executable;
@@ -51,6 +51,14 @@ class Guard {
   /// for another definition, an unsupported language for the device).
   std::vector<Trace> evaluate(const Problem& problem, const Solution& solution,
                               std::span<const Workload> workloads = {});
+
+  /// Learns the device's architecture (starting the worker when needed), so that prebuild()
+  /// may then run on other threads while this one evaluates.
+  void prepare_builds();
+  /// Compiles the solution into the build cache exactly as evaluate() would, without running
+  /// it; true when it compiled (a failure is left for evaluate() to report). Thread-safe after
+  /// prepare_builds(): a search compiles its next candidates while the device measures.
+  bool prebuild(const Definition& definition, const Solution& solution) const;
 
   const GuardOptions& options() const { return options_; }
 

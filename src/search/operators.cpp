@@ -55,6 +55,12 @@ const ConstrainedSpace& UniversalOperator::space(const std::string& template_nam
   return *found;
 }
 
+bool UniversalOperator::may_change(const ConstrainedSpace& knobs, const std::string& name) const {
+  if (!options_.mutable_knobs) return true;
+  const std::optional<std::size_t> index = knobs.space().knob_index(name);
+  return index && options_.mutable_knobs(knobs.space().knobs()[*index]);
+}
+
 Proposal UniversalOperator::child_of(const SearchNode& parent, KnobPoint point,
                                      Operation operation) const {
   Proposal proposal;
@@ -110,7 +116,7 @@ std::optional<Proposal> UniversalOperator::inherit(const SearchTree& tree, const
                                                    Rng& rng) const {
   const ConstrainedSpace& knobs = space(parent.template_name);
   for (int i = 0; i < options_.max_tries; ++i) {
-    std::optional<KnobPoint> point = knobs.mutate(parent.point, rng);
+    std::optional<KnobPoint> point = knobs.mutate(parent.point, rng, options_.mutable_knobs);
     if (!point) break;  // no valid point differs from the parent's
     if (!tree.contains(parent.template_name, *point)) {
       return child_of(parent, std::move(*point), Operation::Inherit);
@@ -118,7 +124,7 @@ std::optional<Proposal> UniversalOperator::inherit(const SearchTree& tree, const
   }
   // Random mutations keep hitting known points: the new one-step neighbours, if any are left.
   std::vector<KnobPoint> fresh;
-  for (KnobPoint& point : knobs.neighbours(parent.point)) {
+  for (KnobPoint& point : knobs.neighbours(parent.point, options_.mutable_knobs)) {
     if (!tree.contains(parent.template_name, point)) fresh.push_back(std::move(point));
   }
   if (fresh.empty()) return std::nullopt;
@@ -136,13 +142,14 @@ std::optional<Proposal> UniversalOperator::learn_from_siblings(const SearchTree&
   }
   if (!teacher) return std::nullopt;
   const SearchNode& best = tree.node(*teacher);
+  const ConstrainedSpace& knobs = space(parent.template_name);
   std::vector<std::string> differing;
   for (const auto& [name, value] : best.point) {
     const auto own = parent.point.find(name);
-    if (own != parent.point.end() && own->second != value) differing.push_back(name);
+    if (own != parent.point.end() && own->second != value && may_change(knobs, name))
+      differing.push_back(name);
   }
   shuffle(differing, rng);
-  const ConstrainedSpace& knobs = space(parent.template_name);
   for (const std::string& name : differing) {
     KnobPoint point = parent.point;
     point[name] = best.point.at(name);
@@ -172,10 +179,14 @@ std::optional<Proposal> UniversalOperator::crossover(const SearchTree& tree,
   }
   const SearchNode& other = tree.node(*partner);
   const ConstrainedSpace& knobs = space(parent.template_name);
-  // Uniform crossover: each knob from either parent with even odds.
+  // Uniform crossover: each admitted knob from either parent with even odds.
+  std::vector<std::pair<std::string, KnobValue>> offered;
+  for (const auto& [name, value] : other.point) {
+    if (may_change(knobs, name)) offered.emplace_back(name, value);
+  }
   for (int i = 0; i < options_.max_tries; ++i) {
     KnobPoint point = parent.point;
-    for (const auto& [name, value] : other.point) {
+    for (const auto& [name, value] : offered) {
       if (rng.below(2) == 1) point[name] = value;
     }
     if (point == parent.point || point == other.point) continue;

@@ -4,6 +4,10 @@
 // from the best of them), crosses the parent with an "inspired by" node of the same template,
 // or restarts (a fresh template and point).
 //
+// OperatorOptions::mutable_knobs limits the parent's moves to some knobs (a strategy agent's
+// roles): inherit and learn-from-siblings change only admitted knobs, and a crossover child takes
+// only those from its partner. A restart samples whole points, so it is not limited.
+//
 // Every proposal is a valid point of its template's space that is not yet in the tree (for that
 // template), so a search never spends a measurement twice. When the move drawn cannot find such
 // a point, the others are tried, restart last; nullopt means every template's space is
@@ -40,6 +44,9 @@ struct OperatorOptions {
   /// A restart whose random draws all hit known points walks each template's valid points,
   /// visiting at most this many, to find the ones not yet in the tree.
   uint64_t enumeration_limit = uint64_t{1} << 16;
+  /// The knobs a move from a parent may change; empty = every knob (and then the draws are
+  /// exactly those without a filter).
+  KnobFilter mutable_knobs;
 };
 
 class UniversalOperator {
@@ -71,6 +78,8 @@ class UniversalOperator {
   std::optional<Proposal> crossover(const SearchTree& tree, const SearchNode& parent, Rng& rng,
                                     std::optional<int> inspiration) const;
   std::optional<Proposal> restart(const SearchTree& tree, Rng& rng) const;
+  /// Whether a move may change the knob `name` of `knobs` (mutable_knobs admits it).
+  bool may_change(const ConstrainedSpace& knobs, const std::string& name) const;
   Proposal child_of(const SearchNode& parent, KnobPoint point, Operation operation) const;
 
   std::vector<std::string> templates_;

@@ -130,10 +130,20 @@ std::optional<KnobPoint> ConstrainedSpace::sample(Rng& rng, int max_tries,
   return space_.point_at(valid[rng.below(valid.size())]);
 }
 
-std::vector<KnobCoords> ConstrainedSpace::neighbour_coords(const KnobCoords& coords) const {
-  std::vector<KnobCoords> result;
+std::vector<std::size_t> ConstrainedSpace::admitted(const KnobFilter& filter) const {
+  std::vector<std::size_t> indices;
   const auto& knobs = space_.knobs();
   for (std::size_t i = 0; i < knobs.size(); ++i) {
+    if (!filter || filter(knobs[i])) indices.push_back(i);
+  }
+  return indices;
+}
+
+std::vector<KnobCoords> ConstrainedSpace::neighbour_coords(
+    const KnobCoords& coords, const std::vector<std::size_t>& movable) const {
+  std::vector<KnobCoords> result;
+  const auto& knobs = space_.knobs();
+  for (const std::size_t i : movable) {
     std::vector<uint64_t> candidates;
     const uint64_t current = coords[i];
     if (knobs[i].type() == KnobType::Enum) {
@@ -153,18 +163,22 @@ std::vector<KnobCoords> ConstrainedSpace::neighbour_coords(const KnobCoords& coo
   return result;
 }
 
-std::vector<KnobPoint> ConstrainedSpace::neighbours(const KnobPoint& point) const {
+std::vector<KnobPoint> ConstrainedSpace::neighbours(const KnobPoint& point,
+                                                    const KnobFilter& filter) const {
   std::vector<KnobPoint> points;
-  for (const KnobCoords& coords : neighbour_coords(space_.coords_of(point)))
+  for (const KnobCoords& coords : neighbour_coords(space_.coords_of(point), admitted(filter)))
     points.push_back(space_.point_at(coords));
   return points;
 }
 
-std::optional<KnobCoords> ConstrainedSpace::resample_one(const KnobCoords& coords, Rng& rng) const {
+// With every knob movable, movable[k] == k, so the draws are those of picking among all knobs.
+std::optional<KnobCoords> ConstrainedSpace::resample_one(const KnobCoords& coords,
+                                                         const std::vector<std::size_t>& movable,
+                                                         Rng& rng) const {
   const auto& knobs = space_.knobs();
   constexpr int kTries = 8;
-  for (int attempt = 0; attempt < kTries && !knobs.empty(); ++attempt) {
-    const std::size_t knob = rng.below(knobs.size());
+  for (int attempt = 0; attempt < kTries && !movable.empty(); ++attempt) {
+    const std::size_t knob = movable[rng.below(movable.size())];
     if (knobs[knob].size() < 2) continue;
     // Draw among the other values only, so every try changes the point.
     uint64_t index = rng.below(knobs[knob].size() - 1);
@@ -176,16 +190,18 @@ std::optional<KnobCoords> ConstrainedSpace::resample_one(const KnobCoords& coord
   return std::nullopt;
 }
 
-std::optional<KnobPoint> ConstrainedSpace::mutate(const KnobPoint& point, Rng& rng) const {
+std::optional<KnobPoint> ConstrainedSpace::mutate(const KnobPoint& point, Rng& rng,
+                                                  const KnobFilter& filter) const {
   const KnobCoords coords = space_.coords_of(point);
+  const std::vector<std::size_t> movable = admitted(filter);
   const bool resample_first = rng.below(2) == 0;
   if (resample_first) {
-    if (const auto next = resample_one(coords, rng)) return space_.point_at(*next);
+    if (const auto next = resample_one(coords, movable, rng)) return space_.point_at(*next);
   }
-  const std::vector<KnobCoords> near = neighbour_coords(coords);
+  const std::vector<KnobCoords> near = neighbour_coords(coords, movable);
   if (!near.empty()) return space_.point_at(near[rng.below(near.size())]);
   if (!resample_first) {
-    if (const auto next = resample_one(coords, rng)) return space_.point_at(*next);
+    if (const auto next = resample_one(coords, movable, rng)) return space_.point_at(*next);
   }
   return std::nullopt;
 }

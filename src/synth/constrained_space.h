@@ -15,10 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "synth/knob_space.h"
 #include "core/rng.h"
+#include "synth/knob_space.h"
 
 namespace kernelarc {
+
+/// Which knobs a move may change; an empty filter admits every knob.
+using KnobFilter = std::function<bool(const Knob&)>;
 
 class ConstrainedSpace {
  public:
@@ -56,13 +59,16 @@ class ConstrainedSpace {
 
   /// Every valid point that differs from `point` in exactly one knob by one step: the previous
   /// and next value of an integer domain, every other label of an enum, the flip of a bool.
-  /// Ordered by knob (declaration order), then by domain index. `point` must be in the domains
-  /// (InputError otherwise) but need not be valid.
-  std::vector<KnobPoint> neighbours(const KnobPoint& point) const;
+  /// Ordered by knob (declaration order), then by domain index. Only knobs that `filter` admits
+  /// change. `point` must be in the domains (InputError otherwise) but need not be valid.
+  std::vector<KnobPoint> neighbours(const KnobPoint& point, const KnobFilter& filter = {}) const;
   /// A random valid point near `point`: with even odds either one knob resampled uniformly from
   /// its whole domain (a few tries) or a uniformly chosen neighbour; the other way is the
-  /// fallback. nullopt when neither gives a valid point different from `point`.
-  std::optional<KnobPoint> mutate(const KnobPoint& point, Rng& rng) const;
+  /// fallback. Only knobs that `filter` admits change; the draws with an empty filter are those
+  /// of a filter admitting every knob. nullopt when neither way gives a valid point different
+  /// from `point`.
+  std::optional<KnobPoint> mutate(const KnobPoint& point, Rng& rng,
+                                  const KnobFilter& filter = {}) const;
 
  private:
   bool holds(const std::vector<std::size_t>& constraint_ids, const AxisValues& variables) const;
@@ -70,8 +76,12 @@ class ConstrainedSpace {
   bool walk(std::size_t depth, KnobCoords& coords, AxisValues& variables,
             const std::function<bool(const KnobCoords&)>& visit) const;
   bool for_each_valid_coords(const std::function<bool(const KnobCoords&)>& visit) const;
-  std::optional<KnobCoords> resample_one(const KnobCoords& coords, Rng& rng) const;
-  std::vector<KnobCoords> neighbour_coords(const KnobCoords& coords) const;
+  /// Indices of the knobs `filter` admits, ascending.
+  std::vector<std::size_t> admitted(const KnobFilter& filter) const;
+  std::optional<KnobCoords> resample_one(const KnobCoords& coords,
+                                         const std::vector<std::size_t>& movable, Rng& rng) const;
+  std::vector<KnobCoords> neighbour_coords(const KnobCoords& coords,
+                                           const std::vector<std::size_t>& movable) const;
 
   KnobSpace space_;
   AxisValues axes_;

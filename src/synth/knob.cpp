@@ -49,6 +49,12 @@ std::string knob_value_text(const KnobValue& value) {
   return std::get<std::string>(value);
 }
 
+const std::vector<std::string>& knob_role_names() {
+  static const std::vector<std::string> names = {"memory", "parallelism", "compute", "fusion",
+                                                 "library"};
+  return names;
+}
+
 KnobDomainError::KnobDomainError(std::string field, std::string problem)
     : InputError(field + ": " + problem), field_(std::move(field)), problem_(std::move(problem)) {}
 
@@ -237,6 +243,27 @@ std::string Knob::describe_domain() const {
       return "0 or 1";
   }
   return "";
+}
+
+bool Knob::has_role(std::string_view role) const {
+  return std::find(roles_.begin(), roles_.end(), role) != roles_.end();
+}
+
+Knob& Knob::with_roles(std::vector<std::string> roles) {
+  const std::vector<std::string>& allowed = knob_role_names();
+  for (std::size_t i = 0; i < roles.size(); ++i) {
+    const std::string field = "roles[" + std::to_string(i) + "]";
+    if (std::find(allowed.begin(), allowed.end(), roles[i]) == allowed.end()) {
+      throw KnobDomainError(field, "unknown role \"" + roles[i] + "\" (expected one of " +
+                                       join_labels(allowed) + ")");
+    }
+    if (std::find(roles.begin(), roles.begin() + static_cast<std::ptrdiff_t>(i), roles[i]) !=
+        roles.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw KnobDomainError(field, "duplicate role \"" + roles[i] + "\"");
+    }
+  }
+  roles_ = std::move(roles);
+  return *this;
 }
 
 }  // namespace kernelarc

@@ -3,11 +3,15 @@
 // Domains are never materialised: a value is addressed by its index in the domain, so a knob
 // with 2^40 values costs nothing until a point is built. Integer domains are ascending, so the
 // previous/next index is the previous/next value; an enum keeps its declaration order.
+//
+// A knob may also name its roles, the kinds of optimisation it tunes (knob_role_names()), so
+// that a strategy-specialised search agent can be limited to, say, the memory knobs.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -26,6 +30,9 @@ using KnobValue = std::variant<int64_t, std::string>;
 const char* knob_type_name(KnobType type);
 /// Text of a value as it appears in a canonical point ("42", "row").
 std::string knob_value_text(const KnobValue& value);
+/// The allowed roles, in documentation order: "memory", "parallelism", "compute", "fusion",
+/// "library" (docs/TEMPLATES.md says what each means).
+const std::vector<std::string>& knob_role_names();
 
 /// Thrown by the Knob factories; field() is the spec field at fault ("max", "values[2]",
 /// "default") so the spec loader can name it, what() is "<field>: <problem>".
@@ -71,6 +78,13 @@ class Knob {
   /// A short description of the domain for error messages, e.g. "a power of two in [32, 1024]".
   std::string describe_domain() const;
 
+  /// The roles given to the knob, in their given order; empty when none were given.
+  const std::vector<std::string>& roles() const { return roles_; }
+  bool has_role(std::string_view role) const;
+  /// Replaces the roles. KnobDomainError on field "roles[i]" for a name not in
+  /// knob_role_names() or one given twice; the knob is unchanged then.
+  Knob& with_roles(std::vector<std::string> roles);
+
  private:
   Knob(std::string name, KnobType type) : name_(std::move(name)), type_(type) {}
   void set_default(const std::optional<KnobValue>& value);
@@ -83,6 +97,7 @@ class Knob {
   std::vector<int64_t> values_;      // IntSet
   std::vector<std::string> labels_;  // Enum
   uint64_t default_index_ = 0;
+  std::vector<std::string> roles_;
 };
 
 }  // namespace kernelarc

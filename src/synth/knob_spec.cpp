@@ -30,50 +30,59 @@ std::vector<int64_t> int_list(const OrderedJson& spec, std::string_view where,
   return values;
 }
 
-Knob parse_knob(const std::string& name, const OrderedJson& spec, std::string_view where) {
-  const std::string field = field_path("knobs", name);
-  expect_object(spec, where, field);
+// The knob of `spec`'s type, without its roles; throws KnobDomainError for a bad domain.
+Knob parse_domain(const std::string& name, const OrderedJson& spec, std::string_view where,
+                  const std::string& field) {
   const std::string type =
       expect_string(require_member(spec, "type", where, field), where, field_path(field, "type"));
   const OrderedJson* default_json = find_member(spec, "default");
   const std::string default_field = field_path(field, "default");
-  try {
-    if (type == "int_range") {
-      reject_unknown_keys(spec, {"type", "min", "max", "step", "default"}, where, field);
-      return Knob::int_range(name, required_int(spec, "min", where, field),
-                             required_int(spec, "max", where, field),
-                             optional_int(spec, "step", where, field).value_or(1),
-                             optional_int(spec, "default", where, field));
-    }
-    if (type == "pow2") {
-      reject_unknown_keys(spec, {"type", "min", "max", "default"}, where, field);
-      return Knob::pow2(name, required_int(spec, "min", where, field),
-                        required_int(spec, "max", where, field),
-                        optional_int(spec, "default", where, field));
-    }
-    if (type == "int_set") {
-      reject_unknown_keys(spec, {"type", "values", "default"}, where, field);
-      return Knob::int_set(name, int_list(spec, where, field),
+  if (type == "int_range") {
+    reject_unknown_keys(spec, {"type", "min", "max", "step", "default", "roles"}, where, field);
+    return Knob::int_range(name, required_int(spec, "min", where, field),
+                           required_int(spec, "max", where, field),
+                           optional_int(spec, "step", where, field).value_or(1),
                            optional_int(spec, "default", where, field));
-    }
-    if (type == "enum") {
-      reject_unknown_keys(spec, {"type", "values", "default"}, where, field);
-      std::optional<std::string> default_label;
-      if (default_json) default_label = expect_string(*default_json, where, default_field);
-      return Knob::enumeration(name,
-                               expect_string_list(require_member(spec, "values", where, field),
-                                                  where, field_path(field, "values")),
-                               default_label);
-    }
-    if (type == "bool") {
-      reject_unknown_keys(spec, {"type", "default"}, where, field);
-      return Knob::boolean(name, default_json && expect_bool(*default_json, where, default_field));
-    }
-  } catch (const KnobDomainError& error) {
-    throw_input_error(where, field_path(field, error.field()), error.problem());
+  }
+  if (type == "pow2") {
+    reject_unknown_keys(spec, {"type", "min", "max", "default", "roles"}, where, field);
+    return Knob::pow2(name, required_int(spec, "min", where, field),
+                      required_int(spec, "max", where, field),
+                      optional_int(spec, "default", where, field));
+  }
+  if (type == "int_set") {
+    reject_unknown_keys(spec, {"type", "values", "default", "roles"}, where, field);
+    return Knob::int_set(name, int_list(spec, where, field),
+                         optional_int(spec, "default", where, field));
+  }
+  if (type == "enum") {
+    reject_unknown_keys(spec, {"type", "values", "default", "roles"}, where, field);
+    std::optional<std::string> default_label;
+    if (default_json) default_label = expect_string(*default_json, where, default_field);
+    return Knob::enumeration(name,
+                             expect_string_list(require_member(spec, "values", where, field), where,
+                                                field_path(field, "values")),
+                             default_label);
+  }
+  if (type == "bool") {
+    reject_unknown_keys(spec, {"type", "default", "roles"}, where, field);
+    return Knob::boolean(name, default_json && expect_bool(*default_json, where, default_field));
   }
   throw_input_error(where, field_path(field, "type"),
                     "expected one of int_range, pow2, int_set, enum, bool, got \"" + type + "\"");
+}
+
+Knob parse_knob(const std::string& name, const OrderedJson& spec, std::string_view where) {
+  const std::string field = field_path("knobs", name);
+  expect_object(spec, where, field);
+  try {
+    Knob knob = parse_domain(name, spec, where, field);
+    if (const OrderedJson* roles = find_member(spec, "roles"))
+      knob.with_roles(expect_string_list(*roles, where, field_path(field, "roles")));
+    return knob;
+  } catch (const KnobDomainError& error) {
+    throw_input_error(where, field_path(field, error.field()), error.problem());
+  }
 }
 
 }  // namespace

@@ -2,35 +2,20 @@
 // clear one-line errors for malformed problem files.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
+
+#include "cli/cli_test_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 const fs::path kSource = KERNELARC_SOURCE_DIR;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-CommandResult run(const std::string& arguments) {
-  const std::string command = std::string(KERNELARC_BINARY) + " " + arguments + " 2>&1";
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  std::array<char, 4096> buffer;
-  while (fgets(buffer.data(), buffer.size(), pipe)) result.output += buffer.data();
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 class CliTest : public ::testing::Test {
  protected:
@@ -77,8 +62,8 @@ TEST_F(CliTest, EvalPrintsTableAndWritesTraces) {
 
 TEST_F(CliTest, FailingSolutionExitsOneWithStatus) {
   const auto result = run("eval " + (kSource / "problems/cpu/rmsnorm_f32").string() + " " +
-                          (kSource / "tests/data/guard/compile_error").string() +
-                          " --workspace " + (dir_ / "ws").string() + " --no-baseline");
+                          (kSource / "tests/data/guard/compile_error").string() + " --workspace " +
+                          (dir_ / "ws").string() + " --no-baseline");
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("COMPILE_ERROR"), std::string::npos) << result.output;
 }

@@ -11,14 +11,7 @@ namespace {
 
 using testing::input_error_of;
 using testing::SearchProblem;
-
-int add_passed(SearchTree& tree, const std::string& point, double fitness,
-               std::optional<int> parent = std::nullopt) {
-  const int id =
-      tree.add({.parent = parent, .template_name = "tile", .point = parse_knob_point(point)});
-  tree.record(id, {.passed = true, .fitness = fitness});
-  return id;
-}
+using testing::add_passed;
 
 UniversalOperator make_operator(const SearchProblem& problem) {
   return UniversalOperator({"tile", "other"}, problem.lookup());

@@ -14,6 +14,15 @@
 
 namespace kernelarc::testing {
 
+/// Adds a passed node of template "tile" at `point` (canonical text) and records its fitness.
+inline int add_passed(SearchTree& tree, const std::string& point, double fitness,
+               std::optional<int> parent = std::nullopt) {
+  const int id =
+      tree.add({.parent = parent, .template_name = "tile", .point = parse_knob_point(point)});
+  tree.record(id, {.passed = true, .fitness = fitness});
+  return id;
+}
+
 /// "tile": BM, BN powers of two in [8, 1024] with BM * BN <= 65536 (54 pairs), LAYOUT of three,
 /// UNROLL 1..4: 648 valid points. "other": X in 1..6, FAST bool, X + FAST <= 6: 11 points.
 struct SearchProblem {

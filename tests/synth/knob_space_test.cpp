@@ -297,7 +297,7 @@ TEST(KnobSpec, MalformedFilesNameTheFileAndField) {
   EXPECT_EQ(error_of(R"({"knobs": {"N": {"type": "bool"}}})", std::set<std::string>{"N"}),
             where + "knobs.N: a knob cannot be named like the problem axis 'N'");
   EXPECT_EQ(error_of(R"({"knobs": {"B": {"type": "bool", "step": 2}}})"),
-            where + "knobs.B.step: unknown field (expected one of type, default)");
+            where + "knobs.B.step: unknown field (expected one of type, default, roles)");
   EXPECT_NE(error_of(R"({"knobs": {}, "constraints": ["1 +"]})").find(where + "constraints[0]: "),
             std::string::npos);
   EXPECT_NE(error_of(R"({"knobs": )").find(where + "invalid JSON"), std::string::npos);

@@ -1,0 +1,210 @@
+#include "optimize/agent.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace kernelarc {
+
+namespace {
+
+PolicyOptions policy_options(const std::string& name, const Strategy& strategy,
+                             const std::vector<std::string>& templates, const SpaceLookup& spaces) {
+  PolicyOptions options;
+  options.templates = templates;
+  options.spaces = spaces;
+  options.operator_options.agent = name;
+  options.operator_options.weights = strategy.weights;
+  options.operator_options.mutable_knobs = strategy_knob_filter(strategy);
+  return options;
+}
+
+std::vector<std::string> require_templates(const std::string& agent,
+                                           std::vector<std::string> templates) {
+  if (templates.empty())
+    throw InputError(
+        fmt::format("agent {}: no template has a knob its strategy may change", agent));
+  return templates;
+}
+
+OperatorOptions restart_options(const std::string& name) {
+  OperatorOptions options;
+  options.agent = name;
+  return options;
+}
+
+}  // namespace
+
+Agent::Agent(std::string name, const Strategy& strategy, std::vector<std::string> templates,
+             SpaceLookup spaces, AgentOptions options)
+    : name_(std::move(name)),
+      strategy_(&strategy),
+      templates_(require_templates(name_, std::move(templates))),
+      spaces_(std::move(spaces)),
+      options_(std::move(options)),
+      rng_(options_.seed),
+      policy_(make_policy(options_.policy, policy_options(name_, strategy, templates_, spaces_))),
+      operator_(templates_, spaces_, restart_options(name_)) {}
+
+std::optional<Proposal> Agent::seed_proposal() const {
+  for (const std::string& name : templates_) {
+    const ConstrainedSpace* space = spaces_(name);
+    KnobPoint point = space->space().default_point();
+    if (!space->is_valid(point)) {
+      auto first = space->first_valid(1);
+      if (first.empty()) continue;
+      point = std::move(first.front());
+    }
+    if (tree_.contains(name, point)) continue;
+    Proposal proposal;
+    proposal.agent = name_;
+    proposal.template_name = name;
+    proposal.point = std::move(point);
+    proposal.operation = Operation::Seed;
+    return proposal;
+  }
+  return std::nullopt;
+}
+
+std::optional<AgentProposal> Agent::propose(const SharedView& view) {
+  if (auto seed = seed_proposal()) return AgentProposal{std::move(*seed), std::nullopt, {}};
+  if (since_improvement_ >= options_.plateau) {
+    since_improvement_ = 0;
+    if (auto drafted = draft(view)) return drafted;
+  }
+  if (auto proposal = policy_->propose(tree_, rng_))
+    return AgentProposal{std::move(*proposal), std::nullopt, {}};
+  return draft(view);
+}
+
+std::optional<AgentProposal> Agent::draft(const SharedView& view) {
+  // The three ways in turn, starting from a different one each time, so that repeated
+  // plateaus try all of them.
+  const int first = drafts_++ % 3;
+  for (int i = 0; i < 3; ++i) {
+    std::optional<AgentProposal> drafted;
+    switch ((first + i) % 3) {
+      case 0:
+        drafted = draft_from_board(view);
+        break;
+      case 1:
+        drafted = draft_from_other(view);
+        break;
+      default:
+        drafted = draft_restart();
+        break;
+    }
+    if (drafted) return drafted;
+  }
+  return std::nullopt;
+}
+
+std::optional<AgentProposal> Agent::draft_from_board(const SharedView& view) {
+  std::map<std::string, std::vector<const Conclusion*>> by_template;
+  for (const Conclusion& conclusion : view.conclusions)
+    if (std::find(templates_.begin(), templates_.end(), conclusion.template_name) !=
+        templates_.end())
+      by_template[conclusion.template_name].push_back(&conclusion);
+  for (const std::string& name : templates_) {
+    const auto found = by_template.find(name);
+    if (found == by_template.end()) continue;
+    const ConstrainedSpace* space = spaces_(name);
+    const auto own_best = tree_.best(name);
+    KnobPoint point = own_best ? tree_.node(*own_best).point : space->space().default_point();
+    int applied = 0;
+    for (const Conclusion* conclusion : found->second) {
+      KnobPoint changed = point;
+      for (const KnobChange& change : conclusion->changes) changed[change.knob] = change.to;
+      if (changed == point || !space->is_valid(changed)) continue;
+      point = std::move(changed);
+      ++applied;
+    }
+    if (applied == 0 || tree_.contains(name, point)) continue;
+    Proposal proposal;
+    proposal.agent = name_;
+    proposal.template_name = name;
+    proposal.point = std::move(point);
+    proposal.operation = Operation::Seed;
+    return AgentProposal{
+        std::move(proposal),
+        fmt::format("{} plateaued; drafted a new start from {} board conclusion(s) on {} applied "
+                    "together to its best",
+                    name_, applied, name),
+        {}};
+  }
+  return std::nullopt;
+}
+
+std::optional<AgentProposal> Agent::draft_from_other(const SharedView& view) {
+  for (const AgentBest& other : view.bests) {
+    if (other.agent == name_) continue;
+    if (std::find(templates_.begin(), templates_.end(), other.template_name) == templates_.end())
+      continue;
+    if (tree_.contains(other.template_name, other.point)) continue;
+    Proposal proposal;
+    proposal.agent = name_;
+    proposal.template_name = other.template_name;
+    proposal.point = other.point;
+    proposal.operation = Operation::Seed;
+    return AgentProposal{
+        std::move(proposal),
+        fmt::format("{} plateaued; took {}'s best (candidate {}, {} {}) as a new start for its "
+                    "own knobs",
+                    name_, other.agent, other.candidate_id, other.template_name,
+                    format_knob_point(other.point)),
+        {other.candidate_id}};
+  }
+  return std::nullopt;
+}
+
+std::optional<AgentProposal> Agent::draft_restart() {
+  auto proposal = operator_.apply(Operation::Restart, tree_, std::nullopt, rng_);
+  if (!proposal) return std::nullopt;
+  proposal->agent = name_;
+  return AgentProposal{std::move(*proposal),
+                       fmt::format("{} plateaued; restarted from a fresh point of {}", name_,
+                                   proposal->template_name),
+                       {}};
+}
+
+int Agent::add(const Proposal& proposal) {
+  return tree_.add(proposal);
+}
+
+bool Agent::record(int node, const CandidateResult& result) {
+  tree_.record(node, result);
+  policy_->observe(tree_, node);
+  bool improved = false;
+  if (result.passed) {
+    const double threshold =
+        best_fitness_ * (1 + std::max({options_.min_gain, result.noise, best_noise_}));
+    improved = !best_ || *result.fitness > threshold;
+    if (improved) {
+      best_ = node;
+      best_fitness_ = *result.fitness;
+      best_noise_ = result.noise;
+    }
+  }
+  since_improvement_ = improved ? 0 : since_improvement_ + 1;
+  return improved;
+}
+
+nlohmann::json Agent::summary() const {
+  nlohmann::json json = {{"strategy", strategy_->name},
+                         {"templates", templates_},
+                         {"candidates", tree_.size()},
+                         {"since_improvement", since_improvement_},
+                         {"drafts", drafts_}};
+  if (best_) {
+    const SearchNode& node = tree_.node(*best_);
+    json["best"] = {{"template", node.template_name},
+                    {"point", format_knob_point(node.point)},
+                    {"fitness", best_fitness_}};
+  }
+  return json;
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,53 @@
+// How the orchestrator measures a candidate: through the guard on the selected workloads, or
+// through any other implementation (the tests use a deterministic stand-in). The search never
+// sees expected outputs or timings other than what an evaluator returns.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "core/problem.h"
+#include "eval/guard.h"
+
+namespace kernelarc {
+
+class CandidateEvaluator {
+ public:
+  virtual ~CandidateEvaluator() = default;
+  /// One trace per selected workload; a failing candidate gives failing traces.
+  virtual std::vector<Trace> evaluate(const Solution& solution) = 0;
+  /// Like evaluate(), also timing the PyTorch baselines (eager, torch.compile): used once, for
+  /// the winner's report.
+  virtual std::vector<Trace> evaluate_with_baselines(const Solution& solution) {
+    return evaluate(solution);
+  }
+  /// Compiles ahead (any thread, after prepare()); evaluate() must still work without it.
+  virtual void prebuild(const Solution& solution) { (void)solution; }
+  /// Called once on the orchestrator's thread before any prebuild.
+  virtual void prepare() {}
+  /// The device in words, for the board's conclusions ("cpu", "NVIDIA H200").
+  virtual std::string device_name() const = 0;
+};
+
+/// The guard on a problem's selected workloads: `guard` without PyTorch baselines for the
+/// search, `baseline_guard` (may be the same) with them for the winner's report.
+class GuardEvaluator : public CandidateEvaluator {
+ public:
+  GuardEvaluator(Guard& guard, Guard& baseline_guard, const Problem& problem,
+                 std::vector<Workload> workloads, std::string device_name);
+
+  std::vector<Trace> evaluate(const Solution& solution) override;
+  std::vector<Trace> evaluate_with_baselines(const Solution& solution) override;
+  void prebuild(const Solution& solution) override;
+  void prepare() override;
+  std::string device_name() const override { return device_name_; }
+
+ private:
+  Guard* guard_;
+  Guard* baseline_guard_;
+  const Problem* problem_;
+  std::vector<Workload> workloads_;
+  std::string device_name_;
+};
+
+}  // namespace kernelarc

@@ -1,0 +1,157 @@
+#include "optimize/measurement.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "eval/stats.h"
+
+namespace kernelarc {
+
+namespace {
+
+std::string uuid_of(const Trace& trace) {
+  return trace.workload.value("uuid", std::string());
+}
+
+bool failed(const Trace& trace) {
+  return trace.status != EvalStatus::Passed || !trace.latency_ms;
+}
+
+void mark_failed(Measurement& measurement, const Trace& trace) {
+  measurement.passed = false;
+  measurement.status =
+      trace.status == EvalStatus::Passed ? "RUNTIME_ERROR" : std::string(status_name(trace.status));
+  measurement.log = trace.status == EvalStatus::Passed ? "passed without a timing" : trace.log;
+  measurement.times.clear();
+}
+
+WorkloadTime time_of(const Trace& trace, const TimingSummary& latency) {
+  return {latency.median, latency.ci_low, latency.ci_high,
+          trace.sol_ms,   trace.eager_ms, trace.compiled_ms};
+}
+
+nlohmann::json optional_json(const std::optional<double>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+std::optional<double> optional_number(const nlohmann::json& json, const char* key) {
+  if (!json.contains(key) || json[key].is_null()) return std::nullopt;
+  return json[key].get<double>();
+}
+
+double geometric_mean(const std::vector<double>& values) {
+  double log_sum = 0;
+  for (double value : values) log_sum += std::log(value);
+  return values.empty() ? 1 : std::exp(log_sum / static_cast<double>(values.size()));
+}
+
+}  // namespace
+
+Measurement measurement_of(const std::vector<Trace>& traces) {
+  Measurement measurement;
+  measurement.passed = !traces.empty();
+  if (traces.empty()) {
+    measurement.status = "RUNTIME_ERROR";
+    measurement.log = "no workload was evaluated";
+  }
+  for (const Trace& trace : traces) {
+    if (failed(trace)) {
+      mark_failed(measurement, trace);
+      return measurement;
+    }
+    measurement.times[uuid_of(trace)] = time_of(trace, *trace.latency_ms);
+  }
+  return measurement;
+}
+
+Measurement pooled_measurement(const std::vector<std::vector<Trace>>& rounds) {
+  std::map<std::string, std::vector<double>> samples;
+  std::map<std::string, const Trace*> last;
+  Measurement measurement;
+  measurement.passed = !rounds.empty();
+  for (const auto& traces : rounds) {
+    const Measurement round = measurement_of(traces);
+    if (!round.passed) return round;
+    for (const Trace& trace : traces) {
+      auto& pool = samples[uuid_of(trace)];
+      pool.insert(pool.end(), trace.samples_ms.begin(), trace.samples_ms.end());
+      last[uuid_of(trace)] = &trace;
+    }
+  }
+  for (const auto& [uuid, pool] : samples)
+    measurement.times[uuid] = time_of(*last[uuid], summarize(pool));
+  return measurement;
+}
+
+nlohmann::json measurement_to_json(const Measurement& measurement) {
+  nlohmann::json times = nlohmann::json::object();
+  for (const auto& [uuid, time] : measurement.times)
+    times[uuid] = {{"median_ms", time.median_ms},
+                   {"ci_low_ms", time.ci_low_ms},
+                   {"ci_high_ms", time.ci_high_ms},
+                   {"sol_ms", optional_json(time.sol_ms)},
+                   {"eager_ms", optional_json(time.eager_ms)},
+                   {"compiled_ms", optional_json(time.compiled_ms)}};
+  return {{"passed", measurement.passed},
+          {"status", measurement.status},
+          {"log", measurement.log},
+          {"times", times}};
+}
+
+Measurement measurement_from_json(const nlohmann::json& json, const std::string& where) {
+  try {
+    Measurement measurement;
+    measurement.passed = json.at("passed").get<bool>();
+    measurement.status = json.at("status").get<std::string>();
+    measurement.log = json.at("log").get<std::string>();
+    for (const auto& [uuid, time] : json.at("times").items())
+      measurement.times[uuid] = {
+          time.at("median_ms").get<double>(),  time.at("ci_low_ms").get<double>(),
+          time.at("ci_high_ms").get<double>(), optional_number(time, "sol_ms"),
+          optional_number(time, "eager_ms"),   optional_number(time, "compiled_ms")};
+    return measurement;
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(fmt::format("{}: not a stored measurement: {}", where, error.what()));
+  }
+}
+
+Fitness fitness_of(const Measurement& measurement,
+                   const std::map<std::string, double>& reference_ms) {
+  std::vector<double> ratios;
+  std::vector<double> widths;
+  for (const auto& [uuid, time] : measurement.times) {
+    const auto reference = reference_ms.find(uuid);
+    if (reference == reference_ms.end())
+      throw InputError(fmt::format("workload {} has no reference time", uuid));
+    ratios.push_back(reference->second / time.median_ms);
+    widths.push_back(1 + (time.ci_high_ms - time.ci_low_ms) / (2 * time.median_ms));
+  }
+  return {geometric_mean(ratios), geometric_mean(widths) - 1};
+}
+
+Speedup speedup_of(const Measurement& before, const Measurement& after) {
+  std::vector<double> values, lows, highs;
+  for (const auto& [uuid, time] : after.times) {
+    const auto earlier = before.times.find(uuid);
+    if (earlier == before.times.end()) continue;
+    const WorkloadTime& b = earlier->second;
+    values.push_back(b.median_ms / time.median_ms);
+    lows.push_back(b.ci_low_ms / time.ci_high_ms);
+    highs.push_back(b.ci_high_ms / time.ci_low_ms);
+  }
+  return {geometric_mean(values), geometric_mean(lows), geometric_mean(highs)};
+}
+
+std::optional<double> sol_fraction(const Measurement& measurement) {
+  std::vector<double> fractions;
+  for (const auto& [uuid, time] : measurement.times) {
+    if (!time.sol_ms) return std::nullopt;
+    fractions.push_back(*time.sol_ms / time.median_ms);
+  }
+  if (fractions.empty()) return std::nullopt;
+  return geometric_mean(fractions);
+}
+
+}  // namespace kernelarc

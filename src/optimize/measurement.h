@@ -1,0 +1,67 @@
+// What the orchestrator keeps of a guard evaluation, and the fitness and comparisons it derives:
+// a candidate's time per workload with its confidence interval, a fitness that is the geometric
+// mean speedup over a reference, and speedups between two candidates with intervals taken from
+// the ends of the confidence intervals (so "faster" means faster beyond measured noise).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/trace.h"
+
+namespace kernelarc {
+
+struct WorkloadTime {
+  double median_ms = 0;
+  double ci_low_ms = 0;
+  double ci_high_ms = 0;
+  std::optional<double> sol_ms;
+  std::optional<double> eager_ms;
+  std::optional<double> compiled_ms;
+};
+
+struct Measurement {
+  bool passed = false;
+  std::string status = "PASSED";              ///< the first failing trace's status when !passed
+  std::string log;                            ///< and its log
+  std::map<std::string, WorkloadTime> times;  ///< by workload uuid; every workload when passed
+};
+
+/// Passed only when every trace passed with a timing.
+Measurement measurement_of(const std::vector<Trace>& traces);
+/// The measurement of traces pooled over several rounds (the samples of a workload from every
+/// round summarized together), for the side-by-side re-measurement. Failed when any round did.
+Measurement pooled_measurement(const std::vector<std::vector<Trace>>& rounds);
+
+nlohmann::json measurement_to_json(const Measurement& measurement);
+/// InputError naming `where` when the JSON is not what measurement_to_json writes.
+Measurement measurement_from_json(const nlohmann::json& json, const std::string& where);
+
+struct Fitness {
+  double value = 0;  ///< geometric mean over workloads of reference_ms / median_ms
+  double noise = 0;  ///< geometric mean of the relative half-widths of the intervals
+};
+
+/// InputError when a workload of the measurement has no reference time.
+Fitness fitness_of(const Measurement& measurement,
+                   const std::map<std::string, double>& reference_ms);
+
+struct Speedup {
+  double value = 1;  ///< geometric mean over workloads of before / after medians
+  double low = 1;    ///< from before's lower and after's upper interval ends
+  double high = 1;
+  bool significant() const { return low > 1; }
+};
+
+/// How much faster `after` is than `before` over the workloads both measured (both passed).
+Speedup speedup_of(const Measurement& before, const Measurement& after);
+
+/// The largest T_SOL fraction summary: geometric mean of sol_ms / median_ms, when every
+/// workload has a T_SOL.
+std::optional<double> sol_fraction(const Measurement& measurement);
+
+}  // namespace kernelarc

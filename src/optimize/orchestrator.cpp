@@ -1,0 +1,667 @@
+#include "optimize/orchestrator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <future>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "optimize/agent.h"
+#include "optimize/conclusions.h"
+#include "search/budget_bandit.h"
+
+namespace kernelarc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using NodeRef = std::pair<std::size_t, int>;  // agent index, node id in its tree
+
+std::string point_key(const std::string& template_name, const KnobPoint& point) {
+  return template_name + "|" + format_knob_point(point);
+}
+
+nlohmann::json point_json(const KnobPoint& point) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const auto& [name, value] : point) std::visit([&](const auto& v) { json[name] = v; }, value);
+  return json;
+}
+
+KnobPoint point_from_json(const nlohmann::json& json) {
+  KnobPoint point;
+  for (const auto& [name, value] : json.items())
+    point[name] =
+        value.is_string() ? KnobValue(value.get<std::string>()) : KnobValue(value.get<int64_t>());
+  return point;
+}
+
+double geometric_mean_of(const Measurement& measurement, double WorkloadTime::*field) {
+  double log_sum = 0;
+  for (const auto& [uuid, time] : measurement.times) log_sum += std::log(time.*field);
+  return std::exp(log_sum / static_cast<double>(measurement.times.size()));
+}
+
+/// The definition's content: a resumed run must optimize the same computation.
+std::string problem_hash(const Problem& problem) {
+  return content_hash(problem.definition.raw.dump());
+}
+
+}  // namespace
+
+nlohmann::json OptimizeOptions::to_json() const {
+  nlohmann::json json = {{"budget", budget},
+                         {"agents", agents},
+                         {"policy", policy},
+                         {"seed", seed},
+                         {"plateau", plateau},
+                         {"build_ahead", build_ahead},
+                         {"min_gain", min_gain},
+                         {"final_candidates", final_candidates},
+                         {"final_rounds", final_rounds}};
+  if (wall_time_s) json["wall_time_s"] = *wall_time_s;
+  return json;
+}
+
+OptimizeOptions OptimizeOptions::from_json(const nlohmann::json& json, const std::string& where) {
+  OptimizeOptions options;
+  const char* field = "";
+  try {
+    field = "budget", options.budget = json.at(field).get<int64_t>();
+    field = "agents", options.agents = json.at(field).get<std::vector<std::string>>();
+    field = "policy", options.policy = json.at(field).get<std::string>();
+    field = "seed", options.seed = json.at(field).get<uint64_t>();
+    field = "plateau", options.plateau = json.at(field).get<int>();
+    field = "build_ahead", options.build_ahead = json.at(field).get<int>();
+    field = "min_gain", options.min_gain = json.at(field).get<double>();
+    field = "final_candidates", options.final_candidates = json.at(field).get<int>();
+    field = "final_rounds", options.final_rounds = json.at(field).get<int>();
+    field = "wall_time_s";
+    if (json.contains(field)) options.wall_time_s = json.at(field).get<double>();
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(fmt::format("{}: field \"{}\": {}", where, field, error.what()));
+  }
+  return options;
+}
+
+OptimizeOptions stored_options(const Run& run) {
+  return OptimizeOptions::from_json(run.config.value("options", nlohmann::json::object()),
+                                    fmt::format("run {} config", run.id));
+}
+
+struct Orchestrator::State {
+  struct Known {
+    int64_t candidate_id = 0;
+    std::string agent;
+    std::string template_name;
+    KnobPoint point;
+    std::optional<Measurement> measurement;
+    std::vector<NodeRef> waiters;  // agent nodes that receive its result
+  };
+  struct Pending {
+    int64_t seq = 0;
+    int64_t candidate_id = 0;
+    std::size_t agent = 0;
+    int node = 0;
+    std::string key;
+    Solution solution;
+    std::future<void> build;
+  };
+
+  int64_t run_id = 0;
+  std::vector<Candidate> stored;
+  std::size_t board_stored = 0;
+  std::size_t board_posted = 0;
+  int64_t next_seq = 0;
+  std::vector<std::unique_ptr<Agent>> agents;
+  std::unique_ptr<BudgetBandit> bandit;
+  std::set<std::string> exhausted;
+  std::map<std::string, const BoundTemplate*> bound;
+  std::map<std::string, Known> known;
+  std::map<int64_t, std::string> key_of_candidate;
+  std::map<NodeRef, int64_t> candidate_of_node;
+  std::map<int64_t, NodeRef> node_of_candidate;
+  std::optional<std::map<std::string, double>> reference;
+  std::optional<Measurement> baseline;
+  int64_t baseline_candidate = 0;
+  std::optional<int64_t> incumbent;
+  double incumbent_fitness = 0;
+  double incumbent_noise = 0;
+  std::vector<Conclusion> conclusions;
+  std::set<std::string> concluded;
+  std::map<std::string, std::string> last_board;
+  int64_t proposed = 0;
+  int64_t evaluated = 0;
+  int64_t passed = 0;
+  std::deque<Pending> queue;
+  std::vector<std::string> skipped_agents;
+};
+
+Orchestrator::Orchestrator(OptimizeTarget target, CandidateEvaluator& evaluator,
+                           Workspace& workspace, OptimizeOptions options, ProgressSink& progress)
+    : target_(std::move(target)),
+      evaluator_(&evaluator),
+      workspace_(&workspace),
+      options_(std::move(options)),
+      progress_(&progress) {
+  if (options_.budget < 1) throw InputError("--budget: expected at least 1 candidate");
+  if (options_.plateau < 1) throw InputError("--plateau: expected at least 1");
+  if (options_.build_ahead < 0) throw InputError("--build-ahead: expected 0 or more");
+  if (options_.final_rounds < 1) throw InputError("--final-rounds: expected at least 1");
+  if (target_.templates.empty())
+    throw InputError(fmt::format("problem {}: no template serves it on {}",
+                                 target_.problem->definition.name, target_.device));
+}
+
+Orchestrator::~Orchestrator() = default;
+
+OptimizeSummary Orchestrator::run() {
+  NewRun run;
+  run.problem_name = target_.problem->definition.name;
+  run.problem_hash = problem_hash(*target_.problem);
+  run.device = target_.device;
+  run.seed = options_.seed;
+  run.config = target_.run_config;
+  run.config.update({{"options", options_.to_json()},
+                     {"problem_dir", target_.problem->dir.string()},
+                     {"workload_class", target_.workload_class}});
+  run.budget_total = options_.budget + (target_.baseline ? 1 : 0);
+  return execute(workspace_->database().create_run(run));
+}
+
+OptimizeSummary Orchestrator::resume(int64_t run_id) {
+  const auto run = workspace_->database().find_run(run_id);
+  if (!run) throw InputError(fmt::format("--resume: the workspace has no run {}", run_id));
+  if (run->problem_hash != problem_hash(*target_.problem))
+    throw InputError(
+        fmt::format("--resume: run {} optimized {} with definition hash {}, this problem's is {}",
+                    run_id, run->problem_name, run->problem_hash, problem_hash(*target_.problem)));
+  if (run->status != RunStatus::Running)
+    throw InputError(
+        fmt::format("--resume: run {} is already {}", run_id, run_status_name(run->status)));
+  options_ = stored_options(*run);
+  return execute(run_id);
+}
+
+OptimizeSummary Orchestrator::execute(int64_t run_id) {
+  Database& db = workspace_->database();
+  ObjectStore& objects = workspace_->objects();
+  State state;
+  state.run_id = run_id;
+  state.stored = db.candidates_of(run_id);
+  state.board_stored = db.board_of(run_id).size();
+  for (const BoundTemplate* bound : target_.templates) state.bound[bound->kernel().name] = bound;
+  const SpaceLookup spaces = [&state](const std::string& name) -> const ConstrainedSpace* {
+    const auto found = state.bound.find(name);
+    return found == state.bound.end() ? nullptr : &found->second->space();
+  };
+
+  // Agents, each with the templates its strategy can act on.
+  std::vector<std::string> active;
+  for (std::size_t i = 0; i < options_.agents.size(); ++i) {
+    const Strategy& strategy = find_strategy(options_.agents[i]);
+    std::vector<std::string> templates;
+    for (const BoundTemplate* bound : target_.templates) {
+      const auto& knobs = bound->space().space().knobs();
+      if (std::any_of(knobs.begin(), knobs.end(),
+                      [&](const Knob& knob) { return strategy_changes(strategy, knob); }))
+        templates.push_back(bound->kernel().name);
+    }
+    if (templates.empty()) {
+      state.skipped_agents.push_back(strategy.name);
+      progress_->message(
+          fmt::format("agent {}: no template of this problem has a {} knob; "
+                      "not started",
+                      strategy.name, fmt::join(strategy.roles, "/")));
+      continue;
+    }
+    AgentOptions agent_options{options_.policy, options_.seed * 0x9E3779B97F4A7C15ull + i + 1,
+                               options_.plateau, options_.min_gain};
+    state.agents.push_back(
+        std::make_unique<Agent>(strategy.name, strategy, templates, spaces, agent_options));
+    active.push_back(strategy.name);
+  }
+  if (active.empty()) throw InputError("--agents: no agent has a template to work on");
+  state.bandit = std::make_unique<BudgetBandit>(active, BanditOptions{.seed = options_.seed});
+
+  auto post = [&](BoardKind kind, const std::string& agent, const std::string& text,
+                  const std::vector<int64_t>& evidence) {
+    if (state.board_posted++ >= state.board_stored) {
+      db.append_board(run_id, kind, text, evidence);
+      progress_->message(fmt::format("board: {}", text));
+    }
+    state.last_board[agent] = text;
+  };
+
+  // A candidate row for the next seq: the stored one when replaying (it must be what was
+  // proposed then), else a new one written after its solution object.
+  auto candidate_for = [&](const std::string& agent, std::optional<int64_t> parent,
+                           std::vector<int64_t> inspired, const Solution& solution,
+                           const std::string& template_name, const KnobPoint& point) {
+    const int64_t seq = state.next_seq++;
+    if (seq < static_cast<int64_t>(state.stored.size())) {
+      const Candidate& stored = state.stored[seq];
+      const KnobPoint stored_point = point_from_json(stored.knob_point);
+      if (stored.agent != agent || stored.template_name != template_name || stored_point != point)
+        throw InputError(fmt::format(
+            "--resume: run {} diverged at candidate {}: stored {} {} {}, now {} {} {} (did the "
+            "template library or kernelarc change since?)",
+            run_id, seq, stored.agent, stored.template_name, format_knob_point(stored_point), agent,
+            template_name, format_knob_point(point)));
+      return stored.id;
+    }
+    NewCandidate candidate;
+    candidate.agent = agent;
+    candidate.parent_id = parent;
+    candidate.inspired_by = std::move(inspired);
+    candidate.solution_key = objects.put(solution_to_json(solution).dump());
+    candidate.template_name = template_name;
+    candidate.knob_point = point_json(point);
+    return db.add_candidate(run_id, candidate);
+  };
+
+  // The stored measurement when replaying, else the evaluator's, stored before it is used.
+  auto measure = [&](int64_t candidate_id, const Solution& solution, bool& replayed) {
+    if (const auto evaluation = db.evaluation_of(candidate_id)) {
+      replayed = true;
+      const auto blob = nlohmann::json::parse(objects.get(evaluation->traces_key));
+      return measurement_from_json(blob.at("measurement"),
+                                   fmt::format("evaluation of candidate {}", candidate_id));
+    }
+    replayed = false;
+    const auto traces = evaluator_->evaluate(solution);
+    Measurement measurement = measurement_of(traces);
+    OrderedJson blob;
+    blob["measurement"] = OrderedJson::parse(measurement_to_json(measurement).dump());
+    blob["traces"] = OrderedJson::array();
+    for (const Trace& trace : traces) blob["traces"].push_back(trace_to_json(trace));
+    Evaluation evaluation;
+    evaluation.status = measurement.status;
+    evaluation.traces_key = objects.put(blob.dump());
+    if (measurement.passed) {
+      evaluation.median_ms = geometric_mean_of(measurement, &WorkloadTime::median_ms);
+      evaluation.ci_low_ms = geometric_mean_of(measurement, &WorkloadTime::ci_low_ms);
+      evaluation.ci_high_ms = geometric_mean_of(measurement, &WorkloadTime::ci_high_ms);
+      evaluation.sol_score = sol_fraction(measurement);
+    }
+    db.record_evaluation(candidate_id, evaluation);
+    return measurement;
+  };
+
+  auto result_of = [&](const Measurement& measurement, const std::string& template_name) {
+    CandidateResult result;
+    if (!measurement.passed) return result;
+    if (!state.reference) {
+      state.reference.emplace();
+      for (const auto& [uuid, time] : measurement.times) (*state.reference)[uuid] = time.median_ms;
+    }
+    const Fitness fitness = fitness_of(measurement, *state.reference);
+    result.passed = true;
+    result.fitness = fitness.value;
+    result.noise = fitness.noise;
+    const auto index = std::distance(state.bound.begin(), state.bound.find(template_name));
+    result.features = {{"template", index}};
+    if (const auto fraction = sol_fraction(measurement))
+      result.features["sol_quartile"] = std::min<int64_t>(3, static_cast<int64_t>(*fraction * 4));
+    return result;
+  };
+
+  auto view = [&]() {
+    ProgressView view;
+    view.run_id = run_id;
+    view.budget = options_.budget;
+    view.evaluated = state.evaluated;
+    if (state.incumbent) {
+      const Measurement& best =
+          *state.known.at(state.key_of_candidate.at(*state.incumbent)).measurement;
+      view.best_fitness = state.incumbent_fitness;
+      view.best_sol_fraction = sol_fraction(best);
+      const auto largest = best.times.find(target_.largest_workload);
+      if (largest != best.times.end()) view.best_median_ms = largest->second.median_ms;
+    }
+    for (const auto& agent : state.agents) {
+      AgentLine line{agent->name(), agent->strategy().name, static_cast<int>(agent->tree().size()),
+                     std::nullopt, ""};
+      if (const auto best = agent->best()) line.best_fitness = agent->tree().node(*best).fitness;
+      if (const auto board = state.last_board.find(agent->name()); board != state.last_board.end())
+        line.last_board = board->second;
+      view.agents.push_back(std::move(line));
+    }
+    return view;
+  };
+
+  auto snapshot = [&]() {
+    SharedView shared;
+    shared.conclusions = state.conclusions;
+    for (std::size_t i = 0; i < state.agents.size(); ++i) {
+      const Agent& agent = *state.agents[i];
+      const auto best = agent.best();
+      if (!best) continue;
+      const SearchNode& node = agent.tree().node(*best);
+      shared.bests.push_back({agent.name(), state.candidate_of_node.at({i, *best}),
+                              node.template_name, node.point, *node.fitness});
+    }
+    std::stable_sort(shared.bests.begin(), shared.bests.end(),
+                     [](const AgentBest& a, const AgentBest& b) { return a.fitness > b.fitness; });
+    return shared;
+  };
+
+  // Baseline first: it is what speedups are measured against.
+  if (target_.baseline) {
+    bool replayed = false;
+    const int64_t id = candidate_for("baseline", std::nullopt, {}, *target_.baseline, "", {});
+    Measurement measurement = measure(id, *target_.baseline, replayed);
+    state.baseline_candidate = id;
+    if (measurement.passed) {
+      state.baseline = measurement;
+      state.reference.emplace();
+      for (const auto& [uuid, time] : measurement.times) (*state.reference)[uuid] = time.median_ms;
+    } else {
+      progress_->message(
+          fmt::format("baseline {} failed ({}: {}); speedups are relative to the "
+                      "first passing candidate",
+                      target_.baseline->name, measurement.status, measurement.log));
+    }
+    CandidateEvent event{
+        0,           id,
+        "baseline",  "baseline " + target_.baseline->name,
+        measurement, measurement.passed ? std::optional<double>(1.0) : std::nullopt,
+        false,       replayed};
+    progress_->candidate(view(), event);
+  }
+
+  // The next proposal of the agent the bandit picks; a point another agent already proposed is
+  // not measured again, its result is shared.
+  auto propose_next = [&]() -> std::optional<State::Pending> {
+    const std::size_t max_attempts = 64 * state.agents.size() + 64;
+    for (std::size_t attempt = 0; attempt < max_attempts; ++attempt) {
+      if (state.exhausted.size() == state.agents.size()) return std::nullopt;
+      const std::string name = state.bandit->next_agent();
+      const auto index =
+          static_cast<std::size_t>(std::find(active.begin(), active.end(), name) - active.begin());
+      if (state.exhausted.count(name)) {
+        state.bandit->record(name, false, 0);
+        continue;
+      }
+      Agent& agent = *state.agents[index];
+      auto proposed = agent.propose(snapshot());
+      if (!proposed) {
+        state.exhausted.insert(name);
+        progress_->message(fmt::format("agent {}: no new valid point left", name));
+        continue;
+      }
+      const Proposal& proposal = proposed->proposal;
+      const int node = agent.add(proposal);
+      std::optional<int64_t> parent;
+      if (proposal.parent) parent = state.candidate_of_node.at({index, *proposal.parent});
+      std::vector<int64_t> inspired = proposed->inspired_by_candidates;
+      for (int other : proposal.inspired_by)
+        inspired.push_back(state.candidate_of_node.at({index, other}));
+      if (proposed->redirect) post(BoardKind::Redirect, name, *proposed->redirect, inspired);
+      const std::string key = point_key(proposal.template_name, proposal.point);
+      if (const auto found = state.known.find(key); found != state.known.end()) {
+        State::Known& known = found->second;
+        state.candidate_of_node[{index, node}] = known.candidate_id;
+        if (known.measurement)
+          agent.record(node, result_of(*known.measurement, proposal.template_name));
+        else
+          known.waiters.push_back({index, node});
+        continue;
+      }
+      State::Pending pending;
+      pending.agent = index;
+      pending.node = node;
+      pending.key = key;
+      pending.solution =
+          state.bound.at(proposal.template_name)->instantiate(proposal.point, target_.extra_files);
+      pending.candidate_id = candidate_for(name, parent, inspired, pending.solution,
+                                           proposal.template_name, proposal.point);
+      pending.seq = state.next_seq - 1;
+      state.known[key] = {pending.candidate_id, name,         proposal.template_name,
+                          proposal.point,       std::nullopt, {{index, node}}};
+      state.key_of_candidate[pending.candidate_id] = key;
+      state.candidate_of_node[{index, node}] = pending.candidate_id;
+      state.node_of_candidate[pending.candidate_id] = {index, node};
+      return pending;
+    }
+    return std::nullopt;
+  };
+
+  auto complete = [&](State::Pending& pending) {
+    if (pending.build.valid()) pending.build.wait();
+    bool replayed = false;
+    const Measurement measurement = measure(pending.candidate_id, pending.solution, replayed);
+    ++state.evaluated;
+    state.passed += measurement.passed;
+    State::Known& known = state.known.at(pending.key);
+    known.measurement = measurement;
+    const CandidateResult result = result_of(measurement, known.template_name);
+    bool new_incumbent = false;
+    double gain = 0;
+    if (result.passed) {
+      const double threshold =
+          state.incumbent_fitness *
+          (1 + std::max({options_.min_gain, result.noise, state.incumbent_noise}));
+      if (!state.incumbent || *result.fitness > threshold) {
+        gain = state.incumbent ? *result.fitness / state.incumbent_fitness - 1 : 0;
+        state.incumbent = pending.candidate_id;
+        state.incumbent_fitness = *result.fitness;
+        state.incumbent_noise = result.noise;
+        new_incumbent = true;
+      }
+    }
+    for (const auto& [agent, node] : known.waiters) state.agents[agent]->record(node, result);
+    known.waiters.clear();
+    Agent& proposer = *state.agents[pending.agent];
+    state.bandit->record(proposer.name(), new_incumbent && gain > 0, gain);
+
+    // A conclusion when the child beat its parent beyond both intervals.
+    const SearchNode& node = proposer.tree().node(pending.node);
+    if (node.parent) {
+      const int64_t parent_id = state.candidate_of_node.at({pending.agent, *node.parent});
+      const State::Known& parent = state.known.at(state.key_of_candidate.at(parent_id));
+      if (parent.measurement) {
+        if (auto conclusion =
+                conclude(node.template_name, parent_id, parent.point, *parent.measurement,
+                         pending.candidate_id, node.point, measurement)) {
+          const std::string key = node.template_name + ":" + changes_text(conclusion->changes);
+          if (state.concluded.insert(key).second) {
+            post(BoardKind::Conclusion, proposer.name(),
+                 conclusion_text(*conclusion, target_.problem->definition.name,
+                                 target_.workload_class, evaluator_->device_name()),
+                 {parent_id, pending.candidate_id});
+            state.conclusions.push_back(std::move(*conclusion));
+          }
+        }
+      }
+    }
+    if (!replayed) db.save_agent_state(run_id, proposer.name(), proposer.summary());
+    CandidateEvent event{
+        pending.seq,     pending.candidate_id,
+        proposer.name(), fmt::format("{} {}", known.template_name, format_knob_point(known.point)),
+        measurement,     result.fitness,
+        new_incumbent,   replayed};
+    progress_->candidate(view(), event);
+  };
+
+  // The search: propose up to build_ahead + 1 candidates ahead, compile the queued ones on other
+  // threads, measure in order.
+  const auto started = Clock::now();
+  std::string stop_reason = fmt::format("budget: {} candidates evaluated", options_.budget);
+  bool proposing = true;
+  evaluator_->prepare();
+  while (true) {
+    while (proposing && state.queue.size() <= static_cast<std::size_t>(options_.build_ahead)) {
+      if (state.proposed >= options_.budget) {
+        proposing = false;
+        break;
+      }
+      if (options_.wall_time_s &&
+          std::chrono::duration<double>(Clock::now() - started).count() > *options_.wall_time_s) {
+        stop_reason = fmt::format("wall time: {:.0f} s", *options_.wall_time_s);
+        proposing = false;
+        break;
+      }
+      auto pending = propose_next();
+      if (!pending) {
+        stop_reason = "exhausted: no agent finds a new valid point";
+        proposing = false;
+        break;
+      }
+      ++state.proposed;
+      if (options_.build_ahead > 0 && !db.evaluation_of(pending->candidate_id)) {
+        const Solution* solution = &pending->solution;
+        CandidateEvaluator* evaluator = evaluator_;
+        pending->build = std::async(std::launch::async,
+                                    [evaluator, solution] { evaluator->prebuild(*solution); });
+      }
+      state.queue.push_back(std::move(*pending));
+    }
+    if (state.queue.empty()) break;
+    complete(state.queue.front());
+    state.queue.pop_front();
+  }
+  for (const auto& agent : state.agents)
+    db.save_agent_state(run_id, agent->name(), agent->summary());
+
+  // The top candidates and the baseline, re-measured side by side in interleaved rounds; the
+  // winner and its speedup come from this re-measurement.
+  OptimizeSummary summary;
+  summary.run_id = run_id;
+  summary.stop_reason = stop_reason;
+  summary.evaluated = state.evaluated;
+  summary.passed = state.passed;
+  summary.skipped_agents = state.skipped_agents;
+  std::vector<std::pair<double, int64_t>> ranked;
+  for (const auto& [key, known] : state.known)
+    if (known.measurement && known.measurement->passed)
+      ranked.push_back(
+          {fitness_of(*known.measurement, *state.reference).value, known.candidate_id});
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  if (ranked.size() > static_cast<std::size_t>(options_.final_candidates))
+    ranked.resize(options_.final_candidates);
+  std::vector<Finalist> entries;
+  if (state.baseline)
+    entries.push_back({state.baseline_candidate,
+                       "baseline",
+                       "baseline " + target_.baseline->name,
+                       *target_.baseline,
+                       {},
+                       {},
+                       0});
+  for (const auto& [fitness, id] : ranked) {
+    const State::Known& known = state.known.at(state.key_of_candidate.at(id));
+    entries.push_back(
+        {id,
+         known.agent,
+         fmt::format("{} {}", known.template_name, format_knob_point(known.point)),
+         state.bound.at(known.template_name)->instantiate(known.point, target_.extra_files),
+         {},
+         {},
+         0});
+  }
+  if (!ranked.empty())
+    progress_->message(
+        fmt::format("re-measuring the top {} and the baseline side by side, {} "
+                    "interleaved rounds",
+                    ranked.size(), options_.final_rounds));
+  std::vector<std::vector<std::vector<Trace>>> rounds(entries.size());
+  for (int round = 0; round < options_.final_rounds && !ranked.empty(); ++round)
+    for (std::size_t i = 0; i < entries.size(); ++i)
+      rounds[i].push_back(evaluator_->evaluate(entries[i].solution));
+  std::map<std::string, double> reference =
+      state.reference.value_or(std::map<std::string, double>{});
+  if (state.baseline && !ranked.empty()) {
+    Finalist& baseline = entries.front();
+    baseline.measurement = pooled_measurement(rounds.front());
+    baseline.traces = rounds.front().back();
+    if (baseline.measurement.passed) {
+      reference.clear();
+      for (const auto& [uuid, time] : baseline.measurement.times) reference[uuid] = time.median_ms;
+      baseline.fitness = 1;
+      summary.baseline = baseline;
+    }
+  }
+  for (std::size_t i = state.baseline ? 1 : 0; i < entries.size(); ++i) {
+    Finalist& finalist = entries[i];
+    finalist.measurement = pooled_measurement(rounds[i]);
+    if (!finalist.measurement.passed) {
+      progress_->message(fmt::format("candidate {} failed its re-measurement ({}: {}); dropped",
+                                     finalist.candidate_id, finalist.measurement.status,
+                                     finalist.measurement.log));
+      continue;
+    }
+    finalist.traces = rounds[i].back();
+    finalist.fitness = fitness_of(finalist.measurement, reference).value;
+    summary.finalists.push_back(std::move(finalist));
+  }
+  std::stable_sort(summary.finalists.begin(), summary.finalists.end(),
+                   [](const Finalist& a, const Finalist& b) { return a.fitness > b.fitness; });
+  if (!summary.finalists.empty()) {
+    Finalist& winner = summary.finalists.front();
+    // The PyTorch baselines and T_SOL, once, beside the winner (not part of the ranking).
+    const auto with_baselines = evaluator_->evaluate_with_baselines(winner.solution);
+    for (const Trace& trace : with_baselines) {
+      const auto time = winner.measurement.times.find(trace.workload.value("uuid", std::string()));
+      if (time == winner.measurement.times.end()) continue;
+      time->second.eager_ms = trace.eager_ms;
+      time->second.compiled_ms = trace.compiled_ms;
+      time->second.sol_ms = trace.sol_ms;
+    }
+    winner.traces = with_baselines;
+    if (summary.baseline)
+      summary.speedup = speedup_of(summary.baseline->measurement, winner.measurement);
+    // The winner's lineage through its agent's tree, root first.
+    std::optional<NodeRef> at = state.node_of_candidate.at(winner.candidate_id);
+    while (at) {
+      const Agent& agent = *state.agents[at->first];
+      const SearchNode& node = agent.tree().node(at->second);
+      std::string changes;
+      if (node.parent)
+        changes = changes_text(knob_changes(agent.tree().node(*node.parent).point, node.point));
+      summary.lineage.insert(
+          summary.lineage.begin(),
+          {state.candidate_of_node.at(*at), agent.name(), operation_name(node.operation), changes});
+      at = node.parent ? std::optional<NodeRef>({at->first, *node.parent}) : std::nullopt;
+    }
+  }
+  db.save_agent_state(run_id, "orchestrator", summary_to_json(summary));
+  db.finish_run(run_id, RunStatus::Finished);
+  return summary;
+}
+
+nlohmann::json summary_to_json(const OptimizeSummary& summary) {
+  auto finalist_json = [](const Finalist& finalist) {
+    return nlohmann::json{{"candidate", finalist.candidate_id},
+                          {"agent", finalist.agent},
+                          {"label", finalist.label},
+                          {"fitness", finalist.fitness},
+                          {"measurement", measurement_to_json(finalist.measurement)}};
+  };
+  nlohmann::json json = {{"stop_reason", summary.stop_reason},
+                         {"evaluated", summary.evaluated},
+                         {"passed", summary.passed},
+                         {"skipped_agents", summary.skipped_agents},
+                         {"finalists", nlohmann::json::array()},
+                         {"lineage", nlohmann::json::array()}};
+  if (summary.baseline) json["baseline"] = finalist_json(*summary.baseline);
+  for (const Finalist& finalist : summary.finalists)
+    json["finalists"].push_back(finalist_json(finalist));
+  if (summary.speedup)
+    json["speedup"] = {{"value", summary.speedup->value},
+                       {"low", summary.speedup->low},
+                       {"high", summary.speedup->high}};
+  for (const LineageStep& step : summary.lineage)
+    json["lineage"].push_back({{"candidate", step.candidate_id},
+                               {"agent", step.agent},
+                               {"operation", step.operation},
+                               {"changes", step.changes}});
+  return json;
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,155 @@
+// `kernelarc optimize`'s engine: agents with their strategies, trees and policies propose
+// candidates; one evaluation queue measures them through the evaluator (compiling up to
+// `build_ahead` candidates ahead on other threads while the device measures); every proposal
+// and every finished evaluation is written to the workspace before the next step, so a killed
+// run resumes where it stopped.
+//
+// Determinism: which agent proposes next (a seeded bandit), what it proposes (its seeded policy)
+// and which results it has seen when it does (all but the `build_ahead` newest) depend only on
+// the seed and the results, never on timing. A resumed run replays the stored candidates and
+// results through the same steps, checks that each proposal equals the stored one, and carries
+// on with the same trees, budget and board.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "optimize/evaluator.h"
+#include "optimize/measurement.h"
+#include "store/workspace.h"
+#include "synth/bound_template.h"
+
+namespace kernelarc {
+
+struct OptimizeOptions {
+  int64_t budget = 64;  ///< search candidates evaluated (the baseline and finals not counted)
+  std::vector<std::string> agents{"explore", "memory",  "parallelism",
+                                  "compute", "library", "fusion"};
+  std::string policy = "mcts";
+  uint64_t seed = 1;
+  int plateau = 8;           ///< an agent drafts a new start after this many flat results
+  int build_ahead = 0;       ///< candidates compiled ahead of the one being measured
+  double min_gain = 0.01;    ///< an improvement must exceed the noise and this relative gain
+  int final_candidates = 3;  ///< re-measured side by side at the end (with the baseline)
+  int final_rounds = 3;      ///< interleaved rounds of that re-measurement
+  std::optional<double> wall_time_s;  ///< stop proposing after this long (this process)
+
+  nlohmann::json to_json() const;
+  /// InputError naming `where` and the field on a bad value.
+  static OptimizeOptions from_json(const nlohmann::json& json, const std::string& where);
+};
+
+/// What the orchestrator searches over for one problem.
+struct OptimizeTarget {
+  const Problem* problem = nullptr;
+  std::vector<const BoundTemplate*> templates;  ///< every template serving the problem
+  std::map<std::string, std::string> extra_files;
+  std::optional<Solution> baseline;  ///< the bundled solution speedups are measured against
+  std::string workload_class;        ///< the evaluated workloads in words, for the board
+  std::string device;                ///< "cpu" or "cuda:0", as stored with the run
+  std::string largest_workload;      ///< uuid of the workload the live view shows
+  /// Stored in the run's config beside the options (the caller's settings, e.g. the guard's
+  /// and the selected workloads, which a resume must reuse).
+  nlohmann::json run_config = nlohmann::json::object();
+};
+
+struct CandidateEvent {
+  int64_t seq = 0;
+  int64_t candidate_id = 0;
+  std::string agent;
+  std::string label;  ///< template and point, or "baseline"
+  Measurement measurement;
+  std::optional<double> fitness;
+  bool new_incumbent = false;
+  bool replayed = false;  ///< read back from the store on --resume, not measured now
+};
+
+struct AgentLine {
+  std::string name;
+  std::string strategy;
+  int candidates = 0;
+  std::optional<double> best_fitness;
+  std::string last_board;  ///< its latest conclusion or redirect
+};
+
+struct ProgressView {
+  int64_t run_id = 0;
+  int64_t budget = 0;
+  int64_t evaluated = 0;
+  std::optional<double> best_fitness;
+  std::optional<double> best_sol_fraction;
+  std::optional<double> best_median_ms;  ///< of the largest workload
+  std::vector<AgentLine> agents;
+};
+
+class ProgressSink {
+ public:
+  virtual ~ProgressSink() = default;
+  virtual void candidate(const ProgressView& view, const CandidateEvent& event) = 0;
+  virtual void message(const std::string& line) = 0;
+};
+
+struct Finalist {
+  int64_t candidate_id = 0;
+  std::string agent;
+  std::string label;
+  Solution solution;
+  std::vector<Trace> traces;  ///< the last round's
+  Measurement measurement;    ///< pooled over the rounds
+  double fitness = 0;
+};
+
+struct LineageStep {
+  int64_t candidate_id = 0;
+  std::string agent;
+  std::string operation;
+  std::string changes;  ///< knob changes from its parent ("" for a start)
+};
+
+struct OptimizeSummary {
+  int64_t run_id = 0;
+  std::string stop_reason;
+  int64_t evaluated = 0;
+  int64_t passed = 0;
+  std::optional<Finalist> baseline;  ///< re-measured with the finalists
+  std::vector<Finalist> finalists;   ///< best first; [0] is the winner
+  std::optional<Speedup> speedup;    ///< winner over the baseline, from the re-measurement
+  std::vector<LineageStep> lineage;  ///< the winner's, root first
+  std::vector<std::string> skipped_agents;
+};
+
+class Orchestrator {
+ public:
+  Orchestrator(OptimizeTarget target, CandidateEvaluator& evaluator, Workspace& workspace,
+               OptimizeOptions options, ProgressSink& progress);
+  ~Orchestrator();
+
+  /// A new run; returns its summary (the run is then finished in the store).
+  OptimizeSummary run();
+  /// Continues a stored run of the same problem with its stored options.
+  OptimizeSummary resume(int64_t run_id);
+
+ private:
+  struct State;
+  OptimizeSummary execute(int64_t run_id);
+
+  OptimizeTarget target_;
+  CandidateEvaluator* evaluator_;
+  Workspace* workspace_;
+  OptimizeOptions options_;
+  ProgressSink* progress_;
+};
+
+/// What `kernelarc show` reads back: the finalists, the speedup, the lineage.
+nlohmann::json summary_to_json(const OptimizeSummary& summary);
+
+/// The stored options of a run (its config), for --resume.
+OptimizeOptions stored_options(const Run& run);
+
+}  // namespace kernelarc

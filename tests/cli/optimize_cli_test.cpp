@@ -1,0 +1,149 @@
+// `kernelarc optimize`, `runs` and `show` end to end on the CPU backend with the template
+// synthesizer: each built-in CPU problem gets at least 2x over its bundled naive solution at its
+// largest workload with a budget of 48, a run killed with SIGKILL resumes without losing or
+// repeating an evaluation, and bad flags get one-line errors.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_test_support.h"
+#include "store/workspace.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kSource = KERNELARC_SOURCE_DIR;
+
+// Fast guard settings: the search needs a ranking, not a publication-grade figure; the final
+// side-by-side re-measurement decides the reported speedup.
+const std::string kQuickGuard =
+    " --workloads largest --trials 1 --warmup 1 --iterations 5 --final-top 2 --final-rounds 2"
+    " --plain";
+
+class OptimizeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kernelarc-optimize-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+class OptimizeCpuProblem : public OptimizeCli, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(OptimizeCpuProblem, FindsTwiceTheNaiveSpeedAtTheLargestWorkload) {
+  const fs::path out = dir_ / "best";
+  const auto result = run("optimize " + (kSource / "problems/cpu" / GetParam()).string() +
+                          " --budget 48 --seed 1 --workspace " + (dir_ / "ws").string() +
+                          " --out " + out.string() + kQuickGuard);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream file(out / "summary.json");
+  const auto summary = nlohmann::json::parse(file);
+  EXPECT_EQ(summary["evaluated"].get<int>(), 48) << result.output;
+  ASSERT_TRUE(summary.contains("speedup")) << result.output;
+  EXPECT_GE(summary["speedup"]["value"].get<double>(), 2.0) << result.output;
+  EXPECT_TRUE(fs::exists(out / "solution.json"));
+  EXPECT_TRUE(fs::exists(out / "traces.json"));
+  EXPECT_FALSE(fs::is_empty(out / "sources"));
+  // The winner's solution is an ordinary solution: `eval` accepts it.
+  const auto eval = run("eval " + (kSource / "problems/cpu" / GetParam()).string() + " " +
+                        out.string() + " --workspace " + (dir_ / "ws").string() +
+                        " --workloads largest --iterations 5 --no-baseline");
+  EXPECT_EQ(eval.exit_code, 0) << eval.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(BuiltIn, OptimizeCpuProblem,
+                         ::testing::Values("rmsnorm_f32", "layernorm_f32", "softmax_f32",
+                                           "matmul_f32", "silu_and_mul_f32"));
+
+TEST_F(OptimizeCli, KilledMidRunAndResumedLosesNoEvaluation) {
+  const fs::path workspace = dir_ / "ws";
+  const std::string problem = (kSource / "problems/cpu/silu_and_mul_f32").string();
+  const std::string command = std::string(KERNELARC_BINARY) + " optimize " + problem +
+                              " --budget 10 --workspace " + workspace.string() + kQuickGuard;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    execl("/bin/sh", "sh", "-c", ("exec " + command + " > /dev/null 2>&1").c_str(), nullptr);
+    _exit(127);
+  }
+  // Kill it once a few evaluations are in the store, mid-search.
+  int64_t used = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  while (used < 4 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!fs::exists(workspace / "kernelarc.db")) continue;
+    kernelarc::Workspace store(workspace);
+    const auto runs = store.database().list_runs();
+    if (!runs.empty()) used = store.database().budget_of(runs.front().id).used;
+  }
+  ASSERT_GE(used, 4);
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  {
+    kernelarc::Workspace store(workspace);
+    const auto run = store.database().list_runs().front();
+    EXPECT_EQ(run.status, kernelarc::RunStatus::Running);
+    EXPECT_LT(store.database().budget_of(run.id).used, 11);
+  }
+
+  const auto resumed =
+      run("optimize " + problem + " --resume --workspace " + workspace.string() + " --plain");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("(stored)"), std::string::npos) << resumed.output;
+  kernelarc::Workspace store(workspace);
+  const auto run_row = store.database().list_runs().front();
+  EXPECT_EQ(run_row.status, kernelarc::RunStatus::Finished);
+  // What an uninterrupted run evaluates: the baseline and the budget, each once.
+  EXPECT_EQ(store.database().budget_of(run_row.id).used, 11);
+  EXPECT_EQ(store.database().candidates_of(run_row.id).size(), 11u);
+  EXPECT_TRUE(store.database().unevaluated_candidates(run_row.id).empty());
+
+  const auto runs = run("runs --workspace " + workspace.string());
+  EXPECT_EQ(runs.exit_code, 0) << runs.output;
+  EXPECT_NE(runs.output.find("silu_and_mul_f32"), std::string::npos) << runs.output;
+  EXPECT_NE(runs.output.find("11/11"), std::string::npos) << runs.output;
+  const auto show =
+      run("show " + std::to_string(run_row.id) + " --workspace " + workspace.string());
+  EXPECT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_NE(show.output.find("trees"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("lineage: #"), std::string::npos) << show.output;
+}
+
+TEST_F(OptimizeCli, BadFlagsGetOneLineErrors) {
+  const std::string problem = (kSource / "problems/cpu/softmax_f32").string();
+  const std::string workspace = " --workspace " + (dir_ / "ws").string();
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"--policy annealing", "--policy annealing: expected one of random, beam, mcts, islands"},
+      {"--agents 9", "--agents: 9 agents asked, expected 1 to 6"},
+      {"--agents memory,speed", "unknown agent strategy \"speed\""},
+      {"--synth llm", "--synth llm: only the template synthesizer exists so far"},
+      {"--resume", "--resume: no unfinished run of softmax_f32 in the workspace"},
+      {"--resume 42", "--resume: the workspace has no run 42"},
+      {"--backend tpu", "--backend tpu: expected cpu or cuda"},
+      {"--workloads nosuch", "--workloads: nosuch"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const auto result = run("optimize " + problem + " " + flags + workspace);
+    EXPECT_EQ(result.exit_code, 2) << flags << ": " << result.output;
+    EXPECT_NE(result.output.find(message), std::string::npos) << flags << ": " << result.output;
+  }
+  const auto show = run("show 7" + workspace);
+  EXPECT_EQ(show.exit_code, 2) << show.output;
+  EXPECT_NE(show.output.find("has no run 7"), std::string::npos) << show.output;
+}
+
+}  // namespace

@@ -1,0 +1,238 @@
+// The orchestrator end to end on a real problem and the real template library, with a
+// deterministic stand-in for the guard (times are a fixed function of the knob point), so that
+// determinism, resume, the board and the budget can be checked exactly and quickly.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <stdexcept>
+
+#include "core/hash.h"
+#include "core/test_support.h"
+#include "optimize/search_setup.h"
+#include "search/selection.h"
+
+namespace kernelarc {
+namespace {
+
+using testing::TempDir;
+
+const std::filesystem::path kProblem =
+    std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems/cpu/rmsnorm_f32";
+
+/// Each knob value adds a fixed cost in [0, 0.5) ms (from a hash of "name=value"), so single
+/// knob changes matter and the landscape has a known best; one point in 16 fails its check.
+class LandscapeEvaluator : public CandidateEvaluator {
+ public:
+  explicit LandscapeEvaluator(const Problem& problem) : problem_(problem) {}
+
+  std::vector<Trace> evaluate(const Solution& solution) override {
+    if (crash_after_ && calls_ == *crash_after_) throw std::runtime_error("simulated crash");
+    ++calls_;
+    double ms = 10;  // the baseline
+    bool fails = false;
+    if (solution.ext.contains("knobs")) {
+      ms = 1;
+      std::string point;
+      for (const auto& [name, value] : solution.ext["knobs"].items()) {
+        const std::string entry = name + "=" + value.dump();
+        point += entry + ",";
+        ms += 0.5 * static_cast<double>(std::stoul(content_hash(entry).substr(0, 4), nullptr, 16)) /
+              65536.0;
+      }
+      fails = std::stoul(content_hash(point).substr(0, 2), nullptr, 16) % 16 == 0;
+    }
+    std::vector<Trace> traces;
+    for (const Workload& workload : problem_.workloads) {
+      Trace trace;
+      trace.workload = workload.raw;
+      if (fails) {
+        trace.status = EvalStatus::IncorrectNumerical;
+        trace.log = "landscape: this point is wrong";
+      } else {
+        trace.samples_ms = {ms * 0.999, ms, ms * 1.001};
+        trace.latency_ms = summarize(trace.samples_ms);
+      }
+      traces.push_back(std::move(trace));
+    }
+    return traces;
+  }
+  std::string device_name() const override { return "landscape"; }
+
+  int calls_ = 0;
+  std::optional<int> crash_after_;
+
+ private:
+  const Problem& problem_;
+};
+
+class SilentProgress : public ProgressSink {
+ public:
+  void candidate(const ProgressView&, const CandidateEvent& event) override {
+    events.push_back(event);
+  }
+  void message(const std::string& line) override { messages.push_back(line); }
+  std::vector<CandidateEvent> events;
+  std::vector<std::string> messages;
+};
+
+struct Proposed {
+  std::string agent;
+  std::string template_name;
+  std::string point;
+  bool operator==(const Proposed&) const = default;
+};
+
+std::vector<Proposed> sequence(Database& db, int64_t run_id) {
+  std::vector<Proposed> proposed;
+  for (const Candidate& candidate : db.candidates_of(run_id))
+    proposed.push_back({candidate.agent, candidate.template_name, candidate.knob_point.dump()});
+  return proposed;
+}
+
+class OrchestratorTest : public ::testing::Test {
+ protected:
+  OrchestratorTest() : setup_(kProblem, SearchSetupOptions{}) {}
+
+  OptimizeSummary optimize(Workspace& workspace, const OptimizeOptions& options,
+                           LandscapeEvaluator& evaluator, std::optional<int64_t> resume = {}) {
+    Orchestrator orchestrator(setup_.target(setup_.problem().workloads), evaluator, workspace,
+                              options, progress_);
+    return resume ? orchestrator.resume(*resume) : orchestrator.run();
+  }
+
+  SearchSetup setup_;
+  SilentProgress progress_;
+};
+
+TEST_F(OrchestratorTest, SameSeedSameCandidateSequenceAndADifferentSeedDiffers) {
+  OptimizeOptions options;
+  options.budget = 40;
+  std::vector<std::vector<Proposed>> runs;
+  for (uint64_t seed : {7, 7, 8}) {
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    options.seed = seed;
+    const auto summary = optimize(workspace, options, evaluator);
+    runs.push_back(sequence(workspace.database(), summary.run_id));
+  }
+  ASSERT_EQ(runs[0].size(), 41u);  // the baseline and the budget
+  EXPECT_EQ(runs[0].front().agent, "baseline");
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_NE(runs[0], runs[2]);
+}
+
+TEST_F(OrchestratorTest, EveryPolicySpendsTheBudgetAndBeatsTheBaseline) {
+  for (const std::string& policy : policy_names()) {
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    OptimizeOptions options;
+    options.budget = 30;
+    options.policy = policy;
+    const auto summary = optimize(workspace, options, evaluator);
+    EXPECT_EQ(summary.evaluated, 30) << policy;
+    EXPECT_EQ(workspace.database().budget_of(summary.run_id).used, 31) << policy;
+    // 1 baseline + 30 candidates + (3 finalists + baseline) x 3 rounds + the winner's report.
+    EXPECT_EQ(evaluator.calls_, 1 + 30 + 4 * 3 + 1) << policy;
+    ASSERT_FALSE(summary.finalists.empty()) << policy;
+    ASSERT_TRUE(summary.speedup) << policy;
+    EXPECT_GT(summary.speedup->low, 3) << policy;  // landscape times are 1-3.5 ms, baseline 10
+    EXPECT_EQ(workspace.database().find_run(summary.run_id)->status, RunStatus::Finished);
+  }
+}
+
+TEST_F(OrchestratorTest, AgentsWithoutAKnobOfTheirRoleAreNotStartedAndTheOthersAllPropose) {
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator evaluator(setup_.problem());
+  OptimizeOptions options;
+  options.budget = 30;
+  const auto summary = optimize(workspace, options, evaluator);
+  EXPECT_EQ(summary.skipped_agents, std::vector<std::string>{"library"});
+  std::set<std::string> agents;
+  for (const Proposed& proposed : sequence(workspace.database(), summary.run_id))
+    agents.insert(proposed.agent);
+  EXPECT_EQ(agents, (std::set<std::string>{"baseline", "explore", "memory", "parallelism",
+                                           "compute", "fusion"}));
+}
+
+TEST_F(OrchestratorTest, BoardHoldsVerifiedConclusionsAndPlateauRedirects) {
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator evaluator(setup_.problem());
+  OptimizeOptions options;
+  options.budget = 48;
+  options.plateau = 2;
+  const auto summary = optimize(workspace, options, evaluator);
+  int conclusions = 0;
+  int redirects = 0;
+  for (const BoardEntry& entry : workspace.database().board_of(summary.run_id)) {
+    if (entry.kind == BoardKind::Conclusion) {
+      ++conclusions;
+      ASSERT_EQ(entry.evidence.size(), 2u) << entry.text;
+      EXPECT_NE(entry.text.find("(rmsnorm_f32, all "), std::string::npos) << entry.text;
+      EXPECT_NE(entry.text.find("made it faster by"), std::string::npos) << entry.text;
+      // The evidence: a parent and its child, the child faster beyond both intervals.
+      const auto parent = workspace.database().evaluation_of(entry.evidence[0]);
+      const auto child = workspace.database().evaluation_of(entry.evidence[1]);
+      ASSERT_TRUE(parent && child && parent->ci_low_ms && child->ci_high_ms);
+      EXPECT_GT(*parent->ci_low_ms, *child->ci_high_ms) << entry.text;
+      EXPECT_EQ(workspace.database().find_candidate(entry.evidence[1])->parent_id,
+                entry.evidence[0]);
+    } else {
+      ++redirects;
+      EXPECT_NE(entry.text.find("plateaued"), std::string::npos) << entry.text;
+    }
+  }
+  EXPECT_GT(conclusions, 0);
+  EXPECT_GT(redirects, 0);
+}
+
+TEST_F(OrchestratorTest, ACrashedRunResumesToTheSameCandidatesWithoutMeasuringAnyTwice) {
+  OptimizeOptions options;
+  options.budget = 36;
+  options.build_ahead = 1;
+  TempDir straight_dir;
+  Workspace straight(straight_dir.path());
+  LandscapeEvaluator straight_evaluator(setup_.problem());
+  const auto straight_summary = optimize(straight, options, straight_evaluator);
+
+  TempDir dir;
+  int64_t run_id = 0;
+  {
+    Workspace workspace(dir.path());
+    LandscapeEvaluator crashing(setup_.problem());
+    crashing.crash_after_ = 17;
+    EXPECT_THROW(optimize(workspace, options, crashing), std::runtime_error);
+    run_id = workspace.database().list_runs().back().id;
+    EXPECT_EQ(workspace.database().budget_of(run_id).used, 17);
+    EXPECT_EQ(workspace.database().find_run(run_id)->status, RunStatus::Running);
+  }
+  Workspace workspace(dir.path());
+  LandscapeEvaluator resumed(setup_.problem());
+  OptimizeOptions ignored;  // a resume takes the stored options
+  ignored.budget = 5;
+  const auto summary = optimize(workspace, ignored, resumed, run_id);
+  EXPECT_EQ(summary.evaluated, 36);
+  EXPECT_EQ(resumed.calls_, (37 - 17) + 4 * 3 + 1);
+  EXPECT_EQ(sequence(workspace.database(), run_id),
+            sequence(straight.database(), straight_summary.run_id));
+  EXPECT_TRUE(workspace.database().unevaluated_candidates(run_id).empty());
+  ASSERT_FALSE(summary.finalists.empty());
+  EXPECT_EQ(summary.finalists.front().label, straight_summary.finalists.front().label);
+}
+
+TEST_F(OrchestratorTest, ResumeRefusesAFinishedRunAndAnUnknownOne) {
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator evaluator(setup_.problem());
+  OptimizeOptions options;
+  options.budget = 4;
+  const auto summary = optimize(workspace, options, evaluator);
+  EXPECT_THROW(optimize(workspace, options, evaluator, summary.run_id), InputError);
+  EXPECT_THROW(optimize(workspace, options, evaluator, summary.run_id + 100), InputError);
+}
+
+}  // namespace
+}  // namespace kernelarc
