@@ -73,9 +73,19 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
     const auto points = representative_points(*match.bound, flags.random_points, flags.seed).points;
     int passed_all = 0;
     std::vector<std::string> failed;
-    for (const KnobPoint& point : points) {
+    for (std::size_t index = 0; index < points.size(); ++index) {
+      const KnobPoint& point = points[index];
       const auto traces = fast.guard().evaluate(
           problem, match.bound->instantiate(point, flags.extra_files), workloads);
+      // A line per point as it finishes, so a sweep cut short still shows what it measured.
+      std::vector<std::string> medians;
+      for (const Trace& trace : traces)
+        medians.push_back(trace.status == EvalStatus::Passed && trace.latency_ms
+                              ? fmt::format("{:.4f}", trace.latency_ms->median)
+                              : std::string(status_name(trace.status)));
+      std::cout << fmt::format("  {} point {}/{} {}: {}\n", match.kernel->name, index + 1,
+                               points.size(), format_knob_point(point), fmt::join(medians, " "))
+                << std::flush;
       bool all = true;
       for (const Trace& trace : traces) {
         if (trace.status != EvalStatus::Passed || !trace.latency_ms) {

@@ -62,6 +62,12 @@ Measurement measurement_of(const std::vector<Trace>& traces) {
       return measurement;
     }
     measurement.times[uuid_of(trace)] = time_of(trace, *trace.latency_ms);
+    if (!trace.extra.is_object() || !trace.extra.contains("kernels")) continue;
+    for (const auto& kernel : trace.extra["kernels"]) {
+      if (!kernel.contains("theoretical_occupancy")) continue;
+      const double fraction = kernel["theoretical_occupancy"].value("fraction", 1.0);
+      measurement.occupancy = std::min(measurement.occupancy.value_or(fraction), fraction);
+    }
   }
   return measurement;
 }
@@ -74,6 +80,7 @@ Measurement pooled_measurement(const std::vector<std::vector<Trace>>& rounds) {
   for (const auto& traces : rounds) {
     const Measurement round = measurement_of(traces);
     if (!round.passed) return round;
+    measurement.occupancy = round.occupancy;
     for (const Trace& trace : traces) {
       auto& pool = samples[uuid_of(trace)];
       pool.insert(pool.end(), trace.samples_ms.begin(), trace.samples_ms.end());
@@ -97,7 +104,8 @@ nlohmann::json measurement_to_json(const Measurement& measurement) {
   return {{"passed", measurement.passed},
           {"status", measurement.status},
           {"log", measurement.log},
-          {"times", times}};
+          {"times", times},
+          {"occupancy", optional_json(measurement.occupancy)}};
 }
 
 Measurement measurement_from_json(const nlohmann::json& json, const std::string& where) {
@@ -106,6 +114,7 @@ Measurement measurement_from_json(const nlohmann::json& json, const std::string&
     measurement.passed = json.at("passed").get<bool>();
     measurement.status = json.at("status").get<std::string>();
     measurement.log = json.at("log").get<std::string>();
+    measurement.occupancy = optional_number(json, "occupancy");
     for (const auto& [uuid, time] : json.at("times").items())
       measurement.times[uuid] = {
           time.at("median_ms").get<double>(),  time.at("ci_low_ms").get<double>(),

@@ -29,6 +29,8 @@ struct Measurement {
   std::string status = "PASSED";              ///< the first failing trace's status when !passed
   std::string log;                            ///< and its log
   std::map<std::string, WorkloadTime> times;  ///< by workload uuid; every workload when passed
+  /// The lowest theoretical occupancy of the kernels it launched (GPU), for MAP-Elites cells.
+  std::optional<double> occupancy;
 };
 
 /// Passed only when every trace passed with a timing.

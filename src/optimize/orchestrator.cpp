@@ -304,6 +304,9 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     result.noise = fitness.noise;
     const auto index = std::distance(state.bound.begin(), state.bound.find(template_name));
     result.features = {{"template", index}};
+    if (measurement.occupancy)
+      result.features["occupancy_quartile"] =
+          std::min<int64_t>(3, static_cast<int64_t>(*measurement.occupancy * 4));
     if (const auto fraction = sol_fraction(measurement))
       result.features["sol_quartile"] = std::min<int64_t>(3, static_cast<int64_t>(*fraction * 4));
     return result;
