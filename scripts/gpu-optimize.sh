@@ -5,14 +5,7 @@
 # OPTIMIZE_ARGS for more flags, e.g. "--workloads largest")
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${BUILD:-build-gpu}
-out=${OUT:-gpu-results}
-workspace=$build/workspace
-mkdir -p "$out"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.txt" 2>&1 &&
-  cmake --build "$build" -j"$(nproc)" > "$out/build.txt" 2>&1 || { tail -40 "$out/build.txt"; exit 1; }
-[ -d "$workspace/calibration" ] ||
-  "$build/kernelarc" calibrate --device cuda:0 --workspace "$workspace" > "$out/calibrate.txt" 2>&1
+source scripts/gpu-build.sh
 files=()
 [ -f "$workspace/ka_cublaslt_table.h" ] && files=(--file "ka_cublaslt_table.h=$workspace/ka_cublaslt_table.h")
 for problem in "$@"; do

@@ -13,14 +13,7 @@
 # templates take ~30-60 s to compile per point, so the full test set may not fit one call).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${BUILD:-build-gpu}
-out=${OUT:-gpu-results}
-workspace=$build/workspace
-mkdir -p "$out"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.txt" 2>&1 &&
-  cmake --build "$build" -j"$(nproc)" > "$out/build.txt" 2>&1 || { tail -40 "$out/build.txt"; exit 1; }
-[ -d "$workspace/calibration" ] ||
-  "$build/kernelarc" calibrate --device cuda:0 --workspace "$workspace" > "$out/calibrate.txt" 2>&1
+source scripts/gpu-build.sh
 stage=${1:-tests}
 shift || true
 case "$stage" in
