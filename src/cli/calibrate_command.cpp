@@ -21,7 +21,8 @@ int run_calibrate(const std::string& device, const std::string& workspace) {
 
   std::cout << fmt::format("device {}: {}\n", calibration.device, calibration.description);
   TextTable table({"measure", "value"});
-  table.add_row({"copy bandwidth (read+write)", fmt::format("{:.1f} GB/s", calibration.copy_bandwidth_gbs)});
+  table.add_row(
+      {"copy bandwidth (read+write)", fmt::format("{:.1f} GB/s", calibration.copy_bandwidth_gbs)});
   table.add_row({"fp32 FMA", fmt::format("{:.2f} TFLOP/s", calibration.fp32_fma_tflops)});
   for (const auto& [dtype, tflops] : calibration.tensor_tflops) {
     table.add_row({"tensor core " + dtype, fmt::format("{:.1f} TFLOP/s", tflops)});
@@ -31,7 +32,8 @@ int run_calibrate(const std::string& device, const std::string& workspace) {
     table.add_row({"L2", fmt::format("{:.1f} MiB", calibration.l2_bytes / 1048576.0)});
   }
   if (calibration.llc_bytes > 0) {
-    table.add_row({"last-level cache", fmt::format("{:.1f} MiB", calibration.llc_bytes / 1048576.0)});
+    table.add_row(
+        {"last-level cache", fmt::format("{:.1f} MiB", calibration.llc_bytes / 1048576.0)});
   }
   if (calibration.cores > 0) table.add_row({"cores", std::to_string(calibration.cores)});
   for (const auto& [key, value] : calibration.environment) table.add_row({key, value});
@@ -47,7 +49,8 @@ CommandRunner add_calibrate_command(CLI::App& app) {
   auto workspace = std::make_shared<std::string>(".kernelarc");
   auto* cmd = app.add_subcommand("calibrate", "measure the device's bandwidth and peak rates");
   cmd->add_option("--device", *device, "cpu or cuda:N")->capture_default_str();
-  cmd->add_option("--workspace", *workspace, "where the calibration is stored")->capture_default_str();
+  cmd->add_option("--workspace", *workspace, "where the calibration is stored")
+      ->capture_default_str();
   return [device, workspace] { return run_calibrate(*device, *workspace); };
 }
 

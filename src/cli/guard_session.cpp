@@ -22,14 +22,6 @@ std::vector<std::string> split_flags(const std::string& text) {
   return parts;
 }
 
-std::string axes_text(const Workload& workload) {
-  std::string text;
-  for (const auto& [name, value] : workload.axes) {
-    text += (text.empty() ? "" : " ") + fmt::format("{}={}", name, value);
-  }
-  return text;
-}
-
 std::string format_ms(const std::optional<double>& ms) {
   return ms ? fmt::format("{:.4f}", *ms) : "-";
 }
@@ -46,7 +38,7 @@ void print_traces(const Problem& problem, const std::vector<Trace>& traces, std:
       if (candidate.uuid == uuid) workload = &candidate;
     }
     std::vector<std::string> row{
-        uuid.substr(0, 12), axes_text(*workload), std::string(status_name(trace.status)),
+        uuid.substr(0, 12), format_axes(workload->axes), std::string(status_name(trace.status)),
         trace.correctness ? fmt::format("{:.2e}", trace.correctness->max_absolute_error) : "-"};
     if (trace.status == EvalStatus::Passed && trace.latency_ms) {
       const auto& latency = *trace.latency_ms;

@@ -121,20 +121,15 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
     return;
   }
   TextTable finals({"rank", "candidate", "agent", "solution", "speedup", "geomean_ms"});
-  auto geomean_ms = [](const Measurement& measurement) {
-    double log_sum = 0;
-    for (const auto& [uuid, time] : measurement.times) log_sum += std::log(time.median_ms);
-    return std::exp(log_sum / static_cast<double>(measurement.times.size()));
-  };
   if (summary.baseline)
     finals.add_row({"-", std::to_string(summary.baseline->candidate_id), "baseline",
                     summary.baseline->label, "1.00x",
-                    fmt::format("{:.4f}", geomean_ms(summary.baseline->measurement))});
+                    fmt::format("{:.4f}", geometric_mean_ms(summary.baseline->measurement))});
   for (std::size_t i = 0; i < summary.finalists.size(); ++i) {
     const Finalist& finalist = summary.finalists[i];
     finals.add_row({std::to_string(i + 1), std::to_string(finalist.candidate_id), finalist.agent,
                     finalist.label, fmt::format("{:.2f}x", finalist.fitness),
-                    fmt::format("{:.4f}", geomean_ms(finalist.measurement))});
+                    fmt::format("{:.4f}", geometric_mean_ms(finalist.measurement))});
   }
   out << "re-measured side by side, interleaved (speedup: geometric mean over workloads):\n";
   finals.print(out);
@@ -146,9 +141,6 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
     const auto time = winner.measurement.times.find(workload.uuid);
     if (time == winner.measurement.times.end()) continue;
     const WorkloadTime& t = time->second;
-    std::string axes;
-    for (const auto& [name, value] : workload.axes)
-      axes += fmt::format("{}{}={}", axes.empty() ? "" : " ", name, value);
     std::optional<double> baseline_ms;
     if (summary.baseline)
       if (const auto b = summary.baseline->measurement.times.find(workload.uuid);
@@ -160,7 +152,7 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
     std::string score = "-";
     if (torch_ms && t.sol_ms && *torch_ms > *t.sol_ms)
       score = fmt::format("{:.3f}", 1 / (1 + (t.median_ms - *t.sol_ms) / (*torch_ms - *t.sol_ms)));
-    table.add_row({axes, ms(baseline_ms), fmt::format("{:.4f}", t.median_ms),
+    table.add_row({format_axes(workload.axes), ms(baseline_ms), fmt::format("{:.4f}", t.median_ms),
                    fmt::format("{:.4f}-{:.4f}", t.ci_low_ms, t.ci_high_ms), ms(t.eager_ms),
                    ms(t.compiled_ms), ms(t.sol_ms), score});
   }

@@ -12,6 +12,7 @@
 #include "cli/table.h"
 #include "core/error.h"
 #include "store/workspace.h"
+#include "synth/knob_point.h"
 
 namespace kernelarc {
 
@@ -92,10 +93,7 @@ int run_show(const RunsFlags& flags) {
   }
   std::cout << "\ntrees (candidate, outcome, template and point; children indented)\n";
   std::function<void(const Candidate&, int)> print = [&](const Candidate& candidate, int depth) {
-    std::string point;
-    for (const auto& [name, value] : candidate.knob_point.items())
-      point += fmt::format("{}{}={}", point.empty() ? "" : ",", name,
-                           value.is_string() ? value.get<std::string>() : value.dump());
+    const std::string point = format_knob_point(knob_point_from_json(candidate.knob_point));
     std::cout << fmt::format(
         "  {}#{} {} {} {}{}\n", std::string(2 * depth, ' '), candidate.id,
         outcome(evaluations[candidate.id], reference), candidate.template_name, point,

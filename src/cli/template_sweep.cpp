@@ -22,13 +22,6 @@ struct Best {
   const BoundTemplate* bound = nullptr;
 };
 
-std::string axes_text(const AxisValues& axes) {
-  std::string text;
-  for (const auto& [name, value] : axes)
-    text += fmt::format("{}{}={}", text.empty() ? "" : " ", name, value);
-  return text;
-}
-
 std::string ms(const std::optional<double>& value) {
   return value ? fmt::format("{:.4f}", *value) : "-";
 }
@@ -117,7 +110,7 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
     const auto found = best.find(workload.uuid);
     if (found == best.end()) {
       complete = false;
-      table.add_row({axes_text(axes), "none passed"});
+      table.add_row({format_axes(axes), "none passed"});
       continue;
     }
     const Best& winner = found->second;
@@ -128,14 +121,14 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
     const Trace& trace = traces.front();
     if (trace.status != EvalStatus::Passed || !trace.latency_ms) {
       complete = false;
-      table.add_row({axes_text(axes), winner.template_name, format_knob_point(winner.point),
+      table.add_row({format_axes(axes), winner.template_name, format_knob_point(winner.point),
                      std::string(status_name(trace.status))});
       continue;
     }
     const auto& latency = *trace.latency_ms;
     const auto baseline = trace.baseline_ms();
     std::vector<std::string> row{
-        axes_text(axes),
+        format_axes(axes),
         winner.template_name,
         format_knob_point(winner.point),
         fmt::format("{:.4f}", latency.median),

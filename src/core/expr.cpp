@@ -424,4 +424,11 @@ bool is_identifier(std::string_view text) {
   });
 }
 
+std::string format_axes(const AxisValues& axes) {
+  std::string text;
+  for (const auto& [name, value] : axes)
+    text += (text.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  return text;
+}
+
 }  // namespace kernelarc

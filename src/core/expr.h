@@ -25,6 +25,9 @@ class ExprError : public std::runtime_error {
 };
 
 int64_t evaluate_expr(std::string_view expression, const AxisValues& variables);
+
+/// "batch_size=1025 hidden_size=4096": axis values as tables and messages show them.
+std::string format_axes(const AxisValues& axes);
 /// True for [A-Za-z_][A-Za-z0-9_]*: the names of axes, knobs and enum labels.
 bool is_identifier(std::string_view text);
 

@@ -49,6 +49,15 @@ Agent::Agent(std::string name, const Strategy& strategy, std::vector<std::string
       policy_(make_policy(options_.policy, policy_options(name_, strategy, templates_, spaces_))),
       operator_(templates_, spaces_, restart_options(name_)) {}
 
+Proposal Agent::start_at(const std::string& template_name, KnobPoint point) const {
+  Proposal proposal;
+  proposal.agent = name_;
+  proposal.template_name = template_name;
+  proposal.point = std::move(point);
+  proposal.operation = Operation::Seed;
+  return proposal;
+}
+
 std::optional<Proposal> Agent::seed_proposal() const {
   for (const std::string& name : templates_) {
     const ConstrainedSpace* space = spaces_(name);
@@ -59,12 +68,7 @@ std::optional<Proposal> Agent::seed_proposal() const {
       point = std::move(first.front());
     }
     if (tree_.contains(name, point)) continue;
-    Proposal proposal;
-    proposal.agent = name_;
-    proposal.template_name = name;
-    proposal.point = std::move(point);
-    proposal.operation = Operation::Seed;
-    return proposal;
+    return start_at(name, std::move(point));
   }
   return std::nullopt;
 }
@@ -123,13 +127,8 @@ std::optional<AgentProposal> Agent::draft_from_board(const SharedView& view) {
       ++applied;
     }
     if (applied == 0 || tree_.contains(name, point)) continue;
-    Proposal proposal;
-    proposal.agent = name_;
-    proposal.template_name = name;
-    proposal.point = std::move(point);
-    proposal.operation = Operation::Seed;
     return AgentProposal{
-        std::move(proposal),
+        start_at(name, std::move(point)),
         fmt::format("{} plateaued; drafted a new start from {} board conclusion(s) on {} applied "
                     "together to its best",
                     name_, applied, name),
@@ -144,13 +143,8 @@ std::optional<AgentProposal> Agent::draft_from_other(const SharedView& view) {
     if (std::find(templates_.begin(), templates_.end(), other.template_name) == templates_.end())
       continue;
     if (tree_.contains(other.template_name, other.point)) continue;
-    Proposal proposal;
-    proposal.agent = name_;
-    proposal.template_name = other.template_name;
-    proposal.point = other.point;
-    proposal.operation = Operation::Seed;
     return AgentProposal{
-        std::move(proposal),
+        start_at(other.template_name, other.point),
         fmt::format("{} plateaued; took {}'s best (candidate {}, {} {}) as a new start for its "
                     "own knobs",
                     name_, other.agent, other.candidate_id, other.template_name,
@@ -179,9 +173,8 @@ bool Agent::record(int node, const CandidateResult& result) {
   policy_->observe(tree_, node);
   bool improved = false;
   if (result.passed) {
-    const double threshold =
-        best_fitness_ * (1 + std::max({options_.min_gain, result.noise, best_noise_}));
-    improved = !best_ || *result.fitness > threshold;
+    improved = !best_ || improves_beyond_noise(*result.fitness, result.noise, best_fitness_,
+                                               best_noise_, options_.min_gain);
     if (improved) {
       best_ = node;
       best_fitness_ = *result.fitness;

@@ -55,8 +55,6 @@ class Agent {
   bool record(int node, const CandidateResult& result);
 
   std::optional<int> best() const { return best_; }
-  int since_improvement() const { return since_improvement_; }
-  int drafts() const { return drafts_; }
   /// What `kernelarc show` prints of the agent, saved as its state.
   nlohmann::json summary() const;
 
@@ -66,6 +64,8 @@ class Agent {
   std::optional<AgentProposal> draft_from_other(const SharedView& view);
   std::optional<AgentProposal> draft_restart();
   std::optional<Proposal> seed_proposal() const;
+  /// A new root of the agent's tree at a given point (a seed or a drafted start).
+  Proposal start_at(const std::string& template_name, KnobPoint point) const;
 
   std::string name_;
   const Strategy* strategy_;

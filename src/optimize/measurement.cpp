@@ -1,5 +1,6 @@
 #include "optimize/measurement.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -124,6 +125,24 @@ Measurement measurement_from_json(const nlohmann::json& json, const std::string&
   } catch (const nlohmann::json::exception& error) {
     throw InputError(fmt::format("{}: not a stored measurement: {}", where, error.what()));
   }
+}
+
+std::map<std::string, double> reference_times(const Measurement& measurement) {
+  std::map<std::string, double> reference;
+  for (const auto& [uuid, time] : measurement.times) reference[uuid] = time.median_ms;
+  return reference;
+}
+
+double geometric_mean_ms(const Measurement& measurement, double WorkloadTime::*field) {
+  if (measurement.times.empty()) return 0;
+  std::vector<double> values;
+  for (const auto& [uuid, time] : measurement.times) values.push_back(time.*field);
+  return geometric_mean(values);
+}
+
+bool improves_beyond_noise(double fitness, double noise, double best, double best_noise,
+                           double min_gain) {
+  return fitness > best * (1 + std::max({min_gain, noise, best_noise}));
 }
 
 Fitness fitness_of(const Measurement& measurement,

@@ -48,6 +48,19 @@ struct Fitness {
   double noise = 0;  ///< geometric mean of the relative half-widths of the intervals
 };
 
+/// The measurement's medians by workload: the reference that fitness compares against.
+std::map<std::string, double> reference_times(const Measurement& measurement);
+
+/// The geometric mean over workloads of one field of the times (the median by default); 0 for
+/// a measurement without times.
+double geometric_mean_ms(const Measurement& measurement,
+                         double WorkloadTime::*field = &WorkloadTime::median_ms);
+
+/// Whether `fitness` beats `best` by more than the larger relative noise of the two and
+/// `min_gain`: the rule for replacing an incumbent or an agent's best.
+bool improves_beyond_noise(double fitness, double noise, double best, double best_noise,
+                           double min_gain);
+
 /// InputError when a workload of the measurement has no reference time.
 Fitness fitness_of(const Measurement& measurement,
                    const std::map<std::string, double>& reference_ms);

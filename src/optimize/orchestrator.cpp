@@ -25,26 +25,6 @@ std::string point_key(const std::string& template_name, const KnobPoint& point) 
   return template_name + "|" + format_knob_point(point);
 }
 
-nlohmann::json point_json(const KnobPoint& point) {
-  nlohmann::json json = nlohmann::json::object();
-  for (const auto& [name, value] : point) std::visit([&](const auto& v) { json[name] = v; }, value);
-  return json;
-}
-
-KnobPoint point_from_json(const nlohmann::json& json) {
-  KnobPoint point;
-  for (const auto& [name, value] : json.items())
-    point[name] =
-        value.is_string() ? KnobValue(value.get<std::string>()) : KnobValue(value.get<int64_t>());
-  return point;
-}
-
-double geometric_mean_of(const Measurement& measurement, double WorkloadTime::*field) {
-  double log_sum = 0;
-  for (const auto& [uuid, time] : measurement.times) log_sum += std::log(time.*field);
-  return std::exp(log_sum / static_cast<double>(measurement.times.size()));
-}
-
 /// The definition's content: a resumed run must optimize the same computation.
 std::string problem_hash(const Problem& problem) {
   return content_hash(problem.definition.raw.dump());
@@ -244,7 +224,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     const int64_t seq = state.next_seq++;
     if (seq < static_cast<int64_t>(state.stored.size())) {
       const Candidate& stored = state.stored[seq];
-      const KnobPoint stored_point = point_from_json(stored.knob_point);
+      const KnobPoint stored_point = knob_point_from_json(stored.knob_point);
       if (stored.agent != agent || stored.template_name != template_name || stored_point != point)
         throw InputError(fmt::format(
             "--resume: run {} diverged at candidate {}: stored {} {} {}, now {} {} {} (did the "
@@ -259,7 +239,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     candidate.inspired_by = std::move(inspired);
     candidate.solution_key = objects.put(solution_to_json(solution).dump());
     candidate.template_name = template_name;
-    candidate.knob_point = point_json(point);
+    candidate.knob_point = knob_point_to_json(point);
     return db.add_candidate(run_id, candidate);
   };
 
@@ -282,9 +262,9 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     evaluation.status = measurement.status;
     evaluation.traces_key = objects.put(blob.dump());
     if (measurement.passed) {
-      evaluation.median_ms = geometric_mean_of(measurement, &WorkloadTime::median_ms);
-      evaluation.ci_low_ms = geometric_mean_of(measurement, &WorkloadTime::ci_low_ms);
-      evaluation.ci_high_ms = geometric_mean_of(measurement, &WorkloadTime::ci_high_ms);
+      evaluation.median_ms = geometric_mean_ms(measurement);
+      evaluation.ci_low_ms = geometric_mean_ms(measurement, &WorkloadTime::ci_low_ms);
+      evaluation.ci_high_ms = geometric_mean_ms(measurement, &WorkloadTime::ci_high_ms);
       evaluation.sol_score = sol_fraction(measurement);
     }
     db.record_evaluation(candidate_id, evaluation);
@@ -294,10 +274,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   auto result_of = [&](const Measurement& measurement, const std::string& template_name) {
     CandidateResult result;
     if (!measurement.passed) return result;
-    if (!state.reference) {
-      state.reference.emplace();
-      for (const auto& [uuid, time] : measurement.times) (*state.reference)[uuid] = time.median_ms;
-    }
+    if (!state.reference) state.reference = reference_times(measurement);
     const Fitness fitness = fitness_of(measurement, *state.reference);
     result.passed = true;
     result.fitness = fitness.value;
@@ -360,8 +337,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     state.baseline_candidate = id;
     if (measurement.passed) {
       state.baseline = measurement;
-      state.reference.emplace();
-      for (const auto& [uuid, time] : measurement.times) (*state.reference)[uuid] = time.median_ms;
+      state.reference = reference_times(measurement);
     } else {
       progress_->message(
           fmt::format("baseline {} failed ({}: {}); speedups are relative to the "
@@ -445,10 +421,9 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     bool new_incumbent = false;
     double gain = 0;
     if (result.passed) {
-      const double threshold =
-          state.incumbent_fitness *
-          (1 + std::max({options_.min_gain, result.noise, state.incumbent_noise}));
-      if (!state.incumbent || *result.fitness > threshold) {
+      if (!state.incumbent ||
+          improves_beyond_noise(*result.fitness, result.noise, state.incumbent_fitness,
+                                state.incumbent_noise, options_.min_gain)) {
         gain = state.incumbent ? *result.fitness / state.incumbent_fitness - 1 : 0;
         state.incumbent = pending.candidate_id;
         state.incumbent_fitness = *result.fitness;
@@ -584,8 +559,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     baseline.measurement = pooled_measurement(rounds.front());
     baseline.traces = rounds.front().back();
     if (baseline.measurement.passed) {
-      reference.clear();
-      for (const auto& [uuid, time] : baseline.measurement.times) reference[uuid] = time.median_ms;
+      reference = reference_times(baseline.measurement);
       baseline.fitness = 1;
       summary.baseline = baseline;
     }

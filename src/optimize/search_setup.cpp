@@ -19,12 +19,6 @@ std::optional<std::filesystem::path> baseline_dir(const std::filesystem::path& p
   return std::nullopt;
 }
 
-std::string axes_text(const AxisValues& axes) {
-  std::vector<std::string> parts;
-  for (const auto& [name, value] : axes) parts.push_back(fmt::format("{}={}", name, value));
-  return fmt::format("{}", fmt::join(parts, " "));
-}
-
 }  // namespace
 
 SearchSetup::SearchSetup(const std::filesystem::path& problem_dir, SearchSetupOptions options)
@@ -61,7 +55,7 @@ OptimizeTarget SearchSetup::target(const std::vector<Workload>& workloads) const
     target.workload_class = fmt::format("all {} workloads", workloads.size());
   } else {
     std::vector<std::string> parts;
-    for (const Workload& workload : workloads) parts.push_back(axes_text(workload.axes));
+    for (const Workload& workload : workloads) parts.push_back(format_axes(workload.axes));
     target.workload_class = fmt::format("{}", fmt::join(parts, "; "));
   }
   if (!workloads.empty()) target.largest_workload = largest_workload(workloads).uuid;

@@ -54,4 +54,24 @@ KnobPoint parse_knob_point(std::string_view text) {
   return point;
 }
 
+nlohmann::json knob_point_to_json(const KnobPoint& point) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const auto& [name, value] : point) std::visit([&](const auto& v) { json[name] = v; }, value);
+  return json;
+}
+
+KnobPoint knob_point_from_json(const nlohmann::json& json) {
+  KnobPoint point;
+  for (const auto& [name, value] : json.items()) {
+    if (value.is_string())
+      point[name] = value.get<std::string>();
+    else if (value.is_number_integer())
+      point[name] = value.get<int64_t>();
+    else
+      throw InputError("knob point " + json.dump() + ": knob " + name +
+                       " is neither an integer nor a label");
+  }
+  return point;
+}
+
 }  // namespace kernelarc

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "synth/knob.h"
 
 namespace kernelarc {
@@ -19,5 +21,11 @@ std::string format_knob_point(const KnobPoint& point);
 /// entry, a duplicate knob, or a name/label that is not an identifier. Does not check a domain
 /// (KnobSpace::parse_point does).
 KnobPoint parse_knob_point(std::string_view text);
+
+/// {"BM": 128, "LAYOUT": "row"}: integers as numbers, labels as strings (as the store keeps it).
+nlohmann::json knob_point_to_json(const KnobPoint& point);
+/// The inverse of knob_point_to_json; InputError for a value that is neither an integer nor a
+/// string.
+KnobPoint knob_point_from_json(const nlohmann::json& json);
 
 }  // namespace kernelarc

@@ -21,6 +21,11 @@ std::string error_of(std::string_view text, const AxisValues& vars = {}) {
   return "no error";
 }
 
+TEST(Expr, FormatAxesListsNameEqualsValueInNameOrder) {
+  EXPECT_EQ(format_axes({{"seq_len", 205}, {"batch_size", 5}}), "batch_size=5 seq_len=205");
+  EXPECT_EQ(format_axes({}), "");
+}
+
 TEST(Expr, PrecedenceAndAssociativity) {
   EXPECT_EQ(eval("1 + 2 * 3"), 7);
   EXPECT_EQ(eval("(1 + 2) * 3"), 9);

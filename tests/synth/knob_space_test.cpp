@@ -41,6 +41,14 @@ std::set<std::string> all_valid(const ConstrainedSpace& space) {
   return texts;
 }
 
+TEST(KnobPointJson, RoundTripsIntegersAndLabels) {
+  const KnobPoint point = parse_knob_point("BM=128,LAYOUT=row,UNROLL=-2");
+  const auto json = knob_point_to_json(point);
+  EXPECT_EQ(json.dump(), R"({"BM":128,"LAYOUT":"row","UNROLL":-2})");
+  EXPECT_EQ(knob_point_from_json(json), point);
+  EXPECT_THROW(knob_point_from_json(nlohmann::json{{"BM", 1.5}}), InputError);
+}
+
 TEST(KnobDomain, ValuesOfEachType) {
   EXPECT_EQ(domain(Knob::int_range("k", 1, 10, 3)), ints({1, 4, 7, 10}));
   EXPECT_EQ(domain(Knob::int_range("k", 1, 9, 3)), ints({1, 4, 7}));
