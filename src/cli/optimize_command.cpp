@@ -39,6 +39,7 @@ struct OptimizeFlags {
   int build_ahead = -1;
   int final_candidates = 3;
   int final_rounds = 3;
+  int search_trials = 3;
   double wall_time_s = 0;
   std::string out;
   std::string baseline;
@@ -48,17 +49,20 @@ struct OptimizeFlags {
   GuardFlags guard;
 };
 
-nlohmann::json guard_config(const GuardFlags& flags) {
-  return {{"device", flags.device},     {"trials", flags.trials},
-          {"warmup", flags.warmup},     {"iterations", flags.iterations},
-          {"budget_s", flags.budget_s}, {"timeout_ms", flags.timeout_ms},
-          {"seed", flags.seed},         {"cflags", flags.cflags}};
+nlohmann::json guard_config(const GuardFlags& flags, int search_trials) {
+  return {{"device", flags.device},       {"trials", flags.trials},
+          {"search_trials", search_trials}, {"warmup", flags.warmup},
+          {"iterations", flags.iterations}, {"budget_s", flags.budget_s},
+          {"timeout_ms", flags.timeout_ms}, {"seed", flags.seed},
+          {"cflags", flags.cflags}};
 }
 
-void apply_guard_config(const nlohmann::json& json, GuardFlags& flags, int64_t run_id) {
+void apply_guard_config(const nlohmann::json& json, GuardFlags& flags, int& search_trials,
+                        int64_t run_id) {
   try {
     flags.device = json.at("device").get<std::string>();
     flags.trials = json.at("trials").get<int>();
+    search_trials = json.value("search_trials", flags.trials);
     flags.warmup = json.at("warmup").get<int>();
     flags.iterations = json.at("iterations").get<int>();
     flags.budget_s = json.at("budget_s").get<double>();
@@ -190,7 +194,7 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
     const Problem problem = load_problem(flags.problem_dir);
     resumed = run_to_resume(workspace.database(), flags.resume, problem.definition.name);
     apply_guard_config(resumed->config.value("guard", nlohmann::json::object()), flags.guard,
-                       resumed->id);
+                       flags.search_trials, resumed->id);
     workload_ids = resumed->config.value("workloads", std::vector<std::string>{});
     flags.baseline = resumed->config.value("baseline", std::string());
   }
@@ -203,20 +207,24 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
   setup_options.baseline = flags.baseline;
   const SearchSetup setup(flags.problem_dir, setup_options);
 
+  // The search screens candidates with fewer correctness draws; the finalists' re-measurement
+  // runs every draw, so the reported winner has passed the full guard.
+  flags.search_trials = std::min(flags.search_trials, flags.guard.trials);
   GuardFlags search_flags = flags.guard;
   search_flags.no_baseline = true;
   search_flags.json_path.clear();
+  search_flags.trials = flags.search_trials;
   GuardSession search(search_flags);
-  GuardSession report(flags.guard);
+  GuardSession final_guard(flags.guard);
   const auto workloads = search.select_workloads(setup.problem());
   OptimizeTarget target = setup.target(workloads);
   std::vector<std::string> uuids;
   for (const Workload& workload : workloads) uuids.push_back(workload.uuid);
   target.run_config = {
-      {"guard", guard_config(flags.guard)},
+      {"guard", guard_config(flags.guard, flags.search_trials)},
       {"workloads", flags.guard.workloads.empty() ? std::vector<std::string>{} : uuids},
       {"baseline", flags.baseline}};
-  GuardEvaluator evaluator(search.guard(), report.guard(), setup.problem(), workloads,
+  GuardEvaluator evaluator(search.guard(), final_guard.guard(), setup.problem(), workloads,
                            flags.guard.device);
 
   OptimizeOptions options;
@@ -242,9 +250,11 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
 
   const bool terminal = !flags.plain && isatty(STDOUT_FILENO);
   auto progress = make_progress(std::cout, terminal);
-  std::cout << fmt::format("optimizing {} on {} ({}), {} template(s)\n",
-                           setup.problem().definition.name, flags.guard.device,
-                           target.workload_class, target.templates.size());
+  std::cout << fmt::format(
+      "optimizing {} on {} ({}), {} template(s); {} correctness draws per workload while "
+      "searching, {} for the finalists\n",
+      setup.problem().definition.name, flags.guard.device, target.workload_class,
+      target.templates.size(), flags.search_trials, flags.guard.trials);
   Orchestrator orchestrator(target, evaluator, workspace, options, *progress);
   const OptimizeSummary summary = resumed ? orchestrator.resume(resumed->id) : orchestrator.run();
   print_summary(summary, setup.problem(), std::cout);
@@ -295,6 +305,11 @@ CommandRunner add_optimize_command(CLI::App& app) {
   cmd->add_option("--final-rounds", flags->final_rounds, "interleaved rounds of that")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  cmd->add_option("--search-trials", flags->search_trials,
+                  "correctness draws per workload while searching (at most --trials); the "
+                  "finalists' re-measurement runs all --trials")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--wall-time", flags->wall_time_s, "stop proposing after this many seconds");
   cmd->add_option("--out", flags->out, "where the winner goes (default WORKSPACE/runs/ID)");
   cmd->add_option("--baseline", flags->baseline,

@@ -22,7 +22,10 @@ std::string best_text(const ProgressView& view) {
   std::string text = "best " + times(view.best_fitness);
   if (view.best_median_ms)
     text += fmt::format(", {:.4f} ms on the largest workload", *view.best_median_ms);
-  if (view.best_sol_fraction) text += fmt::format(", {:.2f} of SOL", *view.best_sol_fraction);
+  if (view.best_largest_sol_fraction)
+    text += fmt::format(" ({:.2f} of SOL)", *view.best_largest_sol_fraction);
+  if (view.best_sol_fraction)
+    text += fmt::format(", SOL score {:.2f} over all workloads", *view.best_sol_fraction);
   return text;
 }
 
@@ -31,9 +34,13 @@ class LineProgress : public ProgressSink {
   explicit LineProgress(std::ostream& out) : out_(out) {}
 
   void candidate(const ProgressView& view, const CandidateEvent& event) override {
+    const std::string cost =
+        event.replayed ? " (stored)"
+                       : fmt::format(" [{:.1f} s build wait, {:.1f} s guard]",
+                                     event.build_wait_seconds, event.evaluation_seconds);
     out_ << fmt::format("[{:>3}/{}] #{} {} {}: {}{}  ({})\n", view.evaluated, view.budget,
-                        event.candidate_id, event.agent, event.label, outcome(event),
-                        event.replayed ? " (stored)" : "", best_text(view))
+                        event.candidate_id, event.agent, event.label, outcome(event), cost,
+                        best_text(view))
          << std::flush;
   }
   void message(const std::string& line) override { out_ << line << '\n' << std::flush; }

@@ -257,6 +257,35 @@ double load_element(DType dtype, const void* element) {
   return 0;
 }
 
+namespace {
+
+template <typename T, typename Convert>
+void load_all(const void* first, int64_t count, double* out, Convert convert) {
+  const auto* bytes = static_cast<const unsigned char*>(first);
+  for (int64_t i = 0; i < count; ++i) out[i] = convert(load_as<T>(bytes + i * sizeof(T)));
+}
+
+}  // namespace
+
+void load_elements(DType dtype, const void* first, int64_t count, double* out) {
+  auto same = [](auto value) { return static_cast<double>(value); };
+  switch (dtype) {
+    case DType::Float64: return load_all<double>(first, count, out, same);
+    case DType::Float32: return load_all<float>(first, count, out, same);
+    case DType::Float16: return load_all<uint16_t>(first, count, out, fp16_to_float);
+    case DType::BFloat16: return load_all<uint16_t>(first, count, out, bf16_to_float);
+    case DType::Float8E4M3FN: return load_all<uint8_t>(first, count, out, fp8_e4m3fn_to_float);
+    case DType::Float8E5M2: return load_all<uint8_t>(first, count, out, fp8_e5m2_to_float);
+    case DType::Int8: return load_all<int8_t>(first, count, out, same);
+    case DType::Int16: return load_all<int16_t>(first, count, out, same);
+    case DType::Int32: return load_all<int32_t>(first, count, out, same);
+    case DType::Int64: return load_all<int64_t>(first, count, out, same);
+    case DType::UInt8: return load_all<uint8_t>(first, count, out, same);
+    case DType::Bool:
+      return load_all<uint8_t>(first, count, out, [](uint8_t v) { return v != 0 ? 1.0 : 0.0; });
+  }
+}
+
 void store_element(DType dtype, void* element, double value) {
   // Floats narrower than float32 go through float32, as PyTorch's casts from float64 do.
   switch (dtype) {

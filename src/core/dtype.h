@@ -55,6 +55,9 @@ uint8_t float_to_fp8_e5m2(float value);
 
 /// Reads one element of the given type as a double (exact for every type but int64 beyond 2^53).
 double load_element(DType dtype, const void* element);
+/// Reads `count` consecutive elements as doubles into `out`: load_element in a loop, with the
+/// type resolved once (the comparisons of large outputs are bound by this conversion).
+void load_elements(DType dtype, const void* first, int64_t count, double* out);
 /// Writes one element, converting (round-to-nearest-even for floats, truncation toward zero and
 /// wrap-around for integers, != 0 for bool).
 void store_element(DType dtype, void* element, double value);

@@ -1,7 +1,10 @@
 #include "eval/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -11,39 +14,96 @@ namespace {
 
 bool is_negative_inf(double value) { return std::isinf(value) && value < 0; }
 
+/// The counts and maxima of one range of elements; ranges merge in order, so the result does
+/// not depend on how many threads compared.
+struct Tally {
+  int64_t failed = 0, nan_count = 0, inf_count = 0;
+  double max_absolute_error = 0, max_relative_error = 0;
+  bool output_all_zero = true, reference_all_zero = true;
+
+  void merge(const Tally& other) {
+    failed += other.failed;
+    nan_count += other.nan_count;
+    inf_count += other.inf_count;
+    max_absolute_error = std::max(max_absolute_error, other.max_absolute_error);
+    max_relative_error = std::max(max_relative_error, other.max_relative_error);
+    output_all_zero = output_all_zero && other.output_all_zero;
+    reference_all_zero = reference_all_zero && other.reference_all_zero;
+  }
+};
+
+Tally tally_range(const HostTensor& output, const HostTensor& reference,
+                  const Tolerance& tolerance, int64_t begin, int64_t end) {
+  constexpr int64_t kBlock = 2048;
+  std::vector<double> outs(kBlock), refs(kBlock);
+  const std::size_t out_size = dtype_size(output.dtype), ref_size = dtype_size(reference.dtype);
+  Tally tally;
+  for (int64_t block = begin; block < end; block += kBlock) {
+    const int64_t count = std::min(kBlock, end - block);
+    load_elements(output.dtype, output.bytes.data() + block * out_size, count, outs.data());
+    load_elements(reference.dtype, reference.bytes.data() + block * ref_size, count, refs.data());
+    for (int64_t i = 0; i < count; ++i) {
+      const double out = outs[i], ref = refs[i];
+      if (out != 0) tally.output_all_zero = false;
+      if (ref != 0) tally.reference_all_zero = false;
+      if (std::isnan(out) || std::isnan(ref)) {
+        ++tally.nan_count;
+        ++tally.failed;
+        continue;
+      }
+      if (std::isinf(out) || std::isinf(ref)) {
+        const bool allowed =
+            tolerance.allow_negative_inf && is_negative_inf(out) && is_negative_inf(ref);
+        if (!allowed) {
+          ++tally.inf_count;
+          ++tally.failed;
+        }
+        continue;
+      }
+      const double diff = std::fabs(out - ref);
+      tally.max_absolute_error = std::max(tally.max_absolute_error, diff);
+      tally.max_relative_error =
+          std::max(tally.max_relative_error, diff / std::max(std::fabs(ref), tolerance.max_atol));
+      if (diff > tolerance.max_atol + tolerance.max_rtol * std::fabs(ref)) ++tally.failed;
+    }
+  }
+  return tally;
+}
+
+/// Splits large outputs over the cores: the guard compares every trial of every candidate, and
+/// a 64M-element output takes a second on one core.
+Tally tally_all(const HostTensor& output, const HostTensor& reference,
+                const Tolerance& tolerance) {
+  constexpr int64_t kPerThread = int64_t{1} << 20;
+  const int64_t n = output.numel();
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t parts = std::clamp<int64_t>(n / kPerThread, 1, std::min<int64_t>(cores, 32));
+  std::vector<Tally> tallies(static_cast<std::size_t>(parts));
+  auto range = [&](int64_t part) {
+    tallies[static_cast<std::size_t>(part)] =
+        tally_range(output, reference, tolerance, n * part / parts, n * (part + 1) / parts);
+  };
+  std::vector<std::jthread> helpers;
+  for (int64_t part = 1; part < parts; ++part) helpers.emplace_back(range, part);
+  range(0);
+  helpers.clear();  // joins
+  Tally total;
+  for (const Tally& tally : tallies) total.merge(tally);
+  return total;
+}
+
 }  // namespace
 
 CompareResult compare_output(const HostTensor& output, const HostTensor& reference,
                              const Tolerance& tolerance) {
   CompareResult result;
   const int64_t n = output.numel();
-  int64_t failed = 0, nan_count = 0, inf_count = 0;
-  bool output_all_zero = true, reference_all_zero = true;
-  for (int64_t i = 0; i < n; ++i) {
-    const double out = output.at(i);
-    const double ref = reference.at(i);
-    if (out != 0) output_all_zero = false;
-    if (ref != 0) reference_all_zero = false;
-    if (std::isnan(out) || std::isnan(ref)) {
-      ++nan_count;
-      ++failed;
-      continue;
-    }
-    if (std::isinf(out) || std::isinf(ref)) {
-      const bool allowed = tolerance.allow_negative_inf && is_negative_inf(out) &&
-                           is_negative_inf(ref);
-      if (!allowed) {
-        ++inf_count;
-        ++failed;
-      }
-      continue;
-    }
-    const double diff = std::fabs(out - ref);
-    result.max_absolute_error = std::max(result.max_absolute_error, diff);
-    result.max_relative_error = std::max(
-        result.max_relative_error, diff / std::max(std::fabs(ref), tolerance.max_atol));
-    if (diff > tolerance.max_atol + tolerance.max_rtol * std::fabs(ref)) ++failed;
-  }
+  const Tally tally = tally_all(output, reference, tolerance);
+  const int64_t failed = tally.failed, nan_count = tally.nan_count, inf_count = tally.inf_count;
+  const bool output_all_zero = tally.output_all_zero,
+             reference_all_zero = tally.reference_all_zero;
+  result.max_absolute_error = tally.max_absolute_error;
+  result.max_relative_error = tally.max_relative_error;
   result.has_nan = nan_count > 0;
   result.has_inf = inf_count > 0;
   result.matched_ratio = n == 0 ? 1.0 : 1.0 - static_cast<double>(failed) / static_cast<double>(n);

@@ -26,6 +26,26 @@ std::vector<const Workload*> select_workloads(const Problem& problem,
   return selected;
 }
 
+/// Wall seconds of one guard phase, added to the trace so that a slow evaluation shows where
+/// its time went (loading inputs, copies and comparison count with the phase they serve).
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(OrderedJson& extra, const char* phase) : extra_(extra), phase_(phase) {}
+  ~PhaseTimer() {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    auto& field = extra_["guard_seconds"][phase_];
+    field = (field.is_number() ? field.get<double>() : 0.0) + seconds;
+  }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  OrderedJson& extra_;
+  const char* phase_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 /// Adds the theoretical occupancy to every kernel the worker reported (CUPTI records).
 void add_occupancy(OrderedJson& extra, const std::string& arch) {
   if (!extra.contains("kernels")) return;
@@ -142,8 +162,11 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     return traces;
   }
 
+  const auto setup_start = std::chrono::steady_clock::now();
   impl_->oracle.prepare(problem, options_.correctness_trials + 1);
   const auto loaded = impl_->worker.load(build.library, build.symbol);
+  const double setup_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
   if (impl_->device_description.empty() && loaded.outcome == CallOutcome::Ok) {
     impl_->device_description = impl_->worker.device_description();
   }
@@ -165,7 +188,18 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
       continue;
     }
     WorkloadRun run(options_, problem, *workload, solution, impl_->oracle, impl_->worker, current);
-    if (!run.check_correctness() || !run.measure()) continue;
+    bool correct = false;
+    {
+      PhaseTimer timer(current.extra, "correctness");
+      correct = run.check_correctness();
+    }
+    if (!correct) continue;
+    bool measured = false;
+    {
+      PhaseTimer timer(current.extra, "timing");
+      measured = run.measure();
+    }
+    if (!measured) continue;
     add_occupancy(current.extra, impl_->device_arch);
 
     const auto bound = speed_of_light(
@@ -180,12 +214,15 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
       continue;
     }
     if (options_.time_baselines) {
+      PhaseTimer timer(current.extra, "baselines");
       current.eager_ms = baseline_median(problem, *workload, Baseline::Eager, current);
       if (options_.device != "cpu") {
         current.compiled_ms = baseline_median(problem, *workload, Baseline::Compiled, current);
       }
     }
   }
+  // Preparing the oracle's cache and loading the library serve every workload: noted once.
+  if (!traces.empty()) traces.front().extra["guard_seconds"]["setup"] = setup_seconds;
   return traces;
 }
 

@@ -122,18 +122,18 @@ bool WorkloadRun::check_correctness() {
   trace_.trials = options_.correctness_trials;
   for (int trial = 0; trial < options_.correctness_trials; ++trial) {
     const auto inputs = oracle_.inputs(problem_, workload_, trial);
-    write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, inputs);
+    write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *inputs);
     auto request = make_request(trial);
     request.flush_cache = false;
     const std::string during = fmt::format("trial {}", trial);
     if (!accept_outcome(worker_.execute(request), during)) return false;
     if (const auto modified =
-            find_modified_input(worker_.arena(layout_.bytes), layout_, problem_.definition, inputs)) {
+            find_modified_input(worker_.arena(layout_.bytes), layout_, problem_.definition, *inputs)) {
       trace_.status = EvalStatus::RewardHack;
       trace_.log = fmt::format("{}: the solution modified its input '{}'", during, *modified);
       return false;
     }
-    if (!check_outputs(oracle_.expected(problem_, workload_, trial), trial, during)) return false;
+    if (!check_outputs(*oracle_.expected(problem_, workload_, trial), trial, during)) return false;
     ++trace_.trials_passed;
   }
   return true;
@@ -155,7 +155,7 @@ bool WorkloadRun::measure() {
   const int audit_after = 1 + static_cast<int>(stream_seed_ % static_cast<uint64_t>(min_runs - 2));
 
   const auto timing_inputs = oracle_.inputs(problem_, workload_, timing_trial);
-  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, timing_inputs);
+  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *timing_inputs);
   const auto first = run_chunk(options_.warmup, audit_after, false);
   if (!accept_outcome(first, "timing")) return false;
 
@@ -166,16 +166,16 @@ bool WorkloadRun::measure() {
                                std::max(min_runs, options_.iterations));
 
   const auto audit_inputs = oracle_.inputs(problem_, workload_, audit_trial);
-  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, audit_inputs);
+  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *audit_inputs);
   const auto audit = run_chunk(0, 1, true);
   if (!accept_outcome(audit, "timed run " + std::to_string(audit_after))) return false;
-  if (!check_outputs(oracle_.expected(problem_, workload_, audit_trial), 0,
+  if (!check_outputs(*oracle_.expected(problem_, workload_, audit_trial), 0,
                      fmt::format("audit at timed run {}", audit_after))) {
     return false;
   }
   trace_.audit_passed = true;
 
-  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, timing_inputs);
+  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *timing_inputs);
   const auto rest = run_chunk(0, total - audit_after - 1, false);
   if (!accept_outcome(rest, "timing")) return false;
 

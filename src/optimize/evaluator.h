@@ -16,11 +16,10 @@ class CandidateEvaluator {
   virtual ~CandidateEvaluator() = default;
   /// One trace per selected workload; a failing candidate gives failing traces.
   virtual std::vector<Trace> evaluate(const Solution& solution) = 0;
-  /// Like evaluate(), also timing the PyTorch baselines (eager, torch.compile): used once, for
-  /// the winner's report.
-  virtual std::vector<Trace> evaluate_with_baselines(const Solution& solution) {
-    return evaluate(solution);
-  }
+  /// The full-strength guard (every correctness trial) that also times the PyTorch baselines
+  /// (eager, torch.compile; cached after the first call): for the finalists' side-by-side
+  /// re-measurement, whose last round is the winner's report.
+  virtual std::vector<Trace> evaluate_final(const Solution& solution) { return evaluate(solution); }
   /// Compiles ahead (any thread, after prepare()); evaluate() must still work without it.
   virtual void prebuild(const Solution& solution) { (void)solution; }
   /// Called once on the orchestrator's thread before any prebuild.
@@ -29,22 +28,23 @@ class CandidateEvaluator {
   virtual std::string device_name() const = 0;
 };
 
-/// The guard on a problem's selected workloads: `guard` without PyTorch baselines for the
-/// search, `baseline_guard` (may be the same) with them for the winner's report.
+/// The guard on a problem's selected workloads: `search_guard` for the search (no PyTorch
+/// baselines, possibly fewer correctness trials), `final_guard` (may be the same) for the
+/// finalists.
 class GuardEvaluator : public CandidateEvaluator {
  public:
-  GuardEvaluator(Guard& guard, Guard& baseline_guard, const Problem& problem,
+  GuardEvaluator(Guard& search_guard, Guard& final_guard, const Problem& problem,
                  std::vector<Workload> workloads, std::string device_name);
 
   std::vector<Trace> evaluate(const Solution& solution) override;
-  std::vector<Trace> evaluate_with_baselines(const Solution& solution) override;
+  std::vector<Trace> evaluate_final(const Solution& solution) override;
   void prebuild(const Solution& solution) override;
   void prepare() override;
   std::string device_name() const override { return device_name_; }
 
  private:
-  Guard* guard_;
-  Guard* baseline_guard_;
+  Guard* search_guard_;
+  Guard* final_guard_;
   const Problem* problem_;
   std::vector<Workload> workloads_;
   std::string device_name_;

@@ -19,6 +19,7 @@ namespace kernelarc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Seconds = std::chrono::duration<double>;
 using NodeRef = std::pair<std::size_t, int>;  // agent index, node id in its tree
 
 std::string point_key(const std::string& template_name, const KnobPoint& point) {
@@ -300,7 +301,11 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       view.best_fitness = state.incumbent_fitness;
       view.best_sol_fraction = sol_fraction(best);
       const auto largest = best.times.find(target_.largest_workload);
-      if (largest != best.times.end()) view.best_median_ms = largest->second.median_ms;
+      if (largest != best.times.end()) {
+        view.best_median_ms = largest->second.median_ms;
+        if (largest->second.sol_ms)
+          view.best_largest_sol_fraction = *largest->second.sol_ms / largest->second.median_ms;
+      }
     }
     for (const auto& agent : state.agents) {
       AgentLine line{agent->name(), agent->strategy().name, static_cast<int>(agent->tree().size()),
@@ -333,7 +338,9 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   if (target_.baseline) {
     bool replayed = false;
     const int64_t id = candidate_for("baseline", std::nullopt, {}, *target_.baseline, "", {});
+    const auto measure_start = Clock::now();
     Measurement measurement = measure(id, *target_.baseline, replayed);
+    const Seconds evaluation = Clock::now() - measure_start;
     state.baseline_candidate = id;
     if (measurement.passed) {
       state.baseline = measurement;
@@ -348,7 +355,8 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
         0,           id,
         "baseline",  "baseline " + target_.baseline->name,
         measurement, measurement.passed ? std::optional<double>(1.0) : std::nullopt,
-        false,       replayed};
+        false,       replayed,
+        0.0,         evaluation.count()};
     progress_->candidate(view(), event);
   }
 
@@ -410,9 +418,13 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   };
 
   auto complete = [&](State::Pending& pending) {
+    const auto wait_start = Clock::now();
     if (pending.build.valid()) pending.build.wait();
+    const auto measure_start = Clock::now();
     bool replayed = false;
     const Measurement measurement = measure(pending.candidate_id, pending.solution, replayed);
+    const Seconds build_wait = measure_start - wait_start;
+    const Seconds evaluation = Clock::now() - measure_start;
     ++state.evaluated;
     state.passed += measurement.passed;
     State::Known& known = state.known.at(pending.key);
@@ -461,7 +473,8 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
         pending.seq,     pending.candidate_id,
         proposer.name(), fmt::format("{} {}", known.template_name, format_knob_point(known.point)),
         measurement,     result.fitness,
-        new_incumbent,   replayed};
+        new_incumbent,   replayed,
+        build_wait.count(), evaluation.count()};
     progress_->candidate(view(), event);
   };
 
@@ -551,7 +564,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   std::vector<std::vector<std::vector<Trace>>> rounds(entries.size());
   for (int round = 0; round < options_.final_rounds && !ranked.empty(); ++round)
     for (std::size_t i = 0; i < entries.size(); ++i)
-      rounds[i].push_back(evaluator_->evaluate(entries[i].solution));
+      rounds[i].push_back(evaluator_->evaluate_final(entries[i].solution));
   std::map<std::string, double> reference =
       state.reference.value_or(std::map<std::string, double>{});
   if (state.baseline && !ranked.empty()) {
@@ -581,16 +594,6 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
                    [](const Finalist& a, const Finalist& b) { return a.fitness > b.fitness; });
   if (!summary.finalists.empty()) {
     Finalist& winner = summary.finalists.front();
-    // The PyTorch baselines and T_SOL, once, beside the winner (not part of the ranking).
-    const auto with_baselines = evaluator_->evaluate_with_baselines(winner.solution);
-    for (const Trace& trace : with_baselines) {
-      const auto time = winner.measurement.times.find(trace.workload.value("uuid", std::string()));
-      if (time == winner.measurement.times.end()) continue;
-      time->second.eager_ms = trace.eager_ms;
-      time->second.compiled_ms = trace.compiled_ms;
-      time->second.sol_ms = trace.sol_ms;
-    }
-    winner.traces = with_baselines;
     if (summary.baseline)
       summary.speedup = speedup_of(summary.baseline->measurement, winner.measurement);
     // The winner's lineage through its agent's tree, root first.

@@ -68,6 +68,8 @@ struct CandidateEvent {
   std::optional<double> fitness;
   bool new_incumbent = false;
   bool replayed = false;  ///< read back from the store on --resume, not measured now
+  double build_wait_seconds = 0;  ///< waiting for its compile after the previous evaluation
+  double evaluation_seconds = 0;  ///< the guard's evaluation (and its compile when not ahead)
 };
 
 struct AgentLine {
@@ -85,6 +87,7 @@ struct ProgressView {
   std::optional<double> best_fitness;
   std::optional<double> best_sol_fraction;
   std::optional<double> best_median_ms;  ///< of the largest workload
+  std::optional<double> best_largest_sol_fraction;  ///< T_SOL / median there
   std::vector<AgentLine> agents;
 };
 

@@ -80,7 +80,9 @@ struct Oracle::Entry {
 Oracle::Oracle(OracleOptions options)
     : options_(std::move(options)),
       python_(
-          std::make_unique<PythonBridge>(options_.python, options_.device, options_.job_timeout)) {}
+          std::make_unique<PythonBridge>(options_.python, options_.device, options_.job_timeout)),
+      memo_(options_.memory_cache_bytes ? options_.memory_cache_bytes
+                                        : TensorMemo::default_max_bytes()) {}
 
 Oracle::~Oracle() = default;
 
@@ -224,9 +226,12 @@ std::optional<std::string> Oracle::reference_error(const Problem& problem,
   return read_cached_error(entry(problem, workload, 0).error);
 }
 
-TensorMap Oracle::read_entry(const Problem& problem, const Workload& workload, int trial,
-                             bool want_inputs) {
+std::shared_ptr<const TensorMap> Oracle::read_entry(const Problem& problem,
+                                                    const Workload& workload, int trial,
+                                                    bool want_inputs) {
   Entry cached = entry(problem, workload, trial);
+  const auto& path = want_inputs ? cached.inputs : cached.expected;
+  if (auto kept = memo_.find(path.string())) return kept;
   auto failed = [&](const std::string& message) {
     return InputError("the reference failed on workload " + workload.uuid + " (trial " +
                       std::to_string(trial) + "): " + message);
@@ -239,13 +244,12 @@ TensorMap Oracle::read_entry(const Problem& problem, const Workload& workload, i
       throw failed(seen != errors_.end() ? seen->second : "no output was produced");
     }
   }
-  const auto& path = want_inputs ? cached.inputs : cached.expected;
   AxisValues axes = resolve_axes(problem.definition, workload);
   try {
     TensorMap tensors = read_safetensors(path);
     check_tensors(tensors, want_inputs ? problem.definition.inputs : problem.definition.outputs,
                   axes, path);
-    return tensors;
+    return memo_.put(path.string(), std::move(tensors));
   } catch (const InputError& error) {
     std::error_code ignored;
     std::filesystem::remove(cached.expected, ignored);
@@ -255,11 +259,13 @@ TensorMap Oracle::read_entry(const Problem& problem, const Workload& workload, i
   }
 }
 
-TensorMap Oracle::inputs(const Problem& problem, const Workload& workload, int trial) {
+std::shared_ptr<const TensorMap> Oracle::inputs(const Problem& problem, const Workload& workload,
+                                                int trial) {
   return read_entry(problem, workload, trial, true);
 }
 
-TensorMap Oracle::expected(const Problem& problem, const Workload& workload, int trial) {
+std::shared_ptr<const TensorMap> Oracle::expected(const Problem& problem,
+                                                  const Workload& workload, int trial) {
   return read_entry(problem, workload, trial, false);
 }
 
@@ -317,14 +323,14 @@ void Oracle::time_native(const Problem& problem, const Workload& workload, Basel
   if (options_.device != "cpu") {
     return unavailable("the native reference runs on the CPU, not on " + options_.device);
   }
-  TensorMap trial_inputs;
+  std::shared_ptr<const TensorMap> trial_inputs;
   try {
     trial_inputs = inputs(problem, workload, 0);
   } catch (const InputError& error) {
     return unavailable(error.what());
   }
   auto timed =
-      native(problem).time(problem, workload, trial_inputs, options_.warmup, options_.iterations);
+      native(problem).time(problem, workload, *trial_inputs, options_.warmup, options_.iterations);
   if (auto* error = std::get_if<std::string>(&timed)) return unavailable(*error);
   auto& measured = std::get<NativeReference::Timing>(timed);
   ReferenceTiming timing{.baseline = baseline,

@@ -26,6 +26,7 @@
 
 #include "core/problem.h"
 #include "core/tensor.h"
+#include "oracle/tensor_memo.h"
 
 namespace kernelarc {
 
@@ -48,6 +49,8 @@ struct OracleOptions {
   std::chrono::seconds job_timeout{600};
   /// The kernelarc executable that hosts native-reference workers; empty = this process's.
   std::filesystem::path worker_executable;
+  /// Trial tensors kept in memory between reads; 0 = TensorMemo::default_max_bytes().
+  std::size_t memory_cache_bytes = 0;
 };
 
 struct ReferenceTiming {
@@ -86,8 +89,11 @@ class Oracle {
   /// outputs by output name; a missing entry is prepared first. Throws InputError naming the
   /// cache file if it is corrupt (the entry is then deleted so the next prepare regenerates
   /// it), and InputError with the reference's message if the reference failed on this trial.
-  TensorMap inputs(const Problem& problem, const Workload& workload, int trial);
-  TensorMap expected(const Problem& problem, const Workload& workload, int trial);
+  /// Served from memory when read recently (see OracleOptions::memory_cache_bytes).
+  std::shared_ptr<const TensorMap> inputs(const Problem& problem, const Workload& workload,
+                                          int trial);
+  std::shared_ptr<const TensorMap> expected(const Problem& problem, const Workload& workload,
+                                            int trial);
 
   /// Times the reference on the oracle's device with the inputs of trial 0, cached like the
   /// trials. A Python baseline missing for one workload is measured for every workload of the
@@ -124,8 +130,8 @@ class Oracle {
   void generate_native(const Problem& problem, const std::vector<Missing>& missing);
   void record_error(const Problem& problem, const Workload& workload, int trial,
                     const std::string& message, bool cache);
-  TensorMap read_entry(const Problem& problem, const Workload& workload, int trial,
-                       bool want_inputs);
+  std::shared_ptr<const TensorMap> read_entry(const Problem& problem, const Workload& workload,
+                                              int trial, bool want_inputs);
   void time_python(const Problem& problem, Baseline baseline);
   void time_native(const Problem& problem, const Workload& workload, Baseline baseline);
 
@@ -136,6 +142,7 @@ class Oracle {
   /// Reference errors seen by this oracle, by problem + workload uuid.
   std::map<std::string, std::string> errors_;
   bool used_native_ = false;
+  TensorMemo memo_;
 };
 
 }  // namespace kernelarc

@@ -61,6 +61,30 @@ TEST(Compare, AllZeroOutputFailsUnlessReferenceIsZero) {
   EXPECT_TRUE(compare_output(make({0, 0}), make({0, 0}), tolerance).passed);
 }
 
+TEST(Compare, LargeOutputsSplitOverThreadsCountEveryElement) {
+  // Past 2^20 elements the comparison runs in parts: the counts and maxima must still cover
+  // every element, wherever the errors fall (first, part boundaries, last).
+  const int64_t n = (int64_t{1} << 22) + 3;
+  HostTensor output(DType::BFloat16, {n}), reference(DType::BFloat16, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    output.set(i, 1.0);
+    reference.set(i, 1.0);
+  }
+  const std::vector<int64_t> wrong = {0, n / 4, n / 2 + 1, n - 1};
+  for (const int64_t i : wrong) output.set(i, 3.0);
+  output.set(n / 3, 1.5);
+  Tolerance tolerance{.max_atol = 0.01, .max_rtol = 0, .required_matched_ratio = 1.0};
+  const auto result = compare_output(output, reference, tolerance);
+  EXPECT_FALSE(result.passed);
+  EXPECT_DOUBLE_EQ(result.matched_ratio, 1.0 - 5.0 / static_cast<double>(n));
+  EXPECT_DOUBLE_EQ(result.max_absolute_error, 2.0);
+  EXPECT_NE(result.reason.find("5 of 4194307 elements"), std::string::npos) << result.reason;
+  output.set(n - 2, std::numeric_limits<double>::quiet_NaN());
+  const auto with_nan = compare_output(output, reference, tolerance);
+  EXPECT_TRUE(with_nan.has_nan);
+  EXPECT_NE(with_nan.reason.find("1 of 4194307 elements are NaN"), std::string::npos);
+}
+
 TEST(Compare, PoisonIsNanForFloatsAndCountable) {
   for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64,
                       DType::Float8E4M3FN, DType::Float8E5M2}) {

@@ -42,14 +42,14 @@ TEST_F(NativeOracleTest, PrepareComputesAndCachesWithoutPython) {
   for (const char* uuid : {"small", "large"}) {
     const Workload& workload = workload_named(problem_, uuid);
     for (int trial = 0; trial < 2; ++trial) {
-      TensorMap inputs = oracle.inputs(problem_, workload, trial);
+      const TensorMap inputs = *oracle.inputs(problem_, workload, trial);
       const HostTensor& x = inputs.at("x");
       const HostTensor& weight = inputs.at("rms_norm_weight");
       const HostTensor& alpha = inputs.at("alpha");
       EXPECT_EQ(values(weight), std::vector<double>(4, 1.0));
       EXPECT_TRUE(alpha.shape.empty());
       EXPECT_EQ(alpha.at(0), workload.inputs.at("alpha").scalar_value);
-      TensorMap expected = oracle.expected(problem_, workload, trial);
+      const TensorMap expected = *oracle.expected(problem_, workload, trial);
       const HostTensor& out = expected.at("out");
       ASSERT_EQ(out.shape, x.shape);
       for (int64_t i = 0; i < x.numel(); ++i) {
@@ -58,8 +58,8 @@ TEST_F(NativeOracleTest, PrepareComputesAndCachesWithoutPython) {
         EXPECT_EQ(static_cast<float>(out.at(i)), want) << uuid << " element " << i;
       }
     }
-    EXPECT_NE(oracle.inputs(problem_, workload, 0).at("x").bytes,
-              oracle.inputs(problem_, workload, 1).at("x").bytes);
+    EXPECT_NE(oracle.inputs(problem_, workload, 0)->at("x").bytes,
+              oracle.inputs(problem_, workload, 1)->at("x").bytes);
   }
 
   oracle.prepare(problem_, 2);
@@ -67,8 +67,8 @@ TEST_F(NativeOracleTest, PrepareComputesAndCachesWithoutPython) {
 
   Oracle other(options("other"));
   const Workload& small = workload_named(problem_, "small");
-  EXPECT_EQ(other.inputs(problem_, small, 1).at("x").bytes,
-            oracle.inputs(problem_, small, 1).at("x").bytes);
+  EXPECT_EQ(other.inputs(problem_, small, 1)->at("x").bytes,
+            oracle.inputs(problem_, small, 1)->at("x").bytes);
 }
 
 TEST_F(NativeOracleTest, FailingReferenceReportsItsMessage) {

@@ -67,7 +67,7 @@ TEST(PythonDetection, CachedProblemNeedsNoPython) {
   ScopedEnv env("KERNELARC_PYTHON", "/nonexistent/bin/python3");
   Oracle oracle(options_in(temp));
   oracle.prepare(problem, 1);
-  EXPECT_EQ(values(oracle.expected(problem, problem.workloads.front(), 0).at("out")),
+  EXPECT_EQ(values(oracle.expected(problem, problem.workloads.front(), 0)->at("out")),
             std::vector<double>(8, 1.0));
 }
 

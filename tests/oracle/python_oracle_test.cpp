@@ -73,8 +73,8 @@ TEST_F(PythonOracleTest, InputsAndExpectedMatchARecomputation) {
     const Workload& workload = workload_named(problem, uuid);
     int64_t rows = workload.axes.at("rows");
     for (int trial = 0; trial < 2; ++trial) {
-      TensorMap inputs = oracle.inputs(problem, workload, trial);
-      TensorMap expected = oracle.expected(problem, workload, trial);
+      const TensorMap inputs = *oracle.inputs(problem, workload, trial);
+      const TensorMap expected = *oracle.expected(problem, workload, trial);
       const HostTensor& x = inputs.at("x");
       const HostTensor& weight = inputs.at("rms_norm_weight");
       const HostTensor& alpha = inputs.at("alpha");
@@ -91,17 +91,17 @@ TEST_F(PythonOracleTest, InputsAndExpectedMatchARecomputation) {
         EXPECT_FLOAT_EQ(static_cast<float>(out.at(i)), want) << uuid << " element " << i;
       }
     }
-    EXPECT_NE(oracle.inputs(problem, workload, 0).at("x").bytes,
-              oracle.inputs(problem, workload, 1).at("x").bytes);
+    EXPECT_NE(oracle.inputs(problem, workload, 0)->at("x").bytes,
+              oracle.inputs(problem, workload, 1)->at("x").bytes);
   }
 
   // The same (workload, trial) gives the same bytes in another process and cache.
   Oracle other(options("other"));
   const Workload& small = workload_named(problem, "small");
-  EXPECT_EQ(other.inputs(problem, small, 1).at("x").bytes,
-            oracle.inputs(problem, small, 1).at("x").bytes);
-  EXPECT_EQ(other.expected(problem, small, 1).at("out").bytes,
-            oracle.expected(problem, small, 1).at("out").bytes);
+  EXPECT_EQ(other.inputs(problem, small, 1)->at("x").bytes,
+            oracle.inputs(problem, small, 1)->at("x").bytes);
+  EXPECT_EQ(other.expected(problem, small, 1)->at("out").bytes,
+            oracle.expected(problem, small, 1)->at("out").bytes);
 }
 
 TEST_F(PythonOracleTest, CorruptCacheFileIsReportedDeletedAndRegenerated) {
@@ -120,13 +120,13 @@ TEST_F(PythonOracleTest, CorruptCacheFileIsReportedDeletedAndRegenerated) {
 
   oracle.prepare(problem, 1);
   EXPECT_EQ(oracle.python_runs(), 2);
-  EXPECT_EQ(oracle.expected(problem, small, 0).at("out").shape, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(oracle.expected(problem, small, 0)->at("out").shape, (std::vector<int64_t>{2, 4}));
 }
 
 TEST_F(PythonOracleTest, NameHeuristicsShapeTheInputs) {
   Problem problem = fixture_problem("py_heuristics");
   Oracle oracle(options());
-  TensorMap inputs = oracle.inputs(problem, problem.workloads.front(), 0);
+  const TensorMap inputs = *oracle.inputs(problem, problem.workloads.front(), 0);
   EXPECT_EQ(values(inputs.at("input_layernorm_weight")), std::vector<double>(8, 1.0));
   EXPECT_EQ(values(inputs.at("attn_norm_bias")), std::vector<double>(8, 0.0));
   const HostTensor& mask = inputs.at("attention_mask");
@@ -144,7 +144,7 @@ TEST_F(PythonOracleTest, NameHeuristicsShapeTheInputs) {
     EXPECT_NEAR(sum, 1.0, 1e-5);
   }
   EXPECT_EQ(inputs.at("q_proj").dtype, DType::BFloat16);
-  EXPECT_EQ(values(oracle.expected(problem, problem.workloads.front(), 0).at("out")),
+  EXPECT_EQ(values(oracle.expected(problem, problem.workloads.front(), 0)->at("out")),
             std::vector<double>(8, 1.0));
 }
 
@@ -154,16 +154,16 @@ TEST_F(PythonOracleTest, CustomAndSafetensorsInputs) {
   oracle.prepare(problem, 1);
 
   const Workload& custom = workload_named(problem, "custom");
-  EXPECT_EQ(values(oracle.inputs(problem, custom, 0).at("idx")),
+  EXPECT_EQ(values(oracle.inputs(problem, custom, 0)->at("idx")),
             (std::vector<double>{4, 3, 2, 1, 0}));
-  EXPECT_EQ(values(oracle.expected(problem, custom, 0).at("out")),
+  EXPECT_EQ(values(oracle.expected(problem, custom, 0)->at("out")),
             (std::vector<double>{40, 30, 20, 10, 0}));
 
   const Workload& blob = workload_named(problem, "blob");
-  TensorMap inputs = oracle.inputs(problem, blob, 0);
+  const TensorMap inputs = *oracle.inputs(problem, blob, 0);
   EXPECT_EQ(values(inputs.at("idx")), (std::vector<double>{3, 1, 2, 0}));
   std::vector<double> x = values(inputs.at("x"));
-  EXPECT_EQ(values(oracle.expected(problem, blob, 0).at("out")),
+  EXPECT_EQ(values(oracle.expected(problem, blob, 0)->at("out")),
             (std::vector<double>{x[3], x[1], x[2], x[0]}));
 
   // A missing blob is the problem's fault, not the reference's: reported, never cached.
@@ -182,9 +182,9 @@ TEST_F(PythonOracleTest, Float8NeedsARecentTorch) {
     EXPECT_NE(error->find("float8_e4m3fn needs torch >= 2.1"), std::string::npos) << *error;
     return;
   }
-  std::vector<double> x = values(oracle.inputs(problem, workload, 0).at("x"));
+  std::vector<double> x = values(oracle.inputs(problem, workload, 0)->at("x"));
   for (double value : x) EXPECT_LE(std::abs(value), 2.0);
-  EXPECT_EQ(values(oracle.expected(problem, workload, 0).at("y")), x);
+  EXPECT_EQ(values(oracle.expected(problem, workload, 0)->at("y")), x);
 }
 
 TEST_F(PythonOracleTest, CrashingReferenceFailsAloneAndWrongShapeIsReported) {
@@ -202,8 +202,8 @@ TEST_F(PythonOracleTest, CrashingReferenceFailsAloneAndWrongShapeIsReported) {
   for (const char* uuid : {"two", "four"}) {
     const Workload& workload = workload_named(problem, uuid);
     EXPECT_FALSE(oracle.reference_error(problem, workload).has_value()) << uuid;
-    std::vector<double> x = values(oracle.inputs(problem, workload, 0).at("x"));
-    std::vector<double> y = values(oracle.expected(problem, workload, 0).at("y"));
+    std::vector<double> x = values(oracle.inputs(problem, workload, 0)->at("x"));
+    std::vector<double> y = values(oracle.expected(problem, workload, 0)->at("y"));
     ASSERT_EQ(x.size(), y.size());
     for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], 2 * x[i]);
   }
