@@ -130,6 +130,10 @@ class CpuDevice final : public Device {
     if (bytes > 0) std::memcpy(host_dst, device_src, bytes);
   }
 
+  void copy_on_device(void* device_dst, const void* device_src, std::size_t bytes) override {
+    if (bytes > 0) std::memcpy(device_dst, device_src, bytes);
+  }
+
   void fill_pattern(void* device_dst, std::size_t bytes,
                     std::span<const uint8_t> pattern) override {
     auto* out = static_cast<uint8_t*>(device_dst);

@@ -103,6 +103,12 @@ class CudaDevice final : public Device, public CudaDeviceInfo {
     copy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost);
   }
 
+  void copy_on_device(void* device_dst, const void* device_src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    check(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, stream_),
+          "cudaMemcpyAsync");
+  }
+
   void fill_pattern(void* device_dst, std::size_t bytes,
                     std::span<const uint8_t> pattern) override {
     if (bytes == 0 || pattern.empty()) return;

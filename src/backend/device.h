@@ -37,6 +37,8 @@ class Device {
   virtual void release(void* pointer) = 0;
   virtual void copy_from_host(void* device_dst, const void* host_src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) = 0;
+  /// Ordered before the next call on the device's stream.
+  virtual void copy_on_device(void* device_dst, const void* device_src, std::size_t bytes) = 0;
   /// Repeats `pattern` (one element's bytes) over `bytes` bytes.
   virtual void fill_pattern(void* device_dst, std::size_t bytes,
                             std::span<const uint8_t> pattern) = 0;
