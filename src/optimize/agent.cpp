@@ -58,7 +58,36 @@ Proposal Agent::start_at(const std::string& template_name, KnobPoint point) cons
   return proposal;
 }
 
+std::vector<const SkillHint*> Agent::hints_for(const std::string& template_name) const {
+  std::vector<const SkillHint*> hints;
+  for (const SkillHint& hint : options_.hints)
+    if (hint.template_name == template_name) hints.push_back(&hint);
+  return hints;
+}
+
+std::optional<Proposal> Agent::warm_seed_proposal() const {
+  for (const std::string& name : templates_) {
+    const auto hints = hints_for(name);
+    if (hints.empty()) continue;
+    const ConstrainedSpace* space = spaces_(name);
+    const KnobPoint start = space->space().default_point();
+    KnobPoint point = apply_hints(start, hints);
+    if (!space->is_valid(point)) {
+      // Together they conflict with a constraint: the strongest alone.
+      const auto strongest = std::max_element(
+          hints.begin(), hints.end(), [](auto* a, auto* b) { return a->weight < b->weight; });
+      point = apply_hints(start, {*strongest});
+    }
+    if (point == start || !space->is_valid(point) || tree_.contains(name, point)) continue;
+    Proposal proposal = start_at(name, point);
+    proposal.prior = hint_prior(point, hints);
+    return proposal;
+  }
+  return std::nullopt;
+}
+
 std::optional<Proposal> Agent::seed_proposal() const {
+  if (auto warm = warm_seed_proposal()) return warm;
   for (const std::string& name : templates_) {
     const ConstrainedSpace* space = spaces_(name);
     KnobPoint point = space->space().default_point();
@@ -79,8 +108,11 @@ std::optional<AgentProposal> Agent::propose(const SharedView& view) {
     since_improvement_ = 0;
     if (auto drafted = draft(view)) return drafted;
   }
-  if (auto proposal = policy_->propose(tree_, rng_))
+  if (auto proposal = policy_->propose(tree_, rng_)) {
+    if (const auto hints = hints_for(proposal->template_name); !hints.empty())
+      proposal->prior = hint_prior(proposal->point, hints);
     return AgentProposal{std::move(*proposal), std::nullopt, {}};
+  }
   return draft(view);
 }
 

@@ -3,7 +3,9 @@
 // policy expands), learns only from results the orchestrator records into its tree, and drafts
 // a new starting point when its best has not improved beyond noise for `plateau` results: the
 // board's conclusions applied together to its best, another agent's best seen through its own
-// strategy (it will then only change its own knobs of it), or a fresh restart, in turn.
+// strategy (it will then only change its own knobs of it), or a fresh restart, in turn. With
+// skill hints (warm start) it first proposes each template's default point with the hints
+// applied, and gives every proposal the hints' agreement with it as its MCTS prior.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 
 #include "core/rng.h"
 #include "optimize/shared_view.h"
+#include "optimize/skill_hint.h"
 #include "optimize/strategy.h"
 #include "search/selection.h"
 
@@ -26,6 +29,7 @@ struct AgentOptions {
   uint64_t seed = 1;
   int plateau = 8;         ///< results without a significant improvement before drafting
   double min_gain = 0.01;  ///< an improvement must also exceed this relative gain
+  std::vector<SkillHint> hints;  ///< retrieved skills (warm start); any template
 };
 
 struct AgentProposal {
@@ -64,6 +68,9 @@ class Agent {
   std::optional<AgentProposal> draft_from_other(const SharedView& view);
   std::optional<AgentProposal> draft_restart();
   std::optional<Proposal> seed_proposal() const;
+  /// Each template's default point with the skill hints applied, before the plain defaults.
+  std::optional<Proposal> warm_seed_proposal() const;
+  std::vector<const SkillHint*> hints_for(const std::string& template_name) const;
   /// A new root of the agent's tree at a given point (a seed or a drafted start).
   Proposal start_at(const std::string& template_name, KnobPoint point) const;
 

@@ -200,12 +200,16 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       continue;
     }
     AgentOptions agent_options{options_.policy, options_.seed * 0x9E3779B97F4A7C15ull + i + 1,
-                               options_.plateau, options_.min_gain};
+                               options_.plateau, options_.min_gain, target_.skill_hints};
     state.agents.push_back(
         std::make_unique<Agent>(strategy.name, strategy, templates, spaces, agent_options));
     active.push_back(strategy.name);
   }
   if (active.empty()) throw InputError("--agents: no agent has a template to work on");
+  if (!target_.skill_hints.empty())
+    progress_->message(fmt::format("warm start: {} skill(s) from earlier runs as first points "
+                                   "and priors",
+                                   target_.skill_hints.size()));
   state.bandit = std::make_unique<BudgetBandit>(active, BanditOptions{.seed = options_.seed});
 
   auto post = [&](BoardKind kind, const std::string& agent, const std::string& text,
@@ -610,6 +614,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       at = node.parent ? std::optional<NodeRef>({at->first, *node.parent}) : std::nullopt;
     }
   }
+  summary.conclusions = state.conclusions;
   db.save_agent_state(run_id, "orchestrator", summary_to_json(summary));
   db.finish_run(run_id, RunStatus::Finished);
   return summary;
@@ -641,6 +646,22 @@ nlohmann::json summary_to_json(const OptimizeSummary& summary) {
                                {"agent", step.agent},
                                {"operation", step.operation},
                                {"changes", step.changes}});
+  json["conclusions"] = nlohmann::json::array();
+  for (const Conclusion& conclusion : summary.conclusions) {
+    nlohmann::json changes = nlohmann::json::array();
+    for (const KnobChange& change : conclusion.changes)
+      changes.push_back({{"knob", change.knob},
+                         {"from", knob_value_to_json(change.from)},
+                         {"to", knob_value_to_json(change.to)}});
+    json["conclusions"].push_back({{"template", conclusion.template_name},
+                                   {"changes", changes},
+                                   {"speedup",
+                                    {{"value", conclusion.speedup.value},
+                                     {"low", conclusion.speedup.low},
+                                     {"high", conclusion.speedup.high}}},
+                                   {"before", conclusion.before_candidate},
+                                   {"after", conclusion.after_candidate}});
+  }
   return json;
 }
 

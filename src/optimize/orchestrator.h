@@ -22,6 +22,8 @@
 
 #include "optimize/evaluator.h"
 #include "optimize/measurement.h"
+#include "optimize/shared_view.h"
+#include "optimize/skill_hint.h"
 #include "store/workspace.h"
 #include "synth/bound_template.h"
 
@@ -54,6 +56,9 @@ struct OptimizeTarget {
   std::string workload_class;        ///< the evaluated workloads in words, for the board
   std::string device;                ///< "cpu" or "cuda:0", as stored with the run
   std::string largest_workload;      ///< uuid of the workload the live view shows
+  /// Skills retrieved for this run (empty = a cold start); the caller stores them in
+  /// run_config so that a resume starts from the same hints.
+  std::vector<SkillHint> skill_hints;
   /// Stored in the run's config beside the options (the caller's settings, e.g. the guard's
   /// and the selected workloads, which a resume must reuse).
   nlohmann::json run_config = nlohmann::json::object();
@@ -125,6 +130,7 @@ struct OptimizeSummary {
   std::optional<Speedup> speedup;    ///< winner over the baseline, from the re-measurement
   std::vector<LineageStep> lineage;  ///< the winner's, root first
   std::vector<std::string> skipped_agents;
+  std::vector<Conclusion> conclusions;  ///< the board's, in the order posted
 };
 
 class Orchestrator {

@@ -54,9 +54,13 @@ KnobPoint parse_knob_point(std::string_view text) {
   return point;
 }
 
+nlohmann::json knob_value_to_json(const KnobValue& value) {
+  return std::visit([](const auto& v) { return nlohmann::json(v); }, value);
+}
+
 nlohmann::json knob_point_to_json(const KnobPoint& point) {
   nlohmann::json json = nlohmann::json::object();
-  for (const auto& [name, value] : point) std::visit([&](const auto& v) { json[name] = v; }, value);
+  for (const auto& [name, value] : point) json[name] = knob_value_to_json(value);
   return json;
 }
 

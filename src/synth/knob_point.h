@@ -22,6 +22,8 @@ std::string format_knob_point(const KnobPoint& point);
 /// (KnobSpace::parse_point does).
 KnobPoint parse_knob_point(std::string_view text);
 
+/// An integer as a number, a label as a string.
+nlohmann::json knob_value_to_json(const KnobValue& value);
 /// {"BM": 128, "LAYOUT": "row"}: integers as numbers, labels as strings (as the store keeps it).
 nlohmann::json knob_point_to_json(const KnobPoint& point);
 /// The inverse of knob_point_to_json; InputError for a value that is neither an integer nor a

@@ -8,7 +8,9 @@
 
 #include "core/hash.h"
 #include "core/test_support.h"
+#include "core/error.h"
 #include "optimize/search_setup.h"
+#include "optimize/skill_hint.h"
 #include "search/selection.h"
 
 namespace kernelarc {
@@ -99,9 +101,11 @@ class OrchestratorTest : public ::testing::Test {
   OrchestratorTest() : setup_(kProblem, SearchSetupOptions{}) {}
 
   OptimizeSummary optimize(Workspace& workspace, const OptimizeOptions& options,
-                           LandscapeEvaluator& evaluator, std::optional<int64_t> resume = {}) {
-    Orchestrator orchestrator(setup_.target(setup_.problem().workloads), evaluator, workspace,
-                              options, progress_);
+                           LandscapeEvaluator& evaluator, std::optional<int64_t> resume = {},
+                           std::vector<SkillHint> hints = {}) {
+    OptimizeTarget target = setup_.target(setup_.problem().workloads);
+    target.skill_hints = std::move(hints);
+    Orchestrator orchestrator(target, evaluator, workspace, options, progress_);
     return resume ? orchestrator.resume(*resume) : orchestrator.run();
   }
 
@@ -147,6 +151,63 @@ TEST_F(OrchestratorTest, EveryPolicySpendsTheBudgetAndBeatsTheBaseline) {
     EXPECT_GT(summary.speedup->low, 3) << policy;  // landscape times are 1-3.5 ms, baseline 10
     EXPECT_EQ(workspace.database().find_run(summary.run_id)->status, RunStatus::Finished);
   }
+}
+
+TEST_F(OrchestratorTest, SkillHintsMakeTheHintedPointTheFirstCandidate) {
+  // A cold run finds a best; a hint that changes the default point into it must make that point
+  // the warm run's first candidate (and, measured first, the winner of a short run).
+  OptimizeOptions options;
+  options.budget = 40;
+  KnobPoint best;
+  std::string template_name;
+  {
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    const auto summary = optimize(workspace, options, evaluator);
+    ASSERT_FALSE(summary.finalists.empty());
+    const auto candidate = workspace.database().find_candidate(summary.finalists[0].candidate_id);
+    best = knob_point_from_json(candidate->knob_point);
+    template_name = candidate->template_name;
+  }
+  const BoundTemplate* bound = setup_.target(setup_.problem().workloads).templates.front();
+  const KnobPoint start = bound->space().space().default_point();
+  ASSERT_NE(start, best);
+  SkillHint hint{7, template_name, {}, 0.5};
+  for (const auto& [knob, value] : best)
+    if (start.at(knob) != value) hint.changes.push_back({knob, start.at(knob), value});
+
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator evaluator(setup_.problem());
+  options.budget = 6;
+  const auto summary = optimize(workspace, options, evaluator, {}, {hint});
+  const auto proposed = sequence(workspace.database(), summary.run_id);
+  ASSERT_GE(proposed.size(), 2u);
+  EXPECT_EQ(proposed[1].point, knob_point_to_json(best).dump());
+  EXPECT_EQ(summary.finalists.front().candidate_id,
+            workspace.database().candidates_of(summary.run_id)[1].id);
+  EXPECT_NE(std::find(progress_.messages.begin(), progress_.messages.end(),
+                      "warm start: 1 skill(s) from earlier runs as first points and priors"),
+            progress_.messages.end());
+}
+
+TEST(SkillHints, ApplyStrongestLastAndScoreAgreement) {
+  const SkillHint weak{1, "t", {{"A", int64_t{1}, int64_t{2}}, {"B", int64_t{1}, int64_t{3}}}, 0.2};
+  const SkillHint strong{2, "t", {{"A", int64_t{1}, int64_t{4}}}, 0.6};
+  const KnobPoint start{{"A", int64_t{1}}, {"B", int64_t{1}}, {"C", std::string("x")}};
+  const KnobPoint applied = apply_hints(start, {&strong, &weak});
+  EXPECT_EQ(applied, (KnobPoint{{"A", int64_t{4}}, {"B", int64_t{3}}, {"C", std::string("x")}}));
+  EXPECT_DOUBLE_EQ(hint_prior(applied, {&weak, &strong}), 0.1 + 0.9 * 0.6 / 0.8);
+  EXPECT_DOUBLE_EQ(hint_prior(start, {&weak, &strong}), 0.1);
+  const auto round_trip =
+      skill_hints_from_json(skill_hints_to_json({weak, strong}), "test");
+  ASSERT_EQ(round_trip.size(), 2u);
+  EXPECT_EQ(round_trip[0].changes[1].knob, "B");
+  EXPECT_EQ(round_trip[0].changes[1].to, KnobValue(int64_t{3}));
+  EXPECT_DOUBLE_EQ(round_trip[1].weight, 0.6);
+  EXPECT_THROW(skill_hints_from_json(nlohmann::json::array({{{"skill", 1}}}), "run 3 config"),
+               InputError);
 }
 
 TEST_F(OrchestratorTest, AgentsWithoutAKnobOfTheirRoleAreNotStartedAndTheOthersAllPropose) {
