@@ -16,5 +16,7 @@ CommandRunner add_calibrate_command(CLI::App& app);
 CommandRunner add_templates_command(CLI::App& app);
 CommandRunner add_optimize_command(CLI::App& app);
 CommandRunner add_runs_commands(CLI::App& app);
+CommandRunner add_kb_commands(CLI::App& app);
+CommandRunner add_skills_commands(CLI::App& app);
 
 }  // namespace kernelarc

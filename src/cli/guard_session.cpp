@@ -9,6 +9,7 @@
 
 #include "cli/table.h"
 #include "core/error.h"
+#include "diagnosis/diagnosis.h"
 #include "optimize/search_setup.h"
 
 namespace kernelarc {
@@ -33,10 +34,8 @@ void print_traces(const Problem& problem, const std::vector<Trace>& traces, std:
   std::vector<std::string> logs;
   for (const Trace& trace : traces) {
     const auto uuid = trace.workload.value("uuid", std::string("?"));
-    const auto* workload = &problem.workloads.front();
-    for (const auto& candidate : problem.workloads) {
-      if (candidate.uuid == uuid) workload = &candidate;
-    }
+    const Workload* workload = find_workload(problem, uuid);
+    if (workload == nullptr) workload = &problem.workloads.front();
     std::vector<std::string> row{
         uuid.substr(0, 12), format_axes(workload->axes), std::string(status_name(trace.status)),
         trace.correctness ? fmt::format("{:.2e}", trace.correctness->max_absolute_error) : "-"};
@@ -136,7 +135,8 @@ std::vector<Workload> GuardSession::select_workloads(const Problem& problem) con
 
 bool GuardSession::evaluate_and_report(const Problem& problem, const Solution& solution,
                                        std::ostream& out) {
-  const auto traces = guard_->evaluate(problem, solution, select_workloads(problem));
+  auto traces = guard_->evaluate(problem, solution, select_workloads(problem));
+  annotate_traces(traces, problem, solution, load_calibration(flags_.workspace, flags_.device));
   out << fmt::format("problem {}  solution {}  device {}\n", problem.definition.name, solution.name,
                      flags_.device);
   if (!traces.empty()) {
@@ -154,6 +154,13 @@ bool GuardSession::evaluate_and_report(const Problem& problem, const Solution& s
     return trace.status == EvalStatus::Passed;
   });
   out << fmt::format("workloads: {} of {} PASSED\n", passed, traces.size());
+  for (const Trace& trace : traces) {
+    const Workload* workload = find_workload(problem, trace.workload.value("uuid", std::string()));
+    if (!trace.extra.is_object() || !trace.extra.contains("diagnosis") || workload == nullptr)
+      continue;
+    out << fmt::format("diagnosis {}: {}\n", format_axes(workload->axes),
+                       diagnosis_text(Diagnosis::from_json(trace.extra["diagnosis"])));
+  }
 
   if (!flags_.json_path.empty()) {
     OrderedJson json = OrderedJson::array();

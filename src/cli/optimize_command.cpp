@@ -16,8 +16,10 @@
 #include "cli/extra_files.h"
 #include "cli/guard_session.h"
 #include "cli/optimize_progress.h"
+#include "cli/optimize_skills.h"
 #include "cli/table.h"
 #include "core/error.h"
+#include "diagnosis/diagnosis.h"
 #include "optimize/search_setup.h"
 #include "optimize/strategy.h"
 #include "search/selection.h"
@@ -40,6 +42,7 @@ struct OptimizeFlags {
   int final_candidates = 3;
   int final_rounds = 3;
   int search_trials = 3;
+  bool no_skills = false;
   double wall_time_s = 0;
   std::string out;
   std::string baseline;
@@ -163,6 +166,14 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
   out << fmt::format("winner: candidate {} ({}, found by {})\n", winner.candidate_id, winner.label,
                      winner.agent);
   table.print(out);
+  const std::string largest_uuid = largest_workload(problem.workloads).uuid;
+  const auto largest = std::find_if(winner.traces.begin(), winner.traces.end(), [&](const Trace& t) {
+    return t.extra.is_object() && t.extra.contains("diagnosis") &&
+           t.workload.value("uuid", std::string()) == largest_uuid;
+  });
+  if (largest != winner.traces.end())
+    out << "diagnosis at the largest workload: "
+        << diagnosis_text(Diagnosis::from_json(largest->extra["diagnosis"])) << '\n';
   if (summary.speedup)
     out << fmt::format("speedup over the baseline: {:.2f}x ({:.2f}-{:.2f})\n",
                        summary.speedup->value, summary.speedup->low, summary.speedup->high);
@@ -220,12 +231,27 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
   OptimizeTarget target = setup.target(workloads);
   std::vector<std::string> uuids;
   for (const Workload& workload : workloads) uuids.push_back(workload.uuid);
+  const std::string hardware = hardware_name(flags.guard.workspace, flags.guard.device);
+  const SkillCondition condition{
+      setup.problem().definition.ext.op_family,
+      fmt::format("{}: {}", setup.problem().definition.name, target.workload_class), hardware,
+      setup.problem().definition.name};
+  if (resumed) {
+    target.skill_hints = skill_hints_from_json(
+        resumed->config.value("skill_hints", nlohmann::json::array()),
+        fmt::format("run {} config", resumed->id));
+  } else if (!flags.no_skills) {
+    std::vector<std::string> templates;
+    for (const BoundTemplate* bound : target.templates) templates.push_back(bound->kernel().name);
+    target.skill_hints = retrieve_skill_hints(flags.guard.workspace, condition, templates);
+  }
   target.run_config = {
       {"guard", guard_config(flags.guard, flags.search_trials)},
       {"workloads", flags.guard.workloads.empty() ? std::vector<std::string>{} : uuids},
-      {"baseline", flags.baseline}};
+      {"baseline", flags.baseline},
+      {"skill_hints", skill_hints_to_json(target.skill_hints)}};
   GuardEvaluator evaluator(search.guard(), final_guard.guard(), setup.problem(), workloads,
-                           flags.guard.device);
+                           hardware);
 
   OptimizeOptions options;
   options.budget = flags.budget;
@@ -258,6 +284,7 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
   Orchestrator orchestrator(target, evaluator, workspace, options, *progress);
   const OptimizeSummary summary = resumed ? orchestrator.resume(resumed->id) : orchestrator.run();
   print_summary(summary, setup.problem(), std::cout);
+  if (!flags.no_skills) record_run_skills(flags.guard.workspace, summary, condition, std::cout);
   if (!summary.finalists.empty()) {
     const std::filesystem::path out =
         flags.out.empty() ? workspace.root() / "runs" / std::to_string(summary.run_id)
@@ -310,6 +337,8 @@ CommandRunner add_optimize_command(CLI::App& app) {
                   "finalists' re-measurement runs all --trials")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--no-skills", flags->no_skills,
+               "neither start from the skills of earlier runs nor record this run's");
   cmd->add_option("--wall-time", flags->wall_time_s, "stop proposing after this many seconds");
   cmd->add_option("--out", flags->out, "where the winner goes (default WORKSPACE/runs/ID)");
   cmd->add_option("--baseline", flags->baseline,

@@ -321,4 +321,10 @@ std::vector<int64_t> resolve_shape(const TensorSpec& spec, const AxisValues& axe
   return shape;
 }
 
+const Workload* find_workload(const Problem& problem, std::string_view uuid) {
+  for (const Workload& workload : problem.workloads)
+    if (workload.uuid == uuid) return &workload;
+  return nullptr;
+}
+
 }  // namespace kernelarc

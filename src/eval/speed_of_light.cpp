@@ -8,9 +8,8 @@
 
 namespace kernelarc {
 
-namespace {
-
-double declared_bytes(const Definition& def, const AxisValues& axes) {
+double problem_bytes(const Definition& def, const AxisValues& axes) {
+  if (!def.ext.bytes.empty()) return static_cast<double>(evaluate_expr(def.ext.bytes, axes));
   double bytes = 0;
   auto add = [&](const TensorSpec& spec) {
     bytes += static_cast<double>(shape_numel(resolve_shape(spec, axes))) *
@@ -21,18 +20,21 @@ double declared_bytes(const Definition& def, const AxisValues& axes) {
   return bytes;
 }
 
-std::optional<double> compute_peak_flops(const Definition& def, const Calibration& calibration) {
-  if (calibration.device == "cpu") {
-    if (calibration.fp32_fma_tflops <= 0) return std::nullopt;
-    return calibration.fp32_fma_tflops * 1e12;
-  }
-  if (def.ext.op_family != "gemm" || def.inputs.empty()) return std::nullopt;
-  const auto it = calibration.tensor_tflops.find(std::string(dtype_name(def.inputs.front().dtype)));
-  if (it == calibration.tensor_tflops.end() || it->second <= 0) return std::nullopt;
-  return it->second * 1e12;
+double problem_flops(const Definition& def, const AxisValues& axes) {
+  return def.ext.flops.empty() ? 0.0 : static_cast<double>(evaluate_expr(def.ext.flops, axes));
 }
 
-}  // namespace
+std::optional<ComputePeak> compute_peak(const Definition& def, const Calibration& calibration) {
+  const bool on_cpu = calibration.device == "cpu";
+  if (!on_cpu && def.ext.op_family == "gemm" && !def.inputs.empty()) {
+    const std::string dtype(dtype_name(def.inputs.front().dtype));
+    const auto it = calibration.tensor_tflops.find(dtype);
+    if (it != calibration.tensor_tflops.end() && it->second > 0)
+      return ComputePeak{it->second * 1e12, fmt::format("{} tensor cores", dtype), true};
+  }
+  if (calibration.fp32_fma_tflops <= 0) return std::nullopt;
+  return ComputePeak{calibration.fp32_fma_tflops * 1e12, "fp32 FMA", on_cpu};
+}
 
 SolBound speed_of_light(const Definition& def, const AxisValues& axes,
                         const std::optional<Calibration>& calibration) {
@@ -40,15 +42,12 @@ SolBound speed_of_light(const Definition& def, const AxisValues& axes,
     return {std::nullopt, "no calibration for this device (run `kernelarc calibrate`)"};
   }
   if (calibration->copy_bandwidth_gbs <= 0) return {std::nullopt, "calibration lacks bandwidth"};
-  const double bytes = def.ext.bytes.empty() ? declared_bytes(def, axes)
-                                             : static_cast<double>(evaluate_expr(def.ext.bytes, axes));
-  const double flops = def.ext.flops.empty() ? 0.0
-                                             : static_cast<double>(evaluate_expr(def.ext.flops, axes));
+  const double bytes = problem_bytes(def, axes);
+  const double flops = problem_flops(def, axes);
   const double memory_s = bytes / (calibration->copy_bandwidth_gbs * 1e9);
   double compute_s = 0;
-  if (const auto peak = compute_peak_flops(def, *calibration); peak && flops > 0) {
-    compute_s = flops / *peak;
-  }
+  if (const auto peak = compute_peak(def, *calibration); peak && peak->bounds_sol && flops > 0)
+    compute_s = flops / peak->flops_per_second;
   const bool memory_bound = memory_s >= compute_s;
   return {std::max(memory_s, compute_s) * 1e3,
           fmt::format("{}: {:.4g} MB at {:.0f} GB/s, {:.4g} GFLOP", memory_bound ? "memory" : "compute",

@@ -10,6 +10,24 @@
 
 namespace kernelarc {
 
+/// The definition's kernelarc.bytes expression, else every input and output counted once.
+double problem_bytes(const Definition& def, const AxisValues& axes);
+/// The definition's kernelarc.flops expression; 0 when absent.
+double problem_flops(const Definition& def, const AxisValues& axes);
+
+struct ComputePeak {
+  double flops_per_second = 0;
+  std::string what;         ///< "bfloat16 tensor cores", "fp32 FMA"
+  bool bounds_sol = false;  ///< whether speed_of_light counts this peak in T_SOL
+};
+
+/// The ceiling a problem's arithmetic is measured against: tensor cores of the first input's
+/// dtype for GEMM-family problems on a GPU, FP32 FMA on a CPU (both bound T_SOL); where T_SOL
+/// has none (a GPU problem off the tensor cores), the FP32 FMA rate, since such a kernel's
+/// arithmetic runs on the CUDA cores (a diagnosis reports it; T_SOL ignores it). nullopt when
+/// the calibration lacks the rate.
+std::optional<ComputePeak> compute_peak(const Definition& def, const Calibration& calibration);
+
 struct SolBound {
   std::optional<double> ms;
   std::string note;  ///< how it was derived, or why there is none

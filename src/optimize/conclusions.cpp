@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
+
 namespace kernelarc {
 
 std::vector<KnobChange> knob_changes(const KnobPoint& from, const KnobPoint& to) {
@@ -46,6 +48,41 @@ std::string conclusion_text(const Conclusion& conclusion, const std::string& pro
       problem, workload_class, device, conclusion.template_name, fmt::join(parts, " and "),
       conclusion.speedup.value, conclusion.speedup.low, conclusion.speedup.high,
       conclusion.before_candidate, conclusion.after_candidate);
+}
+
+nlohmann::json knob_changes_to_json(const std::vector<KnobChange>& changes) {
+  nlohmann::json json = nlohmann::json::array();
+  for (const KnobChange& change : changes)
+    json.push_back({{"knob", change.knob},
+                    {"from", knob_value_to_json(change.from)},
+                    {"to", knob_value_to_json(change.to)}});
+  return json;
+}
+
+std::vector<KnobChange> knob_changes_from_json(const nlohmann::json& json,
+                                               const std::string& where) {
+  std::vector<KnobChange> changes;
+  try {
+    for (const auto& change : json) {
+      const KnobPoint values =
+          knob_point_from_json({{"from", change.at("from")}, {"to", change.at("to")}});
+      changes.push_back({change.at("knob").get<std::string>(), values.at("from"), values.at("to")});
+    }
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(fmt::format("{}: knob changes: {}", where, error.what()));
+  }
+  return changes;
+}
+
+nlohmann::json conclusion_to_json(const Conclusion& conclusion) {
+  return {{"template", conclusion.template_name},
+          {"changes", knob_changes_to_json(conclusion.changes)},
+          {"speedup",
+           {{"value", conclusion.speedup.value},
+            {"low", conclusion.speedup.low},
+            {"high", conclusion.speedup.high}}},
+          {"before", conclusion.before_candidate},
+          {"after", conclusion.after_candidate}};
 }
 
 }  // namespace kernelarc

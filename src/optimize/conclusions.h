@@ -5,6 +5,9 @@
 
 #include <optional>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "optimize/shared_view.h"
 
@@ -27,5 +30,13 @@ std::string conclusion_text(const Conclusion& conclusion, const std::string& pro
 
 /// "ROWS_PER_TASK 16->4, VEC 4->8"
 std::string changes_text(const std::vector<KnobChange>& changes);
+
+/// [{"knob": "VEC", "from": 4, "to": 8}, ...]
+nlohmann::json knob_changes_to_json(const std::vector<KnobChange>& changes);
+/// The inverse; InputError naming `where` on a malformed entry.
+std::vector<KnobChange> knob_changes_from_json(const nlohmann::json& json,
+                                               const std::string& where);
+/// {"template", "changes", "speedup": {"value", "low", "high"}, "before", "after"}
+nlohmann::json conclusion_to_json(const Conclusion& conclusion);
 
 }  // namespace kernelarc

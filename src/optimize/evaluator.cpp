@@ -1,5 +1,7 @@
 #include "optimize/evaluator.h"
 
+#include "diagnosis/diagnosis.h"
+
 namespace kernelarc {
 
 GuardEvaluator::GuardEvaluator(Guard& search_guard, Guard& final_guard, const Problem& problem,
@@ -8,14 +10,20 @@ GuardEvaluator::GuardEvaluator(Guard& search_guard, Guard& final_guard, const Pr
       final_guard_(&final_guard),
       problem_(&problem),
       workloads_(std::move(workloads)),
-      device_name_(std::move(device_name)) {}
+      device_name_(std::move(device_name)),
+      calibration_(load_calibration(search_guard.options().workspace,
+                                    search_guard.options().device)) {}
 
 std::vector<Trace> GuardEvaluator::evaluate(const Solution& solution) {
-  return search_guard_->evaluate(*problem_, solution, workloads_);
+  auto traces = search_guard_->evaluate(*problem_, solution, workloads_);
+  annotate_traces(traces, *problem_, solution, calibration_);
+  return traces;
 }
 
 std::vector<Trace> GuardEvaluator::evaluate_final(const Solution& solution) {
-  return final_guard_->evaluate(*problem_, solution, workloads_);
+  auto traces = final_guard_->evaluate(*problem_, solution, workloads_);
+  annotate_traces(traces, *problem_, solution, calibration_);
+  return traces;
 }
 
 void GuardEvaluator::prebuild(const Solution& solution) {

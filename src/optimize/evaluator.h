@@ -3,9 +3,11 @@
 // sees expected outputs or timings other than what an evaluator returns.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "backend/calibrate.h"
 #include "core/problem.h"
 #include "eval/guard.h"
 
@@ -48,6 +50,7 @@ class GuardEvaluator : public CandidateEvaluator {
   const Problem* problem_;
   std::vector<Workload> workloads_;
   std::string device_name_;
+  std::optional<Calibration> calibration_;  ///< for the diagnosis of passed traces
 };
 
 }  // namespace kernelarc

@@ -615,6 +615,23 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     }
   }
   summary.conclusions = state.conclusions;
+  // The winner's route from its template's default point, when both were measured in the
+  // search and the route beats the default beyond both intervals: the skill a warm start
+  // needs most.
+  if (!summary.finalists.empty()) {
+    const State::Known& winner =
+        state.known.at(state.key_of_candidate.at(summary.finalists.front().candidate_id));
+    const KnobPoint start = state.bound.at(winner.template_name)->space().space().default_point();
+    const auto origin = state.known.find(point_key(winner.template_name, start));
+    if (origin != state.known.end() && origin->second.measurement &&
+        origin->second.measurement->passed && winner.measurement && start != winner.point) {
+      const Speedup speedup = speedup_of(*origin->second.measurement, *winner.measurement);
+      if (speedup.low > 1)
+        summary.winner_route = Conclusion{winner.template_name, knob_changes(start, winner.point),
+                                          speedup, origin->second.candidate_id,
+                                          winner.candidate_id};
+    }
+  }
   db.save_agent_state(run_id, "orchestrator", summary_to_json(summary));
   db.finish_run(run_id, RunStatus::Finished);
   return summary;
@@ -647,21 +664,9 @@ nlohmann::json summary_to_json(const OptimizeSummary& summary) {
                                {"operation", step.operation},
                                {"changes", step.changes}});
   json["conclusions"] = nlohmann::json::array();
-  for (const Conclusion& conclusion : summary.conclusions) {
-    nlohmann::json changes = nlohmann::json::array();
-    for (const KnobChange& change : conclusion.changes)
-      changes.push_back({{"knob", change.knob},
-                         {"from", knob_value_to_json(change.from)},
-                         {"to", knob_value_to_json(change.to)}});
-    json["conclusions"].push_back({{"template", conclusion.template_name},
-                                   {"changes", changes},
-                                   {"speedup",
-                                    {{"value", conclusion.speedup.value},
-                                     {"low", conclusion.speedup.low},
-                                     {"high", conclusion.speedup.high}}},
-                                   {"before", conclusion.before_candidate},
-                                   {"after", conclusion.after_candidate}});
-  }
+  for (const Conclusion& conclusion : summary.conclusions)
+    json["conclusions"].push_back(conclusion_to_json(conclusion));
+  if (summary.winner_route) json["winner_route"] = conclusion_to_json(*summary.winner_route);
   return json;
 }
 

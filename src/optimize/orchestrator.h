@@ -131,6 +131,9 @@ struct OptimizeSummary {
   std::vector<LineageStep> lineage;  ///< the winner's, root first
   std::vector<std::string> skipped_agents;
   std::vector<Conclusion> conclusions;  ///< the board's, in the order posted
+  /// The winner's knob changes from its template's default point, when that route is faster
+  /// beyond both intervals (both measured by the search's guard).
+  std::optional<Conclusion> winner_route;
 };
 
 class Orchestrator {

@@ -5,22 +5,17 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "optimize/conclusions.h"
 
 namespace kernelarc {
 
 nlohmann::json skill_hints_to_json(const std::vector<SkillHint>& hints) {
   nlohmann::json json = nlohmann::json::array();
-  for (const SkillHint& hint : hints) {
-    nlohmann::json changes = nlohmann::json::array();
-    for (const KnobChange& change : hint.changes)
-      changes.push_back({{"knob", change.knob},
-                         {"from", knob_value_to_json(change.from)},
-                         {"to", knob_value_to_json(change.to)}});
+  for (const SkillHint& hint : hints)
     json.push_back({{"skill", hint.skill_id},
                     {"template", hint.template_name},
-                    {"changes", changes},
+                    {"changes", knob_changes_to_json(hint.changes)},
                     {"weight", hint.weight}});
-  }
   return json;
 }
 
@@ -29,15 +24,9 @@ std::vector<SkillHint> skill_hints_from_json(const nlohmann::json& json,
   std::vector<SkillHint> hints;
   try {
     for (const auto& entry : json) {
-      SkillHint hint{entry.at("skill").get<int64_t>(), entry.at("template").get<std::string>(),
-                     {}, entry.at("weight").get<double>()};
-      for (const auto& change : entry.at("changes")) {
-        const KnobPoint values = knob_point_from_json(
-            {{"from", change.at("from")}, {"to", change.at("to")}});
-        hint.changes.push_back(
-            {change.at("knob").get<std::string>(), values.at("from"), values.at("to")});
-      }
-      hints.push_back(std::move(hint));
+      hints.push_back({entry.at("skill").get<int64_t>(), entry.at("template").get<std::string>(),
+                       knob_changes_from_json(entry.at("changes"), where),
+                       entry.at("weight").get<double>()});
     }
   } catch (const nlohmann::json::exception& error) {
     throw InputError(fmt::format("{}: skill hints: {}", where, error.what()));

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "bench_support.h"
 #include "core/error.h"
 #include "optimize/search_setup.h"
 #include "optimize/strategy.h"
@@ -25,12 +26,6 @@ struct Config {
   std::string policy;
 };
 
-class QuietProgress : public ProgressSink {
- public:
-  void candidate(const ProgressView&, const CandidateEvent&) override {}
-  void message(const std::string&) override {}
-};
-
 struct Flags {
   std::vector<std::string> problems;
   std::string device = "cpu";
@@ -42,37 +37,14 @@ struct Flags {
   bool all_workloads = false;
 };
 
-std::vector<std::string> default_problems(const std::string& device) {
-  std::vector<std::string> problems;
-  const auto root =
-      std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems" / (device == "cpu" ? "cpu" : "cuda");
-  for (const auto& entry : std::filesystem::directory_iterator(root))
-    if (entry.is_directory()) problems.push_back(entry.path().string());
-  std::sort(problems.begin(), problems.end());
-  return problems;
-}
-
 int run(const Flags& flags) {
   const std::vector<Config> configs{
       {"1 agent (explore), mcts", "1", "mcts"}, {"4 agents, mcts", "4", "mcts"},
       {"6 agents, mcts", "6", "mcts"},          {"6 agents, random", "6", "random"},
       {"6 agents, beam", "6", "beam"},          {"6 agents, islands", "6", "islands"},
   };
-  GuardOptions guard_options;
-  guard_options.device = flags.device;
-  guard_options.workspace = flags.workspace;
-  guard_options.correctness_trials = flags.trials;
-  guard_options.warmup = 1;
-  guard_options.iterations = flags.iterations;
-  guard_options.min_iterations = std::min(guard_options.min_iterations, flags.iterations);
-  guard_options.worker_executable = KERNELARC_BINARY;
-  guard_options.time_baselines = false;
-  OracleOptions oracle_options;
-  oracle_options.cache_dir = std::filesystem::path(flags.workspace) / "oracle";
-  oracle_options.device = flags.device == "cpu" ? "cpu" : "cuda";
-  oracle_options.worker_executable = KERNELARC_BINARY;
-  Oracle oracle(oracle_options);
-  Guard guard(guard_options, oracle);
+  BenchGuard bench_guard({flags.device, flags.workspace, flags.trials, flags.iterations});
+  Guard& guard = bench_guard.guard();
   Workspace workspace(flags.workspace);
 
   std::cout << fmt::format(
@@ -83,7 +55,7 @@ int run(const Flags& flags) {
   std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7}\n", "problem",
                            "configuration", "seed", "best_ms", "ci95_ms", "speedup", "wall_s");
   for (const std::string& dir :
-       flags.problems.empty() ? default_problems(flags.device) : flags.problems) {
+       flags.problems.empty() ? builtin_problems(flags.device) : flags.problems) {
     SearchSetupOptions setup_options;
     setup_options.device = flags.device;
     const SearchSetup setup(dir, setup_options);
@@ -101,7 +73,7 @@ int run(const Flags& flags) {
         options.build_ahead = flags.device == "cpu" ? 0 : 2;
         options.final_candidates = 2;
         options.final_rounds = 2;
-        QuietProgress progress;
+        RecordingProgress progress;
         const auto started = std::chrono::steady_clock::now();
         Orchestrator orchestrator(target, evaluator, workspace, options, progress);
         const OptimizeSummary summary = orchestrator.run();

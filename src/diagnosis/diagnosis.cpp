@@ -1,0 +1,250 @@
+#include "diagnosis/diagnosis.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "diagnosis/diagnosis_hints.h"
+#include "diagnosis/kernel_records.h"
+#include "eval/speed_of_light.h"
+
+namespace kernelarc {
+
+std::string_view bottleneck_name(Bottleneck bottleneck) {
+  switch (bottleneck) {
+    case Bottleneck::Memory:
+      return "memory";
+    case Bottleneck::Compute:
+      return "compute";
+    case Bottleneck::Latency:
+      return "latency";
+    case Bottleneck::Launch:
+      return "launch";
+    case Bottleneck::Unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+std::optional<Bottleneck> bottleneck_from_name(std::string_view name) {
+  for (Bottleneck bottleneck : {Bottleneck::Memory, Bottleneck::Compute, Bottleneck::Latency,
+                                Bottleneck::Launch, Bottleneck::Unknown}) {
+    if (bottleneck_name(bottleneck) == name) return bottleneck;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+bool runs_on_gpu(const Trace& trace, const std::optional<Calibration>& calibration,
+                 const std::vector<KernelRecord>& records) {
+  if (calibration) return calibration->device != "cpu";
+  return trace.clock == "cupti" || trace.clock == "cuda_events" || !records.empty();
+}
+
+void add_kernel_facts(Diagnosis& diagnosis, const std::vector<KernelRecord>& records) {
+  for (const KernelRecord& record : records) {
+    diagnosis.kernels_per_call += record.launches;
+    diagnosis.max_blocks = std::max(diagnosis.max_blocks, record.blocks);
+    diagnosis.max_local_bytes_per_thread =
+        std::max(diagnosis.max_local_bytes_per_thread, record.local_bytes_per_thread);
+    if (!record.occupancy) continue;
+    if (diagnosis.lowest_occupancy && diagnosis.lowest_occupancy->fraction <= *record.occupancy) {
+      continue;
+    }
+    diagnosis.lowest_occupancy = OccupancyLimit{record.name,
+                                                *record.occupancy,
+                                                record.occupancy_limited_by,
+                                                record.registers_per_thread,
+                                                record.threads_per_block,
+                                                record.shared_bytes_per_block};
+  }
+}
+
+// Measured when every kernel's busy time is recorded: the rest of the span is gaps. Otherwise
+// estimated from the count: CUPTI's span starts at the first kernel, so only the launches
+// after it add gaps; CUDA events also enclose the first launch.
+void add_launch_share(Diagnosis& diagnosis, const Trace& trace,
+                      const std::vector<KernelRecord>& records) {
+  if (!diagnosis.gpu || records.empty() || !diagnosis.median_us || *diagnosis.median_us <= 0) {
+    return;
+  }
+  const double median_us = *diagnosis.median_us;
+  const bool busy_recorded = std::all_of(
+      records.begin(), records.end(), [](const KernelRecord& r) { return r.busy_us.has_value(); });
+  if (busy_recorded) {
+    double busy_us = 0;
+    for (const KernelRecord& record : records) busy_us += *record.busy_us;
+    diagnosis.launch_share = std::clamp(1.0 - busy_us / median_us, 0.0, 1.0);
+    return;
+  }
+  const int launches = diagnosis.kernels_per_call - (trace.clock == "cupti" ? 1 : 0);
+  diagnosis.launch_share = std::clamp(launches * kLaunchLatencyUs / median_us, 0.0, 1.0);
+  diagnosis.launch_share_estimated = true;
+}
+
+void add_rates(Diagnosis& diagnosis, const Definition& def, const Calibration& calibration) {
+  const double seconds = *diagnosis.median_us * 1e-6;
+  diagnosis.achieved_gbs = diagnosis.bytes / seconds * 1e-9;
+  double sol_s = 0;
+  if (calibration.copy_bandwidth_gbs > 0) {
+    diagnosis.bandwidth_fraction = *diagnosis.achieved_gbs / calibration.copy_bandwidth_gbs;
+    sol_s = diagnosis.bytes / (calibration.copy_bandwidth_gbs * 1e9);
+  }
+  if (diagnosis.flops <= 0) {
+    diagnosis.sol_us = sol_s * 1e6;
+    return;
+  }
+  diagnosis.achieved_tflops = diagnosis.flops / seconds * 1e-12;
+  if (const auto peak = compute_peak(def, calibration)) {
+    diagnosis.compute_fraction = diagnosis.flops / seconds / peak->flops_per_second;
+    diagnosis.compute_peak = peak->what;
+    if (peak->bounds_sol) sol_s = std::max(sol_s, diagnosis.flops / peak->flops_per_second);
+  }
+  diagnosis.sol_us = sol_s * 1e6;
+}
+
+std::string fraction_text(const std::optional<double>& fraction) {
+  return fraction ? fmt::format("{:.2f}", *fraction) : std::string("unknown");
+}
+
+std::string rates_text(const Diagnosis& d) {
+  std::string text =
+      fmt::format("{:.4g} MB in {:.4g} us: {:.4g} GB/s, {} of copy bandwidth", d.bytes * 1e-6,
+                  *d.median_us, *d.achieved_gbs, fraction_text(d.bandwidth_fraction));
+  if (d.compute_fraction) {
+    text += fmt::format("; {:.4g} GFLOP at {:.4g} TFLOP/s, {} of the {} peak", d.flops * 1e-9,
+                        *d.achieved_tflops, fraction_text(d.compute_fraction), d.compute_peak);
+  }
+  return text;
+}
+
+bool launch_bound(const Diagnosis& d) {
+  if (!d.gpu) return false;
+  return *d.median_us <= kLaunchLatencyUs + kLaunchSlackUs ||
+         d.launch_share.value_or(0) >= kLaunchBoundShare;
+}
+
+std::string launch_reason(const Diagnosis& d) {
+  if (*d.median_us <= kLaunchLatencyUs + kLaunchSlackUs) {
+    return fmt::format(
+        "median {:.3g} us is at most one launch (~{:.3g} us) plus {:.3g} us: fixed "
+        "per-launch costs dominate ({})",
+        *d.median_us, kLaunchLatencyUs, kLaunchSlackUs, rates_text(d));
+  }
+  return fmt::format(
+      "launches and the gaps between them take {:.2f} of the {:.4g} us call ({} "
+      "kernels{}); {}",
+      *d.launch_share, *d.median_us, d.kernels_per_call,
+      d.launch_share_estimated ? fmt::format(", ~{:.3g} us each", kLaunchLatencyUs)
+                               : std::string(", measured"),
+      rates_text(d));
+}
+
+// The latency class's cause and its numbers.
+std::pair<std::string, std::string> latency_cause(const Diagnosis& d,
+                                                  const std::optional<Calibration>& calibration,
+                                                  const std::optional<KnobPoint>& knobs) {
+  if (d.lowest_occupancy && d.lowest_occupancy->fraction < kLowOccupancy) {
+    return {"occupancy", fmt::format("theoretical occupancy {:.2f} in {}, limited by {}",
+                                     d.lowest_occupancy->fraction, d.lowest_occupancy->kernel,
+                                     d.lowest_occupancy->limited_by)};
+  }
+  if (d.gpu && calibration->sm_count > 0 && d.max_blocks > 0 &&
+      d.max_blocks < calibration->sm_count) {
+    return {"parallelism",
+            fmt::format("only {} blocks for {} SMs", d.max_blocks, calibration->sm_count)};
+  }
+  const auto threads = int_knob(knobs, "THREADS");
+  if (!d.gpu && threads && *threads >= 1 && *threads < calibration->cores) {
+    return {"parallelism", fmt::format("THREADS={} of {} cores", *threads, calibration->cores)};
+  }
+  if (d.sol_us && *d.sol_us < kSmallWorkUs) {
+    return {"small_work",
+            fmt::format("the problem's own bound is only {:.3g} us, so fixed costs weigh heavily",
+                        *d.sol_us)};
+  }
+  return {"stalls", "occupancy and parallelism are adequate, so latency is not hidden"};
+}
+
+void classify(Diagnosis& d, const Trace& trace, const std::optional<Calibration>& calibration,
+              const std::optional<KnobPoint>& knobs) {
+  if (!d.median_us) {
+    d.reason = fmt::format("no timing: the evaluation ended with {}", status_name(trace.status));
+    return;
+  }
+  if (!calibration || !d.bandwidth_fraction) {
+    d.reason = fmt::format(
+        "median {:.4g} us, but no calibration of this device gives a ceiling to compare the "
+        "rates with (run `kernelarc calibrate`)",
+        *d.median_us);
+    return;
+  }
+  const double bandwidth = *d.bandwidth_fraction;
+  const double compute = d.compute_fraction.value_or(0);
+  if (bandwidth >= kSaturated && bandwidth >= compute) {
+    d.bottleneck = Bottleneck::Memory;
+    d.reason = "memory-bound: " + rates_text(d);
+  } else if (compute >= kSaturated) {
+    d.bottleneck = Bottleneck::Compute;
+    d.reason = "compute-bound: " + rates_text(d);
+  } else if (launch_bound(d)) {
+    d.bottleneck = Bottleneck::Launch;
+    d.reason = "launch-bound: " + launch_reason(d);
+  } else {
+    d.bottleneck = Bottleneck::Latency;
+    const auto [cause, numbers] = latency_cause(d, calibration, knobs);
+    d.cause = cause;
+    d.reason = fmt::format("latency-bound: neither throughput reaches {:.2f} ({}); {}", kSaturated,
+                           rates_text(d), numbers);
+  }
+}
+
+}  // namespace
+
+Diagnosis diagnose(const Definition& def, const AxisValues& axes, const Trace& trace,
+                   const std::optional<Calibration>& calibration,
+                   const std::optional<KnobPoint>& knobs) {
+  const auto records = kernel_records(trace.extra, "trace of " + trace.solution);
+  Diagnosis diagnosis;
+  diagnosis.gpu = runs_on_gpu(trace, calibration, records);
+  diagnosis.bytes = problem_bytes(def, axes);
+  diagnosis.flops = problem_flops(def, axes);
+  if (trace.latency_ms && trace.latency_ms->median > 0) {
+    diagnosis.median_us = trace.latency_ms->median * 1e3;
+  }
+  add_kernel_facts(diagnosis, records);
+  add_launch_share(diagnosis, trace, records);
+  if (diagnosis.median_us && calibration) add_rates(diagnosis, def, *calibration);
+  classify(diagnosis, trace, calibration, knobs);
+  diagnosis.hints = diagnosis_hints(diagnosis, def, calibration, knobs);
+  return diagnosis;
+}
+
+void annotate_traces(std::vector<Trace>& traces, const Problem& problem, const Solution& solution,
+                     const std::optional<Calibration>& calibration) {
+  std::optional<KnobPoint> knobs;
+  if (solution.ext.contains("knobs")) knobs = knob_point_from_json(solution.ext["knobs"]);
+  for (Trace& trace : traces) {
+    if (trace.status != EvalStatus::Passed || !trace.latency_ms) continue;
+    const Workload* workload =
+        find_workload(problem, trace.workload.value("uuid", std::string()));
+    if (workload == nullptr) continue;
+    trace.extra["diagnosis"] =
+        diagnose(problem.definition, resolve_axes(problem.definition, *workload), trace,
+                 calibration, knobs)
+            .to_json();
+  }
+}
+
+std::string diagnosis_text(const Diagnosis& diagnosis) {
+  std::string text = diagnosis.bottleneck == Bottleneck::Unknown
+                         ? std::string("bottleneck unknown")
+                         : std::string(bottleneck_name(diagnosis.bottleneck)) + "-bound";
+  if (!diagnosis.cause.empty()) text += " (" + diagnosis.cause + ")";
+  text += ": " + diagnosis.reason;
+  for (const std::string& hint : diagnosis.hints) text += "\n  hint: " + hint;
+  return text;
+}
+
+}  // namespace kernelarc

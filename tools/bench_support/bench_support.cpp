@@ -1,0 +1,38 @@
+#include "bench_support.h"
+
+#include <algorithm>
+
+namespace kernelarc {
+
+std::vector<std::string> builtin_problems(const std::string& device) {
+  std::vector<std::string> problems;
+  const auto root =
+      std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems" / (device == "cpu" ? "cpu" : "cuda");
+  for (const auto& entry : std::filesystem::directory_iterator(root))
+    if (entry.is_directory() && std::filesystem::exists(entry.path() / "definition.json"))
+      problems.push_back(entry.path().string());
+  std::sort(problems.begin(), problems.end());
+  return problems;
+}
+
+BenchGuard::BenchGuard(const BenchGuardOptions& options) {
+  OracleOptions oracle_options;
+  oracle_options.cache_dir = options.workspace / "oracle";
+  oracle_options.device = options.device == "cpu" ? "cpu" : "cuda";
+  oracle_options.worker_executable = KERNELARC_BINARY;
+  oracle_ = std::make_unique<Oracle>(oracle_options);
+  GuardOptions guard_options;
+  guard_options.device = options.device;
+  guard_options.workspace = options.workspace;
+  guard_options.correctness_trials = options.trials;
+  guard_options.warmup = 1;
+  guard_options.iterations = options.iterations;
+  guard_options.min_iterations = std::min(guard_options.min_iterations, options.iterations);
+  guard_options.worker_executable = KERNELARC_BINARY;
+  guard_options.time_baselines = false;
+  guard_ = std::make_unique<Guard>(guard_options, *oracle_);
+}
+
+BenchGuard::~BenchGuard() = default;
+
+}  // namespace kernelarc
