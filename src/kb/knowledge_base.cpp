@@ -24,9 +24,8 @@ constexpr const char* kIndexVersion = "kb-index-1";
 constexpr const char* kBuiltinPrefix = "builtin:";
 
 void create_schema(sqlite::Connection& db) {
-  // WAL and a busy timeout: a search may run while another process indexes notes.
-  db.execute("PRAGMA busy_timeout = 10000");
-  db.prepare("PRAGMA journal_mode = WAL").step();
+  // A search may run while another process indexes notes.
+  db.configure_shared();
   db.execute(
       "CREATE TABLE IF NOT EXISTS documents ("
       " id INTEGER PRIMARY KEY,"

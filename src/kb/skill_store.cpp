@@ -40,15 +40,8 @@ constexpr const char* kCreateTables[] = {
 };
 
 void open_tables(sqlite::Connection& connection) {
-  // The knowledge base writes to the same file through its own connection: wait for it rather
-  // than fail, and let readers proceed beside a writer.
-  connection.execute("PRAGMA busy_timeout = 10000");
-  connection.execute("PRAGMA foreign_keys = ON");
-  sqlite::Statement mode = connection.prepare("PRAGMA journal_mode = WAL");
-  if (!mode.step() || mode.text(0) != "wal") {
-    throw InternalError(
-        fmt::format("{}: cannot switch the database to WAL mode", connection.file().string()));
-  }
+  // The knowledge base writes to the same file through its own connection.
+  connection.configure_shared();
   for (const char* sql : kCreateTables) connection.execute(sql);
 }
 

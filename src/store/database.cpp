@@ -29,15 +29,7 @@ Run run_from_row(const sqlite::Statement& row, const std::filesystem::path& file
 }
 
 void configure(sqlite::Connection& connection) {
-  // Long enough for another process's transaction (a few rows) to finish; short enough that a
-  // stuck writer surfaces as an error rather than a hang.
-  connection.execute("PRAGMA busy_timeout = 10000");
-  connection.execute("PRAGMA foreign_keys = ON");
-  sqlite::Statement mode = connection.prepare("PRAGMA journal_mode = WAL");
-  if (!mode.step() || mode.text(0) != "wal") {
-    throw InternalError(
-        fmt::format("{}: cannot switch the database to WAL mode", connection.file().string()));
-  }
+  connection.configure_shared();
   // FULL: a committed evaluation survives a power loss too, and evaluations take far longer
   // than the fsync.
   connection.execute("PRAGMA synchronous = FULL");

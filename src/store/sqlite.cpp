@@ -40,6 +40,14 @@ void Connection::execute(std::string_view sql) {
   prepare(sql).run();
 }
 
+void Connection::configure_shared() {
+  execute("PRAGMA busy_timeout = 10000");
+  execute("PRAGMA foreign_keys = ON");
+  Statement mode = prepare("PRAGMA journal_mode = WAL");
+  if (!mode.step() || mode.text(0) != "wal")
+    throw InternalError(fmt::format("{}: cannot switch the database to WAL mode", file_.string()));
+}
+
 int64_t Connection::last_insert_id() const {
   return sqlite3_last_insert_rowid(db_.get());
 }

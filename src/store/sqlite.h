@@ -26,6 +26,10 @@ class Connection {
   int64_t last_insert_id() const;
 
   const std::filesystem::path& file() const { return file_; }
+  /// For a file several processes (or connections) use at once: WAL, so readers proceed beside
+  /// a writer, a busy timeout long enough for another writer's few rows and short enough that a
+  /// stuck one surfaces as an error, and foreign keys enforced. InternalError when WAL is refused.
+  void configure_shared();
   /// Throws for a failed result code: InputError naming the file when the file is not a
   /// database or is corrupt, InternalError with sqlite3_errmsg otherwise.
   void check(int code, std::string_view what) const;

@@ -15,6 +15,24 @@ std::vector<std::string> builtin_problems(const std::string& device) {
   return problems;
 }
 
+std::vector<std::string> BenchFlags::problem_dirs() const {
+  return problems.empty() ? builtin_problems(device) : problems;
+}
+
+BenchGuardOptions BenchFlags::guard_options() const {
+  return {device, workspace, trials, iterations};
+}
+
+void add_bench_flags(CLI::App& app, BenchFlags& flags) {
+  app.add_option("problems", flags.problems, "problem directories (default: the built-in ones)");
+  app.add_option("--device", flags.device, "cpu or cuda:N")->capture_default_str();
+  app.add_option("--workspace", flags.workspace, "workspace for the runs")->capture_default_str();
+  app.add_option("--budget", flags.budget, "candidates per run")->capture_default_str();
+  app.add_option("--trials", flags.trials, "correctness draws per workload")->capture_default_str();
+  app.add_option("--iterations", flags.iterations, "timed runs per workload")
+      ->capture_default_str();
+}
+
 BenchGuard::BenchGuard(const BenchGuardOptions& options) {
   OracleOptions oracle_options;
   oracle_options.cache_dir = options.workspace / "oracle";

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "optimize/orchestrator.h"
 
 namespace kernelarc {
@@ -21,6 +23,21 @@ struct BenchGuardOptions {
   int trials = 1;
   int iterations = 5;
 };
+
+/// The flags every optimizer benchmark takes.
+struct BenchFlags {
+  std::vector<std::string> problems;  ///< empty = the built-in ones of the device
+  std::string device = "cpu";
+  std::string workspace;
+  int64_t budget = 24;
+  int trials = 1;
+  int iterations = 5;
+
+  std::vector<std::string> problem_dirs() const;
+  BenchGuardOptions guard_options() const;
+};
+/// Registers BenchFlags' options (the workspace's default is the caller's initial value).
+void add_bench_flags(CLI::App& app, BenchFlags& flags);
 
 /// An oracle and a guard that live as long as the benchmark.
 class BenchGuard {

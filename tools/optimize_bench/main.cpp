@@ -26,14 +26,8 @@ struct Config {
   std::string policy;
 };
 
-struct Flags {
-  std::vector<std::string> problems;
-  std::string device = "cpu";
-  std::string workspace = ".kernelarc-bench";
-  int64_t budget = 24;
+struct Flags : BenchFlags {
   int seeds = 1;
-  int trials = 1;
-  int iterations = 5;
   bool all_workloads = false;
 };
 
@@ -43,7 +37,7 @@ int run(const Flags& flags) {
       {"6 agents, mcts", "6", "mcts"},          {"6 agents, random", "6", "random"},
       {"6 agents, beam", "6", "beam"},          {"6 agents, islands", "6", "islands"},
   };
-  BenchGuard bench_guard({flags.device, flags.workspace, flags.trials, flags.iterations});
+  BenchGuard bench_guard(flags.guard_options());
   Guard& guard = bench_guard.guard();
   Workspace workspace(flags.workspace);
 
@@ -55,7 +49,7 @@ int run(const Flags& flags) {
   std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7}\n", "problem",
                            "configuration", "seed", "best_ms", "ci95_ms", "speedup", "wall_s");
   for (const std::string& dir :
-       flags.problems.empty() ? builtin_problems(flags.device) : flags.problems) {
+       flags.problem_dirs()) {
     SearchSetupOptions setup_options;
     setup_options.device = flags.device;
     const SearchSetup setup(dir, setup_options);
@@ -105,14 +99,9 @@ int run(const Flags& flags) {
 int main(int argc, char** argv) {
   CLI::App app{"compare agent counts and policies of kernelarc optimize at equal budget"};
   kernelarc::Flags flags;
-  app.add_option("problems", flags.problems, "problem directories (default: the built-in ones)");
-  app.add_option("--device", flags.device, "cpu or cuda:N")->capture_default_str();
-  app.add_option("--workspace", flags.workspace, "workspace for the runs")->capture_default_str();
-  app.add_option("--budget", flags.budget, "candidates per run")->capture_default_str();
+  flags.workspace = ".kernelarc-bench";
+  kernelarc::add_bench_flags(app, flags);
   app.add_option("--seeds", flags.seeds, "runs per configuration")->capture_default_str();
-  app.add_option("--trials", flags.trials, "correctness draws per workload")->capture_default_str();
-  app.add_option("--iterations", flags.iterations, "timed runs per workload")
-      ->capture_default_str();
   app.add_flag("--all-workloads", flags.all_workloads,
                "search on every workload (default: the largest only)");
   CLI11_PARSE(app, argc, argv);

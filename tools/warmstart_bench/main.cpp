@@ -21,13 +21,7 @@
 namespace kernelarc {
 namespace {
 
-struct Flags {
-  std::vector<std::string> problems;
-  std::string device = "cpu";
-  std::string workspace = ".kernelarc-warmstart";
-  int64_t budget = 24;
-  int trials = 1;
-  int iterations = 5;
+struct Flags : BenchFlags {
   double tolerance = 0.03;
 };
 
@@ -72,7 +66,7 @@ std::string count_text(const std::optional<std::size_t>& count) {
 }
 
 int run(const Flags& flags) {
-  BenchGuard bench_guard({flags.device, flags.workspace, flags.trials, flags.iterations});
+  BenchGuard bench_guard(flags.guard_options());
   std::filesystem::remove(std::filesystem::path(flags.workspace) / "knowledge.sqlite");
   Workspace workspace(flags.workspace);
   std::cout << fmt::format(
@@ -83,7 +77,7 @@ int run(const Flags& flags) {
                            "cold_best_ms", "cold_reached", "skills", "warm_reached",
                            "control_reached", "ratio");
   for (const std::string& dir :
-       flags.problems.empty() ? builtin_problems(flags.device) : flags.problems) {
+       flags.problem_dirs()) {
     SearchSetupOptions setup_options;
     setup_options.device = flags.device;
     const SearchSetup setup(dir, setup_options);
@@ -137,14 +131,8 @@ int run(const Flags& flags) {
 int main(int argc, char** argv) {
   CLI::App app{"candidates a warm-started kernelarc optimize run needs to reach a cold run's best"};
   kernelarc::Flags flags;
-  app.add_option("problems", flags.problems, "problem directories (default: the built-in ones)");
-  app.add_option("--device", flags.device, "cpu or cuda:N")->capture_default_str();
-  app.add_option("--workspace", flags.workspace, "workspace for the runs (its skills are reset)")
-      ->capture_default_str();
-  app.add_option("--budget", flags.budget, "candidates per run")->capture_default_str();
-  app.add_option("--trials", flags.trials, "correctness draws per workload")->capture_default_str();
-  app.add_option("--iterations", flags.iterations, "timed runs per workload")
-      ->capture_default_str();
+  flags.workspace = ".kernelarc-warmstart";
+  kernelarc::add_bench_flags(app, flags);
   app.add_option("--tolerance", flags.tolerance, "relative slack for 'reached the cold best'")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
