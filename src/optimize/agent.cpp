@@ -71,17 +71,16 @@ std::optional<Proposal> Agent::warm_seed_proposal() const {
     if (hints.empty()) continue;
     const ConstrainedSpace* space = spaces_(name);
     const KnobPoint start = space->space().default_point();
-    KnobPoint point = apply_hints(start, hints);
-    if (!space->is_valid(point)) {
-      // Together they conflict with a constraint: the strongest alone.
-      const auto strongest = std::max_element(
-          hints.begin(), hints.end(), [](auto* a, auto* b) { return a->weight < b->weight; });
-      point = apply_hints(start, {*strongest});
+    // The strongest skill alone first, then all of them together: a change verified in one
+    // context can hurt in another, so the combination is the less certain start.
+    const auto strongest = std::max_element(
+        hints.begin(), hints.end(), [](auto* a, auto* b) { return a->weight < b->weight; });
+    for (const KnobPoint& point : {apply_hints(start, {*strongest}), apply_hints(start, hints)}) {
+      if (point == start || !space->is_valid(point) || tree_.contains(name, point)) continue;
+      Proposal proposal = start_at(name, point);
+      proposal.prior = hint_prior(point, hints);
+      return proposal;
     }
-    if (point == start || !space->is_valid(point) || tree_.contains(name, point)) continue;
-    Proposal proposal = start_at(name, point);
-    proposal.prior = hint_prior(point, hints);
-    return proposal;
   }
   return std::nullopt;
 }

@@ -68,7 +68,8 @@ class Agent {
   std::optional<AgentProposal> draft_from_other(const SharedView& view);
   std::optional<AgentProposal> draft_restart();
   std::optional<Proposal> seed_proposal() const;
-  /// Each template's default point with the skill hints applied, before the plain defaults.
+  /// Each template's default point with the strongest skill hint applied, then with all of
+  /// them, before the plain defaults.
   std::optional<Proposal> warm_seed_proposal() const;
   std::vector<const SkillHint*> hints_for(const std::string& template_name) const;
   /// A new root of the agent's tree at a given point (a seed or a drafted start).

@@ -192,6 +192,40 @@ TEST_F(OrchestratorTest, SkillHintsMakeTheHintedPointTheFirstCandidate) {
             progress_.messages.end());
 }
 
+TEST_F(OrchestratorTest, TheStrongestHintAloneComesBeforeAllHintsTogether) {
+  // Two hints on different knobs, each to a value the space accepts with the other.
+  const BoundTemplate* bound = setup_.target(setup_.problem().workloads).templates.front();
+  const KnobPoint start = bound->space().space().default_point();
+  std::vector<KnobChange> changes;
+  KnobPoint both = start;
+  for (const Knob& knob : bound->space().space().knobs()) {
+    for (uint64_t index = 0; index < knob.size() && changes.size() < 2; ++index) {
+      KnobPoint changed = both;
+      changed[knob.name()] = knob.value_at(index);
+      if (changed == both || !bound->space().is_valid(changed)) continue;
+      changes.push_back({knob.name(), start.at(knob.name()), changed.at(knob.name())});
+      both = std::move(changed);
+      break;
+    }
+  }
+  ASSERT_EQ(changes.size(), 2u);
+  const std::string name = bound->kernel().name;
+  const SkillHint strong{1, name, {changes[0]}, 0.9}, weak{2, name, {changes[1]}, 0.2};
+  KnobPoint strong_alone = start;
+  strong_alone[changes[0].knob] = changes[0].to;
+
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator evaluator(setup_.problem());
+  OptimizeOptions options;
+  options.budget = 4;
+  const auto summary = optimize(workspace, options, evaluator, {}, {weak, strong});
+  const auto proposed = sequence(workspace.database(), summary.run_id);
+  ASSERT_GE(proposed.size(), 3u);
+  EXPECT_EQ(proposed[1].point, knob_point_to_json(strong_alone).dump());
+  EXPECT_EQ(proposed[2].point, knob_point_to_json(both).dump());
+}
+
 TEST(SkillHints, ApplyStrongestLastAndScoreAgreement) {
   const SkillHint weak{1, "t", {{"A", int64_t{1}, int64_t{2}}, {"B", int64_t{1}, int64_t{3}}}, 0.2};
   const SkillHint strong{2, "t", {{"A", int64_t{1}, int64_t{4}}}, 0.6};
