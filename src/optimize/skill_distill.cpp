@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "optimize/conclusions.h"
+
 namespace kernelarc {
 
 namespace {
@@ -42,12 +46,12 @@ std::vector<SkillHint> skill_hints(SkillStore& store, const SkillCondition& cond
   for (const std::string& template_name : templates) {
     for (const Skill& skill : store.find({condition.family, condition.device, template_name, {}})) {
       if (skill.rank() <= 0) continue;
-      SkillHint hint{skill.id, skill.template_name, {}, skill.rank()};
-      for (const SkillKnobChange& change : skill.changes) {
-        const KnobPoint values = knob_point_from_json({{"from", change.from}, {"to", change.to}});
-        hint.changes.push_back({change.knob, values.at("from"), values.at("to")});
-      }
-      hints.push_back(std::move(hint));
+      nlohmann::json changes = nlohmann::json::array();
+      for (const SkillKnobChange& change : skill.changes)
+        changes.push_back({{"knob", change.knob}, {"from", change.from}, {"to", change.to}});
+      hints.push_back({skill.id, skill.template_name,
+                       knob_changes_from_json(changes, fmt::format("skill {}", skill.id)),
+                       skill.rank()});
     }
   }
   std::stable_sort(hints.begin(), hints.end(),

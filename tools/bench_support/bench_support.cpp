@@ -1,6 +1,9 @@
 #include "bench_support.h"
 
 #include <algorithm>
+#include <iostream>
+
+#include "core/error.h"
 
 namespace kernelarc {
 
@@ -31,6 +34,16 @@ void add_bench_flags(CLI::App& app, BenchFlags& flags) {
   app.add_option("--trials", flags.trials, "correctness draws per workload")->capture_default_str();
   app.add_option("--iterations", flags.iterations, "timed runs per workload")
       ->capture_default_str();
+}
+
+int run_bench(CLI::App& app, int argc, char** argv, const std::function<int()>& run) {
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run();
+  } catch (const InputError& error) {
+    std::cerr << "error: " << error.what() << '\n';
+    return 2;
+  }
 }
 
 BenchGuard::BenchGuard(const BenchGuardOptions& options) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct BenchFlags {
 };
 /// Registers BenchFlags' options (the workspace's default is the caller's initial value).
 void add_bench_flags(CLI::App& app, BenchFlags& flags);
+
+/// Parses the command line and runs `run`; an InputError is printed as one line, exit code 2.
+int run_bench(CLI::App& app, int argc, char** argv, const std::function<int()>& run);
 
 /// An oracle and a guard that live as long as the benchmark.
 class BenchGuard {

@@ -104,11 +104,5 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", flags.seeds, "runs per configuration")->capture_default_str();
   app.add_flag("--all-workloads", flags.all_workloads,
                "search on every workload (default: the largest only)");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return kernelarc::run(flags);
-  } catch (const kernelarc::InputError& error) {
-    std::cerr << "error: " << error.what() << '\n';
-    return 2;
-  }
+  return kernelarc::run_bench(app, argc, argv, [&] { return kernelarc::run(flags); });
 }

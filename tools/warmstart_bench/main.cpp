@@ -135,11 +135,5 @@ int main(int argc, char** argv) {
   kernelarc::add_bench_flags(app, flags);
   app.add_option("--tolerance", flags.tolerance, "relative slack for 'reached the cold best'")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return kernelarc::run(flags);
-  } catch (const kernelarc::InputError& error) {
-    std::cerr << "error: " << error.what() << '\n';
-    return 2;
-  }
+  return kernelarc::run_bench(app, argc, argv, [&] { return kernelarc::run(flags); });
 }
