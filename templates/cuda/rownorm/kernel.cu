@@ -6,6 +6,10 @@
 // passes over registers, no cancellation). A row too long for the cache, or CACHE_ROW off, is
 // streamed: one pass for the statistics (Welford for LayerNorm) and one to write, which
 // re-reads the row (from L2 when it is still there).
+//
+// PRELOAD_WEIGHT (cached rows only): weight and bias are loaded with the row, before the
+// reduction, so a short batch waits for one memory round trip instead of two; it costs the
+// registers of a second copy of the row's columns.
 #include "ka_problem.h"
 #include "ka_row_group.cuh"
 
@@ -43,13 +47,12 @@ __device__ __forceinline__ float sum_of_squares(const float (&x)[W]) {
   return sum;
 }
 
-/// y = (x - mean) * rstd * weight + bias (mean 0 and no bias for RMSNorm), stored.
+/// y = (x - mean) * rstd * w + b (mean 0 and no bias for RMSNorm), stored.
 template <int W>
 __device__ __forceinline__ void write_normalized(const KaArgs& ka, long long row, long long col,
-                                                 const float (&x)[W], float mean, float rstd) {
-  float w[W], b[W], y[W];
-  ka.load_weight<W>(col, w);
-  ka.load_bias<W>(col, b);
+                                                 const float (&x)[W], float mean, float rstd,
+                                                 const float (&w)[W], const float (&b)[W]) {
+  float y[W];
 #pragma unroll
   for (int i = 0; i < W; ++i) {
 #if KA_OP_LAYERNORM
@@ -62,6 +65,17 @@ __device__ __forceinline__ void write_normalized(const KaArgs& ka, long long row
   ka.store_row<W>(row, col, y);
 }
 
+/// write_normalized with weight and bias loaded now.
+template <int W>
+__device__ __forceinline__ void load_and_write_normalized(const KaArgs& ka, long long row,
+                                                          long long col, const float (&x)[W],
+                                                          float mean, float rstd) {
+  float w[W], b[W];
+  ka.load_weight<W>(col, w);
+  ka.load_bias<W>(col, b);
+  write_normalized<W>(ka, row, col, x, mean, rstd, w, b);
+}
+
 struct RowNorm {
 #if CACHE_ROW
   template <int W>
@@ -70,6 +84,15 @@ struct RowNorm {
     float x[kSlots][W];
     long long col[kSlots];
     load_cached_row<W>(ka, slot, x, col);
+#if PRELOAD_WEIGHT
+    float w[kSlots][W], b[kSlots][W];
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      if (col[k] >= slot.cols) continue;
+      ka.load_weight<W>(col[k], w[k]);
+      ka.load_bias<W>(col[k], b[k]);
+    }
+#endif
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < kSlots; ++k) {
@@ -98,8 +121,14 @@ struct RowNorm {
     const float rstd = ka_rsqrt(group_sum(sum, slot.group) * inv_cols + KA_EPS);
 #endif
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k)
-      if (col[k] < slot.cols) write_normalized<W>(ka, slot.row, col[k], x[k], mean, rstd);
+    for (int k = 0; k < kSlots; ++k) {
+      if (col[k] >= slot.cols) continue;
+#if PRELOAD_WEIGHT
+      write_normalized<W>(ka, slot.row, col[k], x[k], mean, rstd, w[k], b[k]);
+#else
+      load_and_write_normalized<W>(ka, slot.row, col[k], x[k], mean, rstd);
+#endif
+    }
   }
 #endif
 
@@ -124,7 +153,7 @@ struct RowNorm {
     const float rstd = ka_rsqrt(group_sum(state[0], slot.group) * inv_cols + KA_EPS);
 #endif
     stream_row<W>(ka, slot, [&](long long col, const float(&x)[W]) {
-      write_normalized<W>(ka, slot.row, col, x, mean, rstd);
+      load_and_write_normalized<W>(ka, slot.row, col, x, mean, rstd);
     });
   }
 };
