@@ -5,7 +5,8 @@
 # is built too.
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev
-          libgtest-dev libxxhash-dev libsqlite3-dev python3 python3-torch)
+          libgtest-dev libxxhash-dev libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev
+          python3 python3-torch)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace kernelarc {
@@ -127,19 +128,7 @@ void save_calibration(const std::filesystem::path& workspace, const Calibration&
     throw InternalError(
         fmt::format("cannot create {}: {}", path.parent_path().string(), error.message()));
   }
-  auto temporary = path;
-  temporary += fmt::format(".tmp{}", static_cast<long>(getpid()));
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << calibration.to_json().dump(2) << '\n';
-    out.close();
-    if (!out) throw InternalError(fmt::format("cannot write {}", temporary.string()));
-  }
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary, error);
-    throw InternalError(fmt::format("cannot rename a file onto {}", path.string()));
-  }
+  write_file_atomically(path, calibration.to_json().dump(2) + "\n");
 }
 
 std::optional<Calibration> load_calibration(const std::filesystem::path& workspace,

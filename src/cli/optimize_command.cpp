@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/code_synth_setup.h"
 #include "cli/commands.h"
 #include "cli/extra_files.h"
 #include "cli/guard_session.h"
@@ -50,10 +51,11 @@ struct OptimizeFlags {
   std::vector<std::string> files;
   bool plain = false;
   GuardFlags guard;
+  CodeSynthFlags code;
 };
 
 nlohmann::json guard_config(const GuardFlags& flags, int search_trials) {
-  return {{"device", flags.device},       {"trials", flags.trials},
+  return {{"device", flags.device},         {"trials", flags.trials},
           {"search_trials", search_trials}, {"warmup", flags.warmup},
           {"iterations", flags.iterations}, {"budget_s", flags.budget_s},
           {"timeout_ms", flags.timeout_ms}, {"seed", flags.seed},
@@ -123,6 +125,7 @@ void write_outputs(const std::filesystem::path& dir, const Finalist& winner,
 void print_summary(const OptimizeSummary& summary, const Problem& problem, std::ostream& out) {
   out << fmt::format("\nrun {} stopped ({}): {} candidates evaluated, {} passed\n", summary.run_id,
                      summary.stop_reason, summary.evaluated, summary.passed);
+  if (summary.synthesis.calls > 0) out << synthesis_text(summary.synthesis) << '\n';
   if (summary.finalists.empty()) {
     out << "no candidate passed the guard\n";
     return;
@@ -167,10 +170,11 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
                      winner.agent);
   table.print(out);
   const std::string largest_uuid = largest_workload(problem.workloads).uuid;
-  const auto largest = std::find_if(winner.traces.begin(), winner.traces.end(), [&](const Trace& t) {
-    return t.extra.is_object() && t.extra.contains("diagnosis") &&
-           t.workload.value("uuid", std::string()) == largest_uuid;
-  });
+  const auto largest =
+      std::find_if(winner.traces.begin(), winner.traces.end(), [&](const Trace& t) {
+        return t.extra.is_object() && t.extra.contains("diagnosis") &&
+               t.workload.value("uuid", std::string()) == largest_uuid;
+      });
   if (largest != winner.traces.end())
     out << "diagnosis at the largest workload: "
         << diagnosis_text(Diagnosis::from_json(largest->extra["diagnosis"])) << '\n';
@@ -185,11 +189,7 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
 }
 
 int run_optimize(OptimizeFlags flags, bool resume_given) {
-  if (flags.synth != "template")
-    throw InputError(
-        fmt::format("--synth {}: only the template synthesizer exists so far "
-                    "(expected \"template\")",
-                    flags.synth));
+  const SynthChoice synth = parse_synth(flags.synth);
   if (!flags.backend.empty()) {
     if (flags.backend != "cpu" && flags.backend != "cuda")
       throw InputError(fmt::format("--backend {}: expected cpu or cuda", flags.backend));
@@ -216,7 +216,11 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
   setup_options.template_root = flags.root;
   setup_options.extra_files = read_extra_files(flags.files);
   setup_options.baseline = flags.baseline;
+  setup_options.require_templates = synth.code.empty();
   const SearchSetup setup(flags.problem_dir, setup_options);
+  std::unique_ptr<CodeSynthSetup> code;
+  if (!synth.code.empty())
+    code = std::make_unique<CodeSynthSetup>(synth.code, flags.code, flags.guard.workspace);
 
   // The search screens candidates with fewer correctness draws; the finalists' re-measurement
   // runs every draw, so the reported winner has passed the full guard.
@@ -229,6 +233,13 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
   GuardSession final_guard(flags.guard);
   const auto workloads = search.select_workloads(setup.problem());
   OptimizeTarget target = setup.target(workloads);
+  if (!synth.templates) target.templates.clear();
+  if (code) {
+    target.code_synthesizer = &code->synthesizer();
+    target.hardware = hardware_facts(flags.guard.workspace, flags.guard.device);
+    target.knowledge = synthesis_knowledge(
+        flags.guard.workspace, setup.problem().definition.ext.op_family, flags.guard.device);
+  }
   std::vector<std::string> uuids;
   for (const Workload& workload : workloads) uuids.push_back(workload.uuid);
   const std::string hardware = hardware_name(flags.guard.workspace, flags.guard.device);
@@ -237,9 +248,9 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
       fmt::format("{}: {}", setup.problem().definition.name, target.workload_class), hardware,
       setup.problem().definition.name};
   if (resumed) {
-    target.skill_hints = skill_hints_from_json(
-        resumed->config.value("skill_hints", nlohmann::json::array()),
-        fmt::format("run {} config", resumed->id));
+    target.skill_hints =
+        skill_hints_from_json(resumed->config.value("skill_hints", nlohmann::json::array()),
+                              fmt::format("run {} config", resumed->id));
   } else if (!flags.no_skills) {
     std::vector<std::string> templates;
     for (const BoundTemplate* bound : target.templates) templates.push_back(bound->kernel().name);
@@ -273,6 +284,12 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
   options.final_candidates = flags.final_candidates;
   options.final_rounds = flags.final_rounds;
   if (flags.wall_time_s > 0) options.wall_time_s = flags.wall_time_s;
+  if (code) {
+    options.code_share = flags.code.code_share;
+    options.repair_rounds = code->repair_rounds();
+    options.max_synthesis_tokens = code->max_tokens();
+    options.max_synthesis_cost_usd = code->max_cost_usd();
+  }
 
   const bool terminal = !flags.plain && isatty(STDOUT_FILENO);
   auto progress = make_progress(std::cout, terminal);
@@ -281,6 +298,7 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
       "searching, {} for the finalists\n",
       setup.problem().definition.name, flags.guard.device, target.workload_class,
       target.templates.size(), flags.search_trials, flags.guard.trials);
+  if (code) std::cout << code->description() << '\n';
   Orchestrator orchestrator(target, evaluator, workspace, options, *progress);
   const OptimizeSummary summary = resumed ? orchestrator.resume(resumed->id) : orchestrator.run();
   print_summary(summary, setup.problem(), std::cout);
@@ -313,7 +331,10 @@ CommandRunner add_optimize_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "search seed")->capture_default_str();
   cmd->add_option("--backend", flags->backend, "cpu or cuda (cuda = --device cuda:0)");
-  cmd->add_option("--synth", flags->synth, "the synthesizer: template")->capture_default_str();
+  cmd->add_option("--synth", flags->synth,
+                  "template, llm, command, template+llm or template+command")
+      ->capture_default_str();
+  add_code_synth_flags(*cmd, flags->code);
   auto* resume = cmd->add_option("--resume", flags->resume,
                                  "continue a run (its id; no value: the newest unfinished run of "
                                  "this problem)")
@@ -338,7 +359,7 @@ CommandRunner add_optimize_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--no-skills", flags->no_skills,
-               "neither start from the skills of earlier runs nor record this run's");
+                "neither start from the skills of earlier runs nor record this run's");
   cmd->add_option("--wall-time", flags->wall_time_s, "stop proposing after this many seconds");
   cmd->add_option("--out", flags->out, "where the winner goes (default WORKSPACE/runs/ID)");
   cmd->add_option("--baseline", flags->baseline,

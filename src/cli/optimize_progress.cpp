@@ -4,6 +4,14 @@
 
 namespace kernelarc {
 
+std::string synthesis_text(const SynthesisTotals& totals) {
+  return fmt::format(
+      "code: {} asked ({} cached, {} without a program), {} tokens in, {} out, "
+      "${:.4f} at list prices",
+      totals.calls, totals.cached, totals.failures, totals.input_tokens, totals.output_tokens,
+      totals.cost_usd);
+}
+
 namespace {
 
 std::string times(const std::optional<double>& fitness) {
@@ -26,6 +34,7 @@ std::string best_text(const ProgressView& view) {
     text += fmt::format(" ({:.2f} of SOL)", *view.best_largest_sol_fraction);
   if (view.best_sol_fraction)
     text += fmt::format(", SOL score {:.2f} over all workloads", *view.best_sol_fraction);
+  if (view.synthesis.calls > 0) text += "; " + synthesis_text(view.synthesis);
   return text;
 }
 
@@ -34,10 +43,10 @@ class LineProgress : public ProgressSink {
   explicit LineProgress(std::ostream& out) : out_(out) {}
 
   void candidate(const ProgressView& view, const CandidateEvent& event) override {
-    const std::string cost =
-        event.replayed ? " (stored)"
-                       : fmt::format(" [{:.1f} s build wait, {:.1f} s guard]",
-                                     event.build_wait_seconds, event.evaluation_seconds);
+    const std::string cost = event.replayed
+                                 ? " (stored)"
+                                 : fmt::format(" [{:.1f} s build wait, {:.1f} s guard]",
+                                               event.build_wait_seconds, event.evaluation_seconds);
     out_ << fmt::format("[{:>3}/{}] #{} {} {}: {}{}  ({})\n", view.evaluated, view.budget,
                         event.candidate_id, event.agent, event.label, outcome(event), cost,
                         best_text(view))

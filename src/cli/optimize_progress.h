@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <ostream>
+#include <string>
 
 #include "optimize/orchestrator.h"
 
@@ -12,5 +13,8 @@ namespace kernelarc {
 
 /// The live view when `out` is a terminal (and `plain` is false), else the line view.
 std::unique_ptr<ProgressSink> make_progress(std::ostream& out, bool terminal);
+
+/// What a code synthesizer was asked and spent, in one line.
+std::string synthesis_text(const SynthesisTotals& totals);
 
 }  // namespace kernelarc

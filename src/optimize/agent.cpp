@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "optimize/code_moves.h"
 
 namespace kernelarc {
 
@@ -73,8 +75,8 @@ std::optional<Proposal> Agent::warm_seed_proposal() const {
     const KnobPoint start = space->space().default_point();
     // The strongest skill alone first, then all of them together: a change verified in one
     // context can hurt in another, so the combination is the less certain start.
-    const auto strongest = std::max_element(
-        hints.begin(), hints.end(), [](auto* a, auto* b) { return a->weight < b->weight; });
+    const auto strongest = std::max_element(hints.begin(), hints.end(),
+                                            [](auto* a, auto* b) { return a->weight < b->weight; });
     for (const KnobPoint& point : {apply_hints(start, {*strongest}), apply_hints(start, hints)}) {
       if (point == start || !space->is_valid(point) || tree_.contains(name, point)) continue;
       Proposal proposal = start_at(name, point);
@@ -101,13 +103,51 @@ std::optional<Proposal> Agent::seed_proposal() const {
   return std::nullopt;
 }
 
+void Agent::maybe_make_code(Proposal& proposal) {
+  if (options_.code_template.empty()) return;
+  if (proposal.template_name != options_.code_template) {
+    if (!proposal.parent || rng_.uniform() >= options_.code_share) return;
+    proposal.template_name = options_.code_template;
+    proposal.prior.reset();
+  }
+  // Revisions number the agent's programs; the value the operator drew means nothing.
+  proposal.point = {{std::string(kRevisionKnob), KnobValue(int64_t{code_nodes_})}};
+}
+
+std::optional<Proposal> Agent::repair_proposal() {
+  if (!failed_code_) return std::nullopt;
+  const int failed = *std::exchange(failed_code_, std::nullopt);
+  int chain = 0;  // repairs already made in a row up to this node
+  for (std::optional<int> node = failed; node && chain <= options_.repair_rounds;) {
+    const SearchNode& current = tree_.node(*node);
+    if (!current.parent || tree_.node(*current.parent).status != CandidateStatus::Failed ||
+        !is_code(tree_.node(*current.parent)))
+      break;
+    ++chain;
+    node = current.parent;
+  }
+  if (chain >= options_.repair_rounds) return std::nullopt;
+  Proposal proposal;
+  proposal.parent = failed;
+  proposal.agent = name_;
+  proposal.template_name = options_.code_template;
+  proposal.operation = Operation::Inherit;
+  maybe_make_code(proposal);
+  return proposal;
+}
+
 std::optional<AgentProposal> Agent::propose(const SharedView& view) {
-  if (auto seed = seed_proposal()) return AgentProposal{std::move(*seed), std::nullopt, {}};
+  if (auto repair = repair_proposal()) return AgentProposal{std::move(*repair), std::nullopt, {}};
+  if (auto seed = seed_proposal()) {
+    if (seed->template_name == options_.code_template) maybe_make_code(*seed);
+    return AgentProposal{std::move(*seed), std::nullopt, {}};
+  }
   if (since_improvement_ >= options_.plateau) {
     since_improvement_ = 0;
     if (auto drafted = draft(view)) return drafted;
   }
   if (auto proposal = policy_->propose(tree_, rng_)) {
+    maybe_make_code(*proposal);
     if (const auto hints = hints_for(proposal->template_name); !hints.empty())
       proposal->prior = hint_prior(proposal->point, hints);
     return AgentProposal{std::move(*proposal), std::nullopt, {}};
@@ -189,6 +229,7 @@ std::optional<AgentProposal> Agent::draft_restart() {
   auto proposal = operator_.apply(Operation::Restart, tree_, std::nullopt, rng_);
   if (!proposal) return std::nullopt;
   proposal->agent = name_;
+  maybe_make_code(*proposal);
   return AgentProposal{std::move(*proposal),
                        fmt::format("{} plateaued; restarted from a fresh point of {}", name_,
                                    proposal->template_name),
@@ -196,7 +237,9 @@ std::optional<AgentProposal> Agent::draft_restart() {
 }
 
 int Agent::add(const Proposal& proposal) {
-  return tree_.add(proposal);
+  const int node = tree_.add(proposal);
+  if (proposal.template_name == options_.code_template) ++code_nodes_;
+  return node;
 }
 
 bool Agent::record(int node, const CandidateResult& result) {
@@ -213,6 +256,8 @@ bool Agent::record(int node, const CandidateResult& result) {
     }
   }
   since_improvement_ = improved ? 0 : since_improvement_ + 1;
+  if (!result.passed && is_code(tree_.node(node)) && options_.repair_rounds > 0)
+    failed_code_ = node;
   return improved;
 }
 

@@ -6,6 +6,11 @@
 // strategy (it will then only change its own knobs of it), or a fresh restart, in turn. With
 // skill hints (warm start) it first proposes each template's default point with the hints
 // applied, and gives every proposal the hints' agreement with it as its MCTS prior.
+//
+// With a code synthesizer the agent's templates include its pseudo-template: its nodes are
+// programs, numbered by a REVISION knob. The policy chooses parents as for any node; a move
+// from a template node becomes, at the odds of `code_share`, a rewrite of that node's code, and
+// a failed program goes back once (repair_rounds) with its error before anything else.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +32,16 @@ namespace kernelarc {
 struct AgentOptions {
   std::string policy = "mcts";
   uint64_t seed = 1;
-  int plateau = 8;         ///< results without a significant improvement before drafting
-  double min_gain = 0.01;  ///< an improvement must also exceed this relative gain
+  int plateau = 8;               ///< results without a significant improvement before drafting
+  double min_gain = 0.01;        ///< an improvement must also exceed this relative gain
   std::vector<SkillHint> hints;  ///< retrieved skills (warm start); any template
+  /// The code synthesizer's pseudo-template (code_space(); one of the agent's templates), or
+  /// "" without one. Its nodes are whole programs: a child is the parent's code rewritten.
+  std::string code_template;
+  /// The odds that a move from a template node becomes a code rewrite of that node instead.
+  double code_share = 0.5;
+  /// Times a failed code candidate goes back to the synthesizer with its error, in a row.
+  int repair_rounds = 1;
 };
 
 struct AgentProposal {
@@ -72,6 +84,13 @@ class Agent {
   /// them, before the plain defaults.
   std::optional<Proposal> warm_seed_proposal() const;
   std::vector<const SkillHint*> hints_for(const std::string& template_name) const;
+  /// `proposal` as a code rewrite of the same parent (sometimes, for a template move).
+  void maybe_make_code(Proposal& proposal);
+  /// A repair of the failed code node recorded last, when its repair chain is short enough.
+  std::optional<Proposal> repair_proposal();
+  bool is_code(const SearchNode& node) const {
+    return node.template_name == options_.code_template;
+  }
   /// A new root of the agent's tree at a given point (a seed or a drafted start).
   Proposal start_at(const std::string& template_name, KnobPoint point) const;
 
@@ -89,6 +108,8 @@ class Agent {
   double best_noise_ = 0;
   int since_improvement_ = 0;
   int drafts_ = 0;
+  int code_nodes_ = 0;
+  std::optional<int> failed_code_;
 };
 
 }  // namespace kernelarc

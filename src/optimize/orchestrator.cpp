@@ -4,6 +4,7 @@
 #include <chrono>
 #include <deque>
 #include <future>
+#include <memory>
 #include <set>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "optimize/agent.h"
+#include "optimize/code_moves.h"
 #include "optimize/conclusions.h"
 #include "search/budget_bandit.h"
 
@@ -44,6 +46,10 @@ nlohmann::json OptimizeOptions::to_json() const {
                          {"final_candidates", final_candidates},
                          {"final_rounds", final_rounds}};
   if (wall_time_s) json["wall_time_s"] = *wall_time_s;
+  json["code_share"] = code_share;
+  json["repair_rounds"] = repair_rounds;
+  if (max_synthesis_tokens) json["max_synthesis_tokens"] = *max_synthesis_tokens;
+  if (max_synthesis_cost_usd) json["max_synthesis_cost_usd"] = *max_synthesis_cost_usd;
   return json;
 }
 
@@ -62,6 +68,13 @@ OptimizeOptions OptimizeOptions::from_json(const nlohmann::json& json, const std
     field = "final_rounds", options.final_rounds = json.at(field).get<int>();
     field = "wall_time_s";
     if (json.contains(field)) options.wall_time_s = json.at(field).get<double>();
+    // Runs stored before code synthesizers existed lack these: the defaults hold.
+    field = "code_share", options.code_share = json.value(field, options.code_share);
+    field = "repair_rounds", options.repair_rounds = json.value(field, options.repair_rounds);
+    field = "max_synthesis_tokens";
+    if (json.contains(field)) options.max_synthesis_tokens = json.at(field).get<int64_t>();
+    field = "max_synthesis_cost_usd";
+    if (json.contains(field)) options.max_synthesis_cost_usd = json.at(field).get<double>();
   } catch (const nlohmann::json::exception& error) {
     throw InputError(fmt::format("{}: field \"{}\": {}", where, field, error.what()));
   }
@@ -89,6 +102,9 @@ struct Orchestrator::State {
     int node = 0;
     std::string key;
     Solution solution;
+    /// Set for a code candidate whose synthesizer gave no program: it is recorded as failed
+    /// without an evaluation.
+    std::optional<std::string> synthesis_failure;
     std::future<void> build;
   };
 
@@ -119,6 +135,13 @@ struct Orchestrator::State {
   int64_t passed = 0;
   std::deque<Pending> queue;
   std::vector<std::string> skipped_agents;
+  // The code synthesizer's pseudo-template, the programs it wrote (by candidate), the reasons
+  // of the last failures (for its next prompt) and what it spent.
+  std::string code_template;
+  std::unique_ptr<ConstrainedSpace> code_space;
+  std::map<int64_t, Solution> programs;
+  std::deque<std::string> recent_failures;
+  SynthesisTotals synthesis;
 };
 
 Orchestrator::Orchestrator(OptimizeTarget target, CandidateEvaluator& evaluator,
@@ -132,7 +155,10 @@ Orchestrator::Orchestrator(OptimizeTarget target, CandidateEvaluator& evaluator,
   if (options_.plateau < 1) throw InputError("--plateau: expected at least 1");
   if (options_.build_ahead < 0) throw InputError("--build-ahead: expected 0 or more");
   if (options_.final_rounds < 1) throw InputError("--final-rounds: expected at least 1");
-  if (target_.templates.empty())
+  if (options_.code_share < 0 || options_.code_share > 1)
+    throw InputError("--code-share: expected a value from 0 to 1");
+  if (options_.repair_rounds < 0) throw InputError("--repair-rounds: expected 0 or more");
+  if (target_.templates.empty() && !target_.code_synthesizer)
     throw InputError(fmt::format("problem {}: no template serves it on {}",
                                  target_.problem->definition.name, target_.device));
 }
@@ -175,7 +201,13 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   state.stored = db.candidates_of(run_id);
   state.board_stored = db.board_of(run_id).size();
   for (const BoundTemplate* bound : target_.templates) state.bound[bound->kernel().name] = bound;
+  if (target_.code_synthesizer) {
+    state.code_template = target_.code_synthesizer->name();
+    state.code_space = std::make_unique<ConstrainedSpace>(code_space());
+    state.synthesis = db.synthesis_totals(run_id);
+  }
   const SpaceLookup spaces = [&state](const std::string& name) -> const ConstrainedSpace* {
+    if (state.code_space && name == state.code_template) return state.code_space.get();
     const auto found = state.bound.find(name);
     return found == state.bound.end() ? nullptr : &found->second->space();
   };
@@ -191,6 +223,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
                       [&](const Knob& knob) { return strategy_changes(strategy, knob); }))
         templates.push_back(bound->kernel().name);
     }
+    if (state.code_space) templates.push_back(state.code_template);
     if (templates.empty()) {
       state.skipped_agents.push_back(strategy.name);
       progress_->message(
@@ -199,17 +232,20 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
                       strategy.name, fmt::join(strategy.roles, "/")));
       continue;
     }
-    AgentOptions agent_options{options_.policy, options_.seed * 0x9E3779B97F4A7C15ull + i + 1,
-                               options_.plateau, options_.min_gain, target_.skill_hints};
+    AgentOptions agent_options{options_.policy,     options_.seed * 0x9E3779B97F4A7C15ull + i + 1,
+                               options_.plateau,    options_.min_gain,
+                               target_.skill_hints, state.code_template,
+                               options_.code_share, options_.repair_rounds};
     state.agents.push_back(
         std::make_unique<Agent>(strategy.name, strategy, templates, spaces, agent_options));
     active.push_back(strategy.name);
   }
   if (active.empty()) throw InputError("--agents: no agent has a template to work on");
   if (!target_.skill_hints.empty())
-    progress_->message(fmt::format("warm start: {} skill(s) from earlier runs as first points "
-                                   "and priors",
-                                   target_.skill_hints.size()));
+    progress_->message(
+        fmt::format("warm start: {} skill(s) from earlier runs as first points "
+                    "and priors",
+                    target_.skill_hints.size()));
   state.bandit = std::make_unique<BudgetBandit>(active, BanditOptions{.seed = options_.seed});
 
   auto post = [&](BoardKind kind, const std::string& agent, const std::string& text,
@@ -224,7 +260,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   // A candidate row for the next seq: the stored one when replaying (it must be what was
   // proposed then), else a new one written after its solution object.
   auto candidate_for = [&](const std::string& agent, std::optional<int64_t> parent,
-                           std::vector<int64_t> inspired, const Solution& solution,
+                           std::vector<int64_t> inspired, const Solution* solution,
                            const std::string& template_name, const KnobPoint& point) {
     const int64_t seq = state.next_seq++;
     if (seq < static_cast<int64_t>(state.stored.size())) {
@@ -242,14 +278,17 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     candidate.agent = agent;
     candidate.parent_id = parent;
     candidate.inspired_by = std::move(inspired);
-    candidate.solution_key = objects.put(solution_to_json(solution).dump());
+    // A code candidate without a program stores null: its synthesis record says why.
+    candidate.solution_key =
+        objects.put(solution ? solution_to_json(*solution).dump() : std::string("null"));
     candidate.template_name = template_name;
     candidate.knob_point = knob_point_to_json(point);
     return db.add_candidate(run_id, candidate);
   };
 
   // The stored measurement when replaying, else the evaluator's, stored before it is used.
-  auto measure = [&](int64_t candidate_id, const Solution& solution, bool& replayed) {
+  auto measure = [&](int64_t candidate_id, const Solution& solution,
+                     const std::optional<std::string>& synthesis_failure, bool& replayed) {
     if (const auto evaluation = db.evaluation_of(candidate_id)) {
       replayed = true;
       const auto blob = nlohmann::json::parse(objects.get(evaluation->traces_key));
@@ -257,8 +296,16 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
                                    fmt::format("evaluation of candidate {}", candidate_id));
     }
     replayed = false;
-    const auto traces = evaluator_->evaluate(solution);
-    Measurement measurement = measurement_of(traces);
+    std::vector<Trace> traces;
+    Measurement measurement;
+    if (synthesis_failure) {
+      measurement.passed = false;
+      measurement.status = std::string(kSynthesisFailed);
+      measurement.log = *synthesis_failure;
+    } else {
+      traces = evaluator_->evaluate(solution);
+      measurement = measurement_of(traces);
+    }
     OrderedJson blob;
     blob["measurement"] = OrderedJson::parse(measurement_to_json(measurement).dump());
     blob["traces"] = OrderedJson::array();
@@ -299,6 +346,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     view.run_id = run_id;
     view.budget = options_.budget;
     view.evaluated = state.evaluated;
+    view.synthesis = state.synthesis;
     if (state.incumbent) {
       const Measurement& best =
           *state.known.at(state.key_of_candidate.at(*state.incumbent)).measurement;
@@ -338,12 +386,155 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     return shared;
   };
 
+  auto is_code = [&](const std::string& template_name) {
+    return state.code_space && template_name == state.code_template;
+  };
+  auto label_of = [&](const State::Known& known) {
+    if (is_code(known.template_name))
+      return fmt::format("{} program {} of {}", known.template_name, format_knob_point(known.point),
+                         known.agent);
+    return fmt::format("{} {}", known.template_name, format_knob_point(known.point));
+  };
+  // The solution a candidate ran: the baseline, a program, or a template instance.
+  auto solution_of = [&](int64_t candidate_id) -> std::optional<Solution> {
+    if (candidate_id == state.baseline_candidate && target_.baseline) return *target_.baseline;
+    if (const auto program = state.programs.find(candidate_id); program != state.programs.end())
+      return program->second;
+    const State::Known& known = state.known.at(state.key_of_candidate.at(candidate_id));
+    const auto bound = state.bound.find(known.template_name);
+    if (bound == state.bound.end()) return std::nullopt;  // a program that was never written
+    return bound->second->instantiate(known.point, target_.extra_files);
+  };
+  auto measurement_of_candidate = [&](int64_t candidate_id) -> std::optional<Measurement> {
+    if (candidate_id == state.baseline_candidate) return state.baseline;
+    return state.known.at(state.key_of_candidate.at(candidate_id)).measurement;
+  };
+
+  // What the code synthesizer is told about a candidate it builds on.
+  auto context_of = [&](int64_t candidate_id) -> std::optional<CandidateContext> {
+    auto solution = solution_of(candidate_id);
+    if (!solution) return std::nullopt;
+    CandidateContext context;
+    context.candidate_id = candidate_id;
+    context.solution = std::move(*solution);
+    if (const auto measurement = measurement_of_candidate(candidate_id)) {
+      context.status = measurement->status;
+      context.results =
+          results_text(*measurement, state.reference.value_or(std::map<std::string, double>{}),
+                       target_.problem->workloads);
+      if (!measurement->passed) context.log = measurement->log;
+    }
+    if (const auto evaluation = db.evaluation_of(candidate_id)) {
+      const OrderedJson blob = OrderedJson::parse(objects.get(evaluation->traces_key));
+      if (blob.contains("traces"))
+        context.diagnosis = diagnosis_at(blob.at("traces"), target_.largest_workload);
+    }
+    return context;
+  };
+
+  auto synthesis_request = [&](const Proposal& proposal, const Agent& agent,
+                               std::optional<int64_t> parent,
+                               const std::vector<int64_t>& inspired) {
+    SynthesisRequest request;
+    request.problem = target_.problem;
+    request.device = target_.device;
+    request.hardware = target_.hardware;
+    request.agent = agent.name();
+    request.strategy = agent.strategy().description;
+    const auto parent_measurement = parent ? measurement_of_candidate(*parent) : std::nullopt;
+    request.move = code_move(proposal, parent_measurement && !parent_measurement->passed);
+    if (parent) request.parent = context_of(*parent);
+    if (!request.parent) request.move = SynthesisMove::Draft;
+    for (int64_t id : inspired)
+      if (auto context = context_of(id)) request.inspirations.push_back(std::move(*context));
+    if (request.move == SynthesisMove::Draft && state.baseline)
+      if (auto context = context_of(state.baseline_candidate))
+        request.inspirations.push_back(std::move(*context));
+    request.knowledge = target_.knowledge;
+    for (const Conclusion& conclusion : state.conclusions)
+      request.board.push_back(conclusion_text(conclusion, target_.problem->definition.name,
+                                              target_.workload_class, evaluator_->device_name()));
+    request.recent_failures.assign(state.recent_failures.begin(), state.recent_failures.end());
+    request.seed = options_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(state.next_seq);
+    return request;
+  };
+
+  // A code candidate's program: read back when replaying, else asked of the synthesizer, whose
+  // exchanges are stored and linked to the candidate.
+  auto write_program = [&](State::Pending& pending, const Proposal& proposal, const Agent& agent,
+                           std::optional<int64_t> parent, const std::vector<int64_t>& inspired) {
+    std::optional<Synthesis> record;
+    if (state.next_seq < static_cast<int64_t>(state.stored.size())) {
+      const Candidate& stored = state.stored[state.next_seq];
+      const OrderedJson json = OrderedJson::parse(objects.get(stored.solution_key));
+      if (json.is_null()) {
+        const auto synthesis = db.synthesis_of(stored.id);
+        pending.synthesis_failure =
+            synthesis ? synthesis->failure : "the synthesizer wrote nothing";
+      } else {
+        pending.solution =
+            parse_solution(json, fmt::format("candidate {}'s solution", stored.id), {});
+      }
+    } else {
+      const SynthesisRequest request = synthesis_request(proposal, agent, parent, inspired);
+      SynthesisOutcome outcome = target_.code_synthesizer->synthesize(request);
+      nlohmann::json exchanges = nlohmann::json::array();
+      for (const SynthesisExchange& exchange : outcome.exchanges)
+        exchanges.push_back({{"model", exchange.model},
+                             {"request", exchange.request},
+                             {"response", exchange.response}});
+      record = Synthesis{state.code_template,
+                         outcome.exchanges.empty() ? "" : outcome.exchanges.back().model,
+                         objects.put(nlohmann::json{
+                             {"move", synthesis_move_name(request.move)},
+                             {"failure", outcome.failure},
+                             {"exchanges",
+                              exchanges}}.dump()),
+                         outcome.failure,
+                         outcome.usage.input_tokens,
+                         outcome.usage.output_tokens,
+                         outcome.usage.cost_usd,
+                         outcome.usage.from_cache};
+      if (outcome.solution)
+        pending.solution = std::move(*outcome.solution);
+      else
+        pending.synthesis_failure = outcome.failure;
+    }
+    pending.candidate_id = candidate_for(agent.name(), parent, inspired,
+                                         pending.synthesis_failure ? nullptr : &pending.solution,
+                                         proposal.template_name, proposal.point);
+    if (record) {
+      db.record_synthesis(pending.candidate_id, *record);
+      SynthesisTotals& totals = state.synthesis;
+      ++totals.calls;
+      totals.cached += record->from_cache;
+      totals.failures += !record->failure.empty();
+      totals.input_tokens += record->input_tokens;
+      totals.output_tokens += record->output_tokens;
+      totals.cost_usd += record->cost_usd;
+    }
+    if (!pending.synthesis_failure) state.programs[pending.candidate_id] = pending.solution;
+  };
+
+  // Why the synthesizer may not be asked again, or nullopt.
+  auto synthesis_budget_spent = [&]() -> std::optional<std::string> {
+    const SynthesisTotals& totals = state.synthesis;
+    const int64_t tokens = totals.input_tokens + totals.output_tokens;
+    if (options_.max_synthesis_tokens && tokens >= *options_.max_synthesis_tokens)
+      return fmt::format("synthesis budget: {} tokens spent (limit {})", tokens,
+                         *options_.max_synthesis_tokens);
+    if (options_.max_synthesis_cost_usd && totals.cost_usd >= *options_.max_synthesis_cost_usd)
+      return fmt::format("synthesis budget: ${:.4f} spent (limit ${:.4f})", totals.cost_usd,
+                         *options_.max_synthesis_cost_usd);
+    return std::nullopt;
+  };
+
   // Baseline first: it is what speedups are measured against.
   if (target_.baseline) {
     bool replayed = false;
-    const int64_t id = candidate_for("baseline", std::nullopt, {}, *target_.baseline, "", {});
+    const int64_t id = candidate_for("baseline", std::nullopt, {}, &*target_.baseline, "", {});
     const auto measure_start = Clock::now();
-    Measurement measurement = measure(id, *target_.baseline, replayed);
+    Measurement measurement = measure(id, *target_.baseline, std::nullopt, replayed);
     const Seconds evaluation = Clock::now() - measure_start;
     state.baseline_candidate = id;
     if (measurement.passed) {
@@ -392,7 +583,10 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       for (int other : proposal.inspired_by)
         inspired.push_back(state.candidate_of_node.at({index, other}));
       if (proposed->redirect) post(BoardKind::Redirect, name, *proposed->redirect, inspired);
-      const std::string key = point_key(proposal.template_name, proposal.point);
+      const bool code = is_code(proposal.template_name);
+      // Programs are their agent's own: two agents' revision 3 are different code.
+      const std::string key = point_key(
+          code ? proposal.template_name + "@" + name : proposal.template_name, proposal.point);
       if (const auto found = state.known.find(key); found != state.known.end()) {
         State::Known& known = found->second;
         state.candidate_of_node[{index, node}] = known.candidate_id;
@@ -406,10 +600,14 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       pending.agent = index;
       pending.node = node;
       pending.key = key;
-      pending.solution =
-          state.bound.at(proposal.template_name)->instantiate(proposal.point, target_.extra_files);
-      pending.candidate_id = candidate_for(name, parent, inspired, pending.solution,
-                                           proposal.template_name, proposal.point);
+      if (code) {
+        write_program(pending, proposal, agent, parent, inspired);
+      } else {
+        pending.solution = state.bound.at(proposal.template_name)
+                               ->instantiate(proposal.point, target_.extra_files);
+        pending.candidate_id = candidate_for(name, parent, inspired, &pending.solution,
+                                             proposal.template_name, proposal.point);
+      }
       pending.seq = state.next_seq - 1;
       state.known[key] = {pending.candidate_id, name,         proposal.template_name,
                           proposal.point,       std::nullopt, {{index, node}}};
@@ -426,13 +624,21 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     if (pending.build.valid()) pending.build.wait();
     const auto measure_start = Clock::now();
     bool replayed = false;
-    const Measurement measurement = measure(pending.candidate_id, pending.solution, replayed);
+    const Measurement measurement =
+        measure(pending.candidate_id, pending.solution, pending.synthesis_failure, replayed);
     const Seconds build_wait = measure_start - wait_start;
     const Seconds evaluation = Clock::now() - measure_start;
     ++state.evaluated;
     state.passed += measurement.passed;
     State::Known& known = state.known.at(pending.key);
     known.measurement = measurement;
+    if (!measurement.passed && is_code(known.template_name)) {
+      // The prompt builder trims the log; a synthesis failure is the synthesizer's own news.
+      state.recent_failures.push_back(fmt::format("candidate {} ({}): {}: {}", pending.candidate_id,
+                                                  label_of(known), measurement.status,
+                                                  measurement.log));
+      if (state.recent_failures.size() > 3) state.recent_failures.pop_front();
+    }
     const CandidateResult result = result_of(measurement, known.template_name);
     bool new_incumbent = false;
     double gain = 0;
@@ -473,12 +679,9 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       }
     }
     if (!replayed) db.save_agent_state(run_id, proposer.name(), proposer.summary());
-    CandidateEvent event{
-        pending.seq,     pending.candidate_id,
-        proposer.name(), fmt::format("{} {}", known.template_name, format_knob_point(known.point)),
-        measurement,     result.fitness,
-        new_incumbent,   replayed,
-        build_wait.count(), evaluation.count()};
+    CandidateEvent event{pending.seq,        pending.candidate_id, proposer.name(), label_of(known),
+                         measurement,        result.fitness,       new_incumbent,   replayed,
+                         build_wait.count(), evaluation.count()};
     progress_->candidate(view(), event);
   };
 
@@ -500,6 +703,11 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
         proposing = false;
         break;
       }
+      if (const auto spent = synthesis_budget_spent()) {
+        stop_reason = *spent;
+        proposing = false;
+        break;
+      }
       auto pending = propose_next();
       if (!pending) {
         stop_reason = "exhausted: no agent finds a new valid point";
@@ -507,7 +715,8 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
         break;
       }
       ++state.proposed;
-      if (options_.build_ahead > 0 && !db.evaluation_of(pending->candidate_id)) {
+      if (options_.build_ahead > 0 && !pending->synthesis_failure &&
+          !db.evaluation_of(pending->candidate_id)) {
         const Solution* solution = &pending->solution;
         CandidateEvaluator* evaluator = evaluator_;
         pending->build = std::async(std::launch::async,
@@ -551,14 +760,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
                        0});
   for (const auto& [fitness, id] : ranked) {
     const State::Known& known = state.known.at(state.key_of_candidate.at(id));
-    entries.push_back(
-        {id,
-         known.agent,
-         fmt::format("{} {}", known.template_name, format_knob_point(known.point)),
-         state.bound.at(known.template_name)->instantiate(known.point, target_.extra_files),
-         {},
-         {},
-         0});
+    entries.push_back({id, known.agent, label_of(known), *solution_of(id), {}, {}, 0});
   }
   if (!ranked.empty())
     progress_->message(
@@ -606,7 +808,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       const Agent& agent = *state.agents[at->first];
       const SearchNode& node = agent.tree().node(at->second);
       std::string changes;
-      if (node.parent)
+      if (node.parent && !is_code(node.template_name))
         changes = changes_text(knob_changes(agent.tree().node(*node.parent).point, node.point));
       summary.lineage.insert(
           summary.lineage.begin(),
@@ -615,21 +817,24 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     }
   }
   summary.conclusions = state.conclusions;
+  summary.synthesis = state.synthesis;
   // The winner's route from its template's default point, when both were measured in the
   // search and the route beats the default beyond both intervals: the skill a warm start
   // needs most.
   if (!summary.finalists.empty()) {
     const State::Known& winner =
         state.known.at(state.key_of_candidate.at(summary.finalists.front().candidate_id));
-    const KnobPoint start = state.bound.at(winner.template_name)->space().space().default_point();
+    const auto bound = state.bound.find(winner.template_name);
+    const KnobPoint start =
+        bound == state.bound.end() ? KnobPoint{} : bound->second->space().space().default_point();
     const auto origin = state.known.find(point_key(winner.template_name, start));
-    if (origin != state.known.end() && origin->second.measurement &&
+    if (bound != state.bound.end() && origin != state.known.end() && origin->second.measurement &&
         origin->second.measurement->passed && winner.measurement && start != winner.point) {
       const Speedup speedup = speedup_of(*origin->second.measurement, *winner.measurement);
       if (speedup.low > 1)
-        summary.winner_route = Conclusion{winner.template_name, knob_changes(start, winner.point),
-                                          speedup, origin->second.candidate_id,
-                                          winner.candidate_id};
+        summary.winner_route =
+            Conclusion{winner.template_name, knob_changes(start, winner.point), speedup,
+                       origin->second.candidate_id, winner.candidate_id};
     }
   }
   db.save_agent_state(run_id, "orchestrator", summary_to_json(summary));
@@ -667,6 +872,13 @@ nlohmann::json summary_to_json(const OptimizeSummary& summary) {
   for (const Conclusion& conclusion : summary.conclusions)
     json["conclusions"].push_back(conclusion_to_json(conclusion));
   if (summary.winner_route) json["winner_route"] = conclusion_to_json(*summary.winner_route);
+  if (summary.synthesis.calls > 0)
+    json["synthesis"] = {{"calls", summary.synthesis.calls},
+                         {"cached", summary.synthesis.cached},
+                         {"failures", summary.synthesis.failures},
+                         {"input_tokens", summary.synthesis.input_tokens},
+                         {"output_tokens", summary.synthesis.output_tokens},
+                         {"cost_usd", summary.synthesis.cost_usd}};
   return json;
 }
 

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codesynth/code_synthesizer.h"
 #include "optimize/evaluator.h"
 #include "optimize/measurement.h"
 #include "optimize/shared_view.h"
@@ -41,6 +42,13 @@ struct OptimizeOptions {
   int final_candidates = 3;  ///< re-measured side by side at the end (with the baseline)
   int final_rounds = 3;      ///< interleaved rounds of that re-measurement
   std::optional<double> wall_time_s;  ///< stop proposing after this long (this process)
+  /// With a code synthesizer: the odds that a move from a template node asks for code instead,
+  /// how often a failed program goes back with its error, and the run's caps on what the
+  /// synthesizer may spend (the run stops proposing once one is reached).
+  double code_share = 0.5;
+  int repair_rounds = 1;
+  std::optional<int64_t> max_synthesis_tokens;
+  std::optional<double> max_synthesis_cost_usd;
 
   nlohmann::json to_json() const;
   /// InputError naming `where` and the field on a bad value.
@@ -51,6 +59,11 @@ struct OptimizeOptions {
 struct OptimizeTarget {
   const Problem* problem = nullptr;
   std::vector<const BoundTemplate*> templates;  ///< every template serving the problem
+  /// Writes whole programs (an LLM, a command), beside or instead of the templates; nullptr for
+  /// none. Its candidates are labelled with its name().
+  CodeSynthesizer* code_synthesizer = nullptr;
+  std::string hardware;                ///< the device in words, for the synthesizer
+  std::vector<std::string> knowledge;  ///< retrieved notes and skills, for the synthesizer
   std::map<std::string, std::string> extra_files;
   std::optional<Solution> baseline;  ///< the bundled solution speedups are measured against
   std::string workload_class;        ///< the evaluated workloads in words, for the board
@@ -72,7 +85,7 @@ struct CandidateEvent {
   Measurement measurement;
   std::optional<double> fitness;
   bool new_incumbent = false;
-  bool replayed = false;  ///< read back from the store on --resume, not measured now
+  bool replayed = false;          ///< read back from the store on --resume, not measured now
   double build_wait_seconds = 0;  ///< waiting for its compile after the previous evaluation
   double evaluation_seconds = 0;  ///< the guard's evaluation (and its compile when not ahead)
 };
@@ -91,8 +104,9 @@ struct ProgressView {
   int64_t evaluated = 0;
   std::optional<double> best_fitness;
   std::optional<double> best_sol_fraction;
-  std::optional<double> best_median_ms;  ///< of the largest workload
+  std::optional<double> best_median_ms;             ///< of the largest workload
   std::optional<double> best_largest_sol_fraction;  ///< T_SOL / median there
+  SynthesisTotals synthesis;  ///< what the code synthesizer spent so far (all zero without one)
   std::vector<AgentLine> agents;
 };
 
@@ -134,6 +148,7 @@ struct OptimizeSummary {
   /// The winner's knob changes from its template's default point, when that route is faster
   /// beyond both intervals (both measured by the search's guard).
   std::optional<Conclusion> winner_route;
+  SynthesisTotals synthesis;  ///< what the code synthesizer was asked and spent
 };
 
 class Orchestrator {

@@ -29,7 +29,7 @@ SearchSetup::SearchSetup(const std::filesystem::path& problem_dir, SearchSetupOp
   matches_ = match_templates(library_, problem_, target);
   const bool any = std::any_of(matches_.begin(), matches_.end(),
                                [](const TemplateMatch& match) { return match.bound.has_value(); });
-  if (!any) {
+  if (!any && options_.require_templates) {
     std::string why = describe_no_template(library_, problem_, target);
     for (const TemplateMatch& match : matches_)
       why += fmt::format("; {}: {}", match.kernel->name, match.reason);

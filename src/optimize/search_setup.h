@@ -22,6 +22,9 @@ struct SearchSetupOptions {
   /// The solution speedups are measured against: empty = the problem's solutions/naive, else
   /// solutions/basic, else none; "none" = none.
   std::string baseline;
+  /// false when a code synthesizer writes programs: a problem no template serves is then
+  /// searched too.
+  bool require_templates = true;
 };
 
 class SearchSetup {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/atomic_file.h"
 #include "core/hash.h"
 #include "core/problem.h"
 
@@ -49,19 +50,6 @@ uint64_t derive_seed(uint64_t base_seed, std::string_view workload_uuid, int tri
                         .add(std::to_string(trial))
                         .hex();
   return std::stoull(hex.substr(0, 15), nullptr, 16);
-}
-
-void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
-  auto temporary = path;
-  temporary += ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file.write(content.data(), static_cast<std::streamsize>(content.size()));
-    if (!file.flush()) throw InternalError("cannot write " + temporary.string());
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) throw InternalError("cannot rename " + temporary.string() + ": " + error.message());
 }
 
 std::optional<std::string> read_cached_error(const std::filesystem::path& path) {

@@ -18,9 +18,6 @@ std::string cache_dir_name(std::string_view problem_name);
 /// trial, below 2^60 so every torch version accepts it.
 uint64_t derive_seed(uint64_t base_seed, std::string_view workload_uuid, int trial);
 
-/// Writes through a temporary file in the same directory and a rename.
-void write_file_atomically(const std::filesystem::path& path, std::string_view content);
-
 /// The message of a cached reference error; nullopt if there is no such file. An unreadable
 /// file is deleted and treated as absent.
 std::optional<std::string> read_cached_error(const std::filesystem::path& path);

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/paths.h"

@@ -71,6 +71,13 @@ class Database {
 
   Budget budget_of(int64_t run_id);
 
+  /// Links a code synthesizer's record to its candidate (once per candidate; the record's
+  /// object must be stored first).
+  void record_synthesis(int64_t candidate_id, const Synthesis& synthesis);
+  std::optional<Synthesis> synthesis_of(int64_t candidate_id);
+  /// Sums over the run's syntheses.
+  SynthesisTotals synthesis_totals(int64_t run_id);
+
  private:
   sqlite::Connection& connection();
   /// Throws an InputError unless the run exists.

@@ -83,6 +83,28 @@ struct BoardEntry {
   std::string created_at;
 };
 
+/// What a code synthesizer was asked and answered for one candidate: the exchanges themselves
+/// are the object at record_key; the counts make a run's token and money totals one query.
+struct Synthesis {
+  std::string synthesizer;  ///< "llm", "command"
+  std::string model;        ///< the model or command that answered ("" when none was asked)
+  std::string record_key;   ///< object store key of the exchanges (prompts and responses)
+  std::string failure;      ///< why no solution came of it; "" when one did
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double cost_usd = 0;
+  bool from_cache = false;
+};
+
+struct SynthesisTotals {
+  int64_t calls = 0;
+  int64_t cached = 0;
+  int64_t failures = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double cost_usd = 0;
+};
+
 struct Budget {
   int64_t total = 0;
   int64_t used = 0;  ///< evaluated candidates

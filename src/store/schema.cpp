@@ -64,6 +64,19 @@ constexpr const char* kCreateTables[] = {
       used INTEGER NOT NULL DEFAULT 0 CHECK (used >= 0)))sql",
 };
 
+// Version 2: what a code synthesizer (an LLM, a command) was asked and answered per candidate.
+constexpr const char* kCreateSyntheses =
+    R"sql(CREATE TABLE syntheses (
+      candidate_id INTEGER PRIMARY KEY REFERENCES candidates(id),
+      synthesizer TEXT NOT NULL,
+      model TEXT NOT NULL,
+      record_key TEXT NOT NULL,
+      failure TEXT NOT NULL,
+      input_tokens INTEGER NOT NULL,
+      output_tokens INTEGER NOT NULL,
+      cost_usd REAL NOT NULL,
+      from_cache INTEGER NOT NULL))sql";
+
 bool has_version_table(sqlite::Connection& connection) {
   sqlite::Statement query = connection.prepare(
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
@@ -86,6 +99,7 @@ void ensure_store_schema(sqlite::Connection& connection) {
   sqlite::Transaction transaction(connection);
   if (!has_version_table(connection)) {
     for (const char* sql : kCreateTables) connection.execute(sql);
+    connection.execute(kCreateSyntheses);
     connection.prepare("INSERT INTO schema_version (id, version) VALUES (1, ?)")
         .bind(1, kStoreSchemaVersion)
         .run();
@@ -101,6 +115,12 @@ void ensure_store_schema(sqlite::Connection& connection) {
   if (version < 1) {
     throw InputError(fmt::format("{}: schema_version: expected a version >= 1, got {}",
                                  connection.file().string(), version));
+  }
+  if (version < 2) {
+    connection.execute(kCreateSyntheses);
+    connection.prepare("UPDATE schema_version SET version = ? WHERE id = 1")
+        .bind(1, kStoreSchemaVersion)
+        .run();
   }
   transaction.commit();
 }

@@ -8,8 +8,8 @@ namespace {
 
 using testing::TempDir;
 
-Conclusion conclusion(std::string knob, int64_t from, int64_t to, Speedup speedup,
-                      int64_t before, int64_t after) {
+Conclusion conclusion(std::string knob, int64_t from, int64_t to, Speedup speedup, int64_t before,
+                      int64_t after) {
   return {"rowreduce_cpu", {{std::move(knob), from, to}}, speedup, before, after};
 }
 
@@ -19,9 +19,12 @@ TEST(SkillDistill, EveryConclusionAndTheWinnerRouteBecomeObservations) {
   OptimizeSummary summary;
   summary.run_id = 4;
   summary.conclusions = {conclusion("VEC", 4, 8, {1.3, 1.2, 1.4}, 2, 5)};
-  summary.winner_route = Conclusion{
-      "rowreduce_cpu", {{"VEC", int64_t{4}, int64_t{8}}, {"THREADS", int64_t{0}, int64_t{2}}},
-      {1.8, 1.6, 2.0}, 2, 9};
+  summary.winner_route =
+      Conclusion{"rowreduce_cpu",
+                 {{"VEC", int64_t{4}, int64_t{8}}, {"THREADS", int64_t{0}, int64_t{2}}},
+                 {1.8, 1.6, 2.0},
+                 2,
+                 9};
   const auto observations = skill_observations(summary, kCondition);
   ASSERT_EQ(observations.size(), 2u);
   EXPECT_EQ(observations[0].family, "rmsnorm");

@@ -1,0 +1,268 @@
+// Code synthesizers in the search: their programs are candidates like any other (agents choose
+// their parents, the guard measures them, the store keeps them and what the synthesizer was
+// asked), failures are recorded with their reasons without stopping the run, a failed program
+// goes back once with its error, and a resumed run asks for nothing it already has.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "codesynth/llm_synthesizer.h"
+#include "codesynth/prompt_builder.h"
+#include "codesynth/synthesized_solution.h"
+#include "core/test_support.h"
+#include "llm/response_cache.h"
+#include "optimize/code_moves.h"
+#include "optimize/search_setup.h"
+#include "orchestrator_test_support.h"
+
+namespace kernelarc {
+namespace {
+
+using testing::kProblem;
+using testing::LandscapeEvaluator;
+using testing::sequence;
+using testing::SilentProgress;
+using testing::TempDir;
+
+/// Writes a program whose text follows from the request (so a run is reproducible); every
+/// fifth answer holds no program and every seventh computes a wrong answer.
+class ScriptedSynthesizer : public CodeSynthesizer {
+ public:
+  std::string name() const override { return "scripted"; }
+
+  SynthesisOutcome synthesize(const SynthesisRequest& request) override {
+    requests.push_back(request);
+    SynthesisOutcome outcome;
+    const uint64_t draw = std::stoull(
+        content_hash(fmt::format("{}:{}", request.seed, synthesis_move_name(request.move)))
+            .substr(0, 8),
+        nullptr, 16);
+    outcome.exchanges.push_back(
+        {fmt::format("prompt for a {} move", synthesis_move_name(request.move)), "answer",
+         "scripted-model"});
+    outcome.usage = {1000, 200, 0.01, false};
+    if (draw % 5 == 0) {
+      outcome.failure = "the answer held no code block";
+      return outcome;
+    }
+    const std::string code =
+        fmt::format("// program {}{}\n", draw,
+                    draw % 7 == 0 && request.move != SynthesisMove::Repair ? " WRONG" : "");
+    outcome.solution = make_synthesized_solution(request, name(), {{"main.cpp", code}});
+    return outcome;
+  }
+
+  std::vector<SynthesisRequest> requests;
+};
+
+class CodeSynthesisTest : public ::testing::Test {
+ protected:
+  CodeSynthesisTest() : setup_(kProblem, SearchSetupOptions{}) {}
+
+  OptimizeSummary optimize(Workspace& workspace, const OptimizeOptions& options,
+                           LandscapeEvaluator& evaluator, bool templates = true,
+                           std::optional<int64_t> resume = {}) {
+    OptimizeTarget target = setup_.target(setup_.problem().workloads);
+    if (!templates) target.templates.clear();
+    target.code_synthesizer = &synthesizer_;
+    target.hardware = "a test machine";
+    target.knowledge = {"note: vectorize the row"};
+    Orchestrator orchestrator(target, evaluator, workspace, options, progress_);
+    return resume ? orchestrator.resume(*resume) : orchestrator.run();
+  }
+
+  SearchSetup setup_;
+  ScriptedSynthesizer synthesizer_;
+  SilentProgress progress_;
+};
+
+TEST_F(CodeSynthesisTest, ProgramsAreCandidatesAndFailuresAreRecordedWithTheirReasons) {
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator evaluator(setup_.problem());
+  OptimizeOptions options;
+  options.budget = 40;
+  options.agents = {"explore", "memory"};
+  const OptimizeSummary summary = optimize(workspace, options, evaluator);
+  EXPECT_EQ(summary.evaluated, 40);
+
+  Database& db = workspace.database();
+  int programs = 0, no_program = 0, templates = 0;
+  for (const Candidate& candidate : db.candidates_of(summary.run_id)) {
+    if (candidate.template_name != "scripted") {
+      templates += candidate.agent != "baseline";
+      EXPECT_FALSE(db.synthesis_of(candidate.id));
+      continue;
+    }
+    const auto synthesis = db.synthesis_of(candidate.id);
+    ASSERT_TRUE(synthesis) << "candidate " << candidate.id << " has no synthesis record";
+    EXPECT_EQ(synthesis->model, "scripted-model");
+    const auto record = nlohmann::json::parse(workspace.objects().get(synthesis->record_key));
+    EXPECT_EQ(record.at("exchanges").size(), 1u);
+    const auto evaluation = db.evaluation_of(candidate.id);
+    ASSERT_TRUE(evaluation);
+    if (synthesis->failure.empty()) {
+      ++programs;
+    } else {
+      ++no_program;
+      EXPECT_EQ(synthesis->failure, "the answer held no code block");
+      EXPECT_EQ(evaluation->status, kSynthesisFailed);
+    }
+  }
+  EXPECT_GT(programs, 3);
+  EXPECT_GT(no_program, 0);
+  EXPECT_GT(templates, 3) << "the template agents keep searching beside the programs";
+  EXPECT_EQ(summary.synthesis.calls, programs + no_program);
+  EXPECT_EQ(summary.synthesis.input_tokens, 1000 * summary.synthesis.calls);
+  EXPECT_DOUBLE_EQ(summary.synthesis.cost_usd, 0.01 * summary.synthesis.calls);
+
+  // Each agent drafts once from the problem (with the baseline to beat), then builds on
+  // candidates its policy picks; a wrong program goes back once with its error.
+  int drafts = 0, repairs = 0, improvements = 0;
+  for (const SynthesisRequest& request : synthesizer_.requests) {
+    EXPECT_EQ(request.hardware, "a test machine");
+    EXPECT_EQ(request.knowledge, std::vector<std::string>{"note: vectorize the row"});
+    switch (request.move) {
+      case SynthesisMove::Draft:
+        ++drafts;
+        EXPECT_FALSE(request.parent);
+        ASSERT_FALSE(request.inspirations.empty());
+        EXPECT_EQ(request.inspirations.back().solution.name, "rmsnorm_f32_naive");
+        break;
+      case SynthesisMove::Repair:
+        ++repairs;
+        ASSERT_TRUE(request.parent);
+        EXPECT_EQ(request.parent->status, "INCORRECT_NUMERICAL");
+        EXPECT_NE(request.parent->log.find("wrong"), std::string::npos) << request.parent->log;
+        EXPECT_FALSE(request.recent_failures.empty());
+        break;
+      default:
+        ++improvements;
+        ASSERT_TRUE(request.parent);
+        EXPECT_FALSE(request.parent->solution.sources.empty());
+        EXPECT_FALSE(request.parent->results.empty());
+        break;
+    }
+  }
+  EXPECT_GE(drafts, 2);
+  EXPECT_GT(improvements, 0);
+  EXPECT_GT(repairs, 0);
+}
+
+TEST_F(CodeSynthesisTest, WithoutTemplatesOnlyProgramsAreSearchedAndOneCanWin) {
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator evaluator(setup_.problem());
+  OptimizeOptions options;
+  options.budget = 12;
+  options.agents = {"explore"};
+  const OptimizeSummary summary = optimize(workspace, options, evaluator, false);
+  ASSERT_FALSE(summary.finalists.empty());
+  EXPECT_NE(summary.finalists.front().label.find("scripted program"), std::string::npos);
+  EXPECT_TRUE(summary.finalists.front().solution.ext.contains("synthesized"));
+  ASSERT_TRUE(summary.speedup);
+  EXPECT_GT(summary.speedup->value, 5);  // programs take 1-2 ms, the baseline 10
+  for (const Candidate& candidate : workspace.database().candidates_of(summary.run_id))
+    EXPECT_TRUE(candidate.agent == "baseline" || candidate.template_name == "scripted");
+}
+
+TEST_F(CodeSynthesisTest, TheTokenBudgetStopsTheRun) {
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator evaluator(setup_.problem());
+  OptimizeOptions options;
+  options.budget = 40;
+  options.agents = {"explore"};
+  options.max_synthesis_tokens = 3000;  // 1200 a call: the third call reaches it
+  const OptimizeSummary summary = optimize(workspace, options, evaluator, false);
+  EXPECT_EQ(summary.synthesis.calls, 3);
+  EXPECT_NE(summary.stop_reason.find("synthesis budget"), std::string::npos) << summary.stop_reason;
+}
+
+TEST_F(CodeSynthesisTest, AResumedRunAsksForNothingItHasAndEndsTheSame) {
+  OptimizeOptions options;
+  options.budget = 24;
+  options.agents = {"explore", "memory"};
+  TempDir whole_dir;
+  Workspace whole(whole_dir.path());
+  LandscapeEvaluator uninterrupted(setup_.problem());
+  const auto reference = optimize(whole, options, uninterrupted);
+  const std::size_t asked = synthesizer_.requests.size();
+
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator crashing(setup_.problem());
+  crashing.crash_after_ = 13;
+  synthesizer_.requests.clear();
+  EXPECT_THROW(optimize(workspace, options, crashing), std::runtime_error);
+  const int64_t run_id = workspace.database().list_runs().back().id;
+  const std::size_t before_crash = synthesizer_.requests.size();
+
+  LandscapeEvaluator resumed(setup_.problem());
+  const auto summary = optimize(workspace, OptimizeOptions{}, resumed, true, run_id);
+  EXPECT_EQ(summary.evaluated, reference.evaluated);
+  EXPECT_EQ(sequence(workspace.database(), run_id), sequence(whole.database(), reference.run_id));
+  EXPECT_EQ(synthesizer_.requests.size(), asked) << "asked " << before_crash << " before the crash";
+}
+
+/// A model that answers every prompt with a program that follows from the prompt's text.
+class EchoModel : public ChatClient {
+ public:
+  ChatResult complete(const ModelConfig&, const ChatRequest& request) override {
+    ++calls;
+    const std::string digest = content_hash(request.messages.back().content).substr(0, 12);
+    ChatResult result;
+    result.attempts = 1;
+    result.response =
+        ChatResponse{"```cpp main.cpp\nint program_" + digest + "() { return 0; }\n```\n",
+                     "stop",
+                     false,
+                     500,
+                     100,
+                     "echo"};
+    return result;
+  }
+  int calls = 0;
+};
+
+TEST_F(CodeSynthesisTest, AReplayFromTheResponseCacheGivesTheSameCandidates) {
+  TempDir cache;
+  const ModelConfig model{.name = "echo@openai",
+                          .provider = "openai",
+                          .endpoint = "http://127.0.0.1:9/v1",
+                          .model = "echo"};
+  OptimizeOptions options;
+  options.budget = 16;
+  options.agents = {"explore", "memory"};
+  std::vector<std::vector<std::string>> programs;
+  for (const CacheMode mode : {CacheMode::Record, CacheMode::Replay}) {
+    auto echo = std::make_unique<EchoModel>();
+    EchoModel* model_calls = echo.get();
+    CachingChatClient client(mode == CacheMode::Record ? std::move(echo) : nullptr, cache.path(),
+                             mode);
+    LlmSynthesizer llm(
+        client, [&](uint64_t) -> const ModelConfig& { return model; }, load_prompt_templates({}));
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    OptimizeTarget target = setup_.target(setup_.problem().workloads);
+    target.code_synthesizer = &llm;
+    Orchestrator orchestrator(target, evaluator, workspace, options, progress_);
+    const OptimizeSummary summary = orchestrator.run();
+    std::vector<std::string> run;
+    for (const Candidate& candidate : workspace.database().candidates_of(summary.run_id)) {
+      const auto synthesis = workspace.database().synthesis_of(candidate.id);
+      if (!synthesis) continue;
+      EXPECT_EQ(synthesis->failure, "");
+      EXPECT_EQ(synthesis->from_cache, mode == CacheMode::Replay);
+      run.push_back(candidate.agent + " " + candidate.solution_key);
+    }
+    if (mode == CacheMode::Record) EXPECT_EQ(model_calls->calls, static_cast<int>(run.size()));
+    programs.push_back(std::move(run));
+  }
+  EXPECT_GT(programs[0].size(), 2u);
+  EXPECT_EQ(programs[0], programs[1]);
+}
+
+}  // namespace
+}  // namespace kernelarc

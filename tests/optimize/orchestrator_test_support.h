@@ -1,0 +1,102 @@
+// The orchestrator tests' stand-ins: a deterministic evaluator (times are a fixed function of
+// the knob point, or of a program's sources), a progress sink that keeps what it is told, and
+// the candidate sequence of a stored run.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/hash.h"
+#include "eval/stats.h"
+#include "optimize/orchestrator.h"
+
+namespace kernelarc::testing {
+
+inline const std::filesystem::path kProblem =
+    std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems/cpu/rmsnorm_f32";
+
+/// Each knob value adds a fixed cost in [0, 0.5) ms (from a hash of "name=value"), so single
+/// knob changes matter and the landscape has a known best; one point in 16 fails its check.
+class LandscapeEvaluator : public CandidateEvaluator {
+ public:
+  explicit LandscapeEvaluator(const Problem& problem) : problem_(problem) {}
+
+  std::vector<Trace> evaluate(const Solution& solution) override {
+    if (crash_after_ && calls_ == *crash_after_) throw std::runtime_error("simulated crash");
+    ++calls_;
+    double ms = 10;  // the baseline
+    bool fails = false;
+    if (solution.ext.contains("synthesized")) {
+      // A program: its time from its sources; one that says WRONG computes a wrong answer.
+      std::string code;
+      for (const SourceFile& source : solution.sources) code += source.content;
+      ms = 1 +
+           static_cast<double>(std::stoul(content_hash(code).substr(0, 4), nullptr, 16)) / 65536.0;
+      fails = code.find("WRONG") != std::string::npos;
+    } else if (solution.ext.contains("knobs")) {
+      ms = 1;
+      std::string point;
+      for (const auto& [name, value] : solution.ext["knobs"].items()) {
+        const std::string entry = name + "=" + value.dump();
+        point += entry + ",";
+        ms += 0.5 * static_cast<double>(std::stoul(content_hash(entry).substr(0, 4), nullptr, 16)) /
+              65536.0;
+      }
+      fails = std::stoul(content_hash(point).substr(0, 2), nullptr, 16) % 16 == 0;
+    }
+    std::vector<Trace> traces;
+    for (const Workload& workload : problem_.workloads) {
+      Trace trace;
+      trace.workload = workload.raw;
+      if (fails) {
+        trace.status = EvalStatus::IncorrectNumerical;
+        trace.log = "landscape: this point is wrong";
+      } else {
+        trace.samples_ms = {ms * 0.999, ms, ms * 1.001};
+        trace.latency_ms = summarize(trace.samples_ms);
+      }
+      traces.push_back(std::move(trace));
+    }
+    return traces;
+  }
+  std::vector<Trace> evaluate_final(const Solution& solution) override {
+    ++final_calls_;
+    return evaluate(solution);
+  }
+  std::string device_name() const override { return "landscape"; }
+
+  int calls_ = 0;
+  int final_calls_ = 0;  ///< of them, through the full guard
+  std::optional<int> crash_after_;
+
+ private:
+  const Problem& problem_;
+};
+
+class SilentProgress : public ProgressSink {
+ public:
+  void candidate(const ProgressView&, const CandidateEvent& event) override {
+    events.push_back(event);
+  }
+  void message(const std::string& line) override { messages.push_back(line); }
+  std::vector<CandidateEvent> events;
+  std::vector<std::string> messages;
+};
+
+struct Proposed {
+  std::string agent;
+  std::string template_name;
+  std::string point;
+  bool operator==(const Proposed&) const = default;
+};
+
+inline std::vector<Proposed> sequence(Database& db, int64_t run_id) {
+  std::vector<Proposed> proposed;
+  for (const Candidate& candidate : db.candidates_of(run_id))
+    proposed.push_back({candidate.agent, candidate.template_name, candidate.knob_point.dump()});
+  return proposed;
+}
+
+}  // namespace kernelarc::testing
