@@ -18,5 +18,6 @@ CommandRunner add_optimize_command(CLI::App& app);
 CommandRunner add_runs_commands(CLI::App& app);
 CommandRunner add_kb_commands(CLI::App& app);
 CommandRunner add_skills_commands(CLI::App& app);
+CommandRunner add_prompt_command(CLI::App& app);
 
 }  // namespace kernelarc

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   add(kernelarc::add_runs_commands);
   add(kernelarc::add_kb_commands);
   add(kernelarc::add_skills_commands);
+  add(kernelarc::add_prompt_command);
   add(kernelarc::add_worker_command);
   try {
     app.parse(argc, argv);

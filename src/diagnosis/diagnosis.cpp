@@ -184,18 +184,18 @@ void classify(Diagnosis& d, const Trace& trace, const std::optional<Calibration>
   const double compute = d.compute_fraction.value_or(0);
   if (bandwidth >= kSaturated && bandwidth >= compute) {
     d.bottleneck = Bottleneck::Memory;
-    d.reason = "memory-bound: " + rates_text(d);
+    d.reason = rates_text(d);
   } else if (compute >= kSaturated) {
     d.bottleneck = Bottleneck::Compute;
-    d.reason = "compute-bound: " + rates_text(d);
+    d.reason = rates_text(d);
   } else if (launch_bound(d)) {
     d.bottleneck = Bottleneck::Launch;
-    d.reason = "launch-bound: " + launch_reason(d);
+    d.reason = launch_reason(d);
   } else {
     d.bottleneck = Bottleneck::Latency;
     const auto [cause, numbers] = latency_cause(d, calibration, knobs);
     d.cause = cause;
-    d.reason = fmt::format("latency-bound: neither throughput reaches {:.2f} ({}); {}", kSaturated,
+    d.reason = fmt::format("neither throughput reaches {:.2f} ({}); {}", kSaturated,
                            rates_text(d), numbers);
   }
 }
