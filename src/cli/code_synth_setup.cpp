@@ -149,6 +149,7 @@ std::string hardware_facts(const std::filesystem::path& workspace, const std::st
 std::vector<std::string> synthesis_knowledge(const std::filesystem::path& workspace,
                                              const std::string& family, const std::string& device,
                                              int limit) {
+  std::filesystem::create_directories(workspace);
   KnowledgeBase knowledge(knowledge_file(workspace));
   knowledge.ensure_builtin_notes();
   KbQuery query;
