@@ -307,7 +307,13 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
     const std::filesystem::path out =
         flags.out.empty() ? workspace.root() / "runs" / std::to_string(summary.run_id)
                           : std::filesystem::path(flags.out);
-    write_outputs(out, summary.finalists.front(), summary_to_json(summary));
+    if (summary.kept_baseline)
+      std::cout << fmt::format(
+          "no candidate beat the baseline: the best, candidate {}, runs at {:.2f}x "
+          "({:.2f}-{:.2f}); the baseline stays the best solution\n",
+          summary.finalists.front().candidate_id, summary.speedup->value, summary.speedup->low,
+          summary.speedup->high);
+    write_outputs(out, summary.best(), summary_to_json(summary));
     std::cout << fmt::format("best solution written to {}\n", (out / "solution.json").string());
   }
   return summary.finalists.empty() ? 1 : 0;

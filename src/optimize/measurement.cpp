@@ -29,8 +29,11 @@ void mark_failed(Measurement& measurement, const Trace& trace) {
 }
 
 WorkloadTime time_of(const Trace& trace, const TimingSummary& latency) {
-  return {latency.median, latency.ci_low, latency.ci_high,
-          trace.sol_ms,   trace.eager_ms, trace.compiled_ms};
+  std::string bottleneck;
+  if (trace.extra.is_object() && trace.extra.contains("diagnosis"))
+    bottleneck = trace.extra["diagnosis"].value("bottleneck", std::string());
+  return {latency.median, latency.ci_low,    latency.ci_high,      trace.sol_ms,
+          trace.eager_ms, trace.compiled_ms, std::move(bottleneck)};
 }
 
 nlohmann::json optional_json(const std::optional<double>& value) {
@@ -101,7 +104,8 @@ nlohmann::json measurement_to_json(const Measurement& measurement) {
                    {"ci_high_ms", time.ci_high_ms},
                    {"sol_ms", optional_json(time.sol_ms)},
                    {"eager_ms", optional_json(time.eager_ms)},
-                   {"compiled_ms", optional_json(time.compiled_ms)}};
+                   {"compiled_ms", optional_json(time.compiled_ms)},
+                   {"bottleneck", time.bottleneck}};
   return {{"passed", measurement.passed},
           {"status", measurement.status},
           {"log", measurement.log},
@@ -118,9 +122,10 @@ Measurement measurement_from_json(const nlohmann::json& json, const std::string&
     measurement.occupancy = optional_number(json, "occupancy");
     for (const auto& [uuid, time] : json.at("times").items())
       measurement.times[uuid] = {
-          time.at("median_ms").get<double>(),  time.at("ci_low_ms").get<double>(),
-          time.at("ci_high_ms").get<double>(), optional_number(time, "sol_ms"),
-          optional_number(time, "eager_ms"),   optional_number(time, "compiled_ms")};
+          time.at("median_ms").get<double>(),     time.at("ci_low_ms").get<double>(),
+          time.at("ci_high_ms").get<double>(),    optional_number(time, "sol_ms"),
+          optional_number(time, "eager_ms"),      optional_number(time, "compiled_ms"),
+          time.value("bottleneck", std::string())};
     return measurement;
   } catch (const nlohmann::json::exception& error) {
     throw InputError(fmt::format("{}: not a stored measurement: {}", where, error.what()));

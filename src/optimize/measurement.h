@@ -22,6 +22,8 @@ struct WorkloadTime {
   std::optional<double> sol_ms;
   std::optional<double> eager_ms;
   std::optional<double> compiled_ms;
+  /// The diagnosis' bottleneck class there ("memory", "latency", ...; "" without one).
+  std::string bottleneck;
 };
 
 struct Measurement {

@@ -24,6 +24,9 @@ using Clock = std::chrono::steady_clock;
 using Seconds = std::chrono::duration<double>;
 using NodeRef = std::pair<std::size_t, int>;  // agent index, node id in its tree
 
+/// What the diagnosis adds to a favoured agent's bandit score: about one verified improvement.
+constexpr double kAdviceBonus = 0.5;
+
 std::string point_key(const std::string& template_name, const KnobPoint& point) {
   return template_name + "|" + format_knob_point(point);
 }
@@ -529,6 +532,17 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     return std::nullopt;
   };
 
+  // The diagnosis of the best candidate at the largest workload steers turns towards the agents
+  // whose strategy addresses its bottleneck (the bandit's advice).
+  auto advise_from = [&](const Measurement& best) {
+    const auto largest = best.times.find(target_.largest_workload);
+    if (largest == best.times.end()) return;
+    std::vector<std::string> favoured;
+    for (const std::string& name : strategies_for_bottleneck(largest->second.bottleneck))
+      if (std::find(active.begin(), active.end(), name) != active.end()) favoured.push_back(name);
+    state.bandit->advise(favoured, kAdviceBonus);
+  };
+
   // Baseline first: it is what speedups are measured against.
   if (target_.baseline) {
     bool replayed = false;
@@ -653,6 +667,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
         new_incumbent = true;
       }
     }
+    if (new_incumbent) advise_from(measurement);
     for (const auto& [agent, node] : known.waiters) state.agents[agent]->record(node, result);
     known.waiters.clear();
     Agent& proposer = *state.agents[pending.agent];
@@ -800,8 +815,10 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
                    [](const Finalist& a, const Finalist& b) { return a.fitness > b.fitness; });
   if (!summary.finalists.empty()) {
     Finalist& winner = summary.finalists.front();
-    if (summary.baseline)
+    if (summary.baseline) {
       summary.speedup = speedup_of(summary.baseline->measurement, winner.measurement);
+      summary.kept_baseline = summary.speedup->high < 1.0;
+    }
     // The winner's lineage through its agent's tree, root first.
     std::optional<NodeRef> at = state.node_of_candidate.at(winner.candidate_id);
     while (at) {
@@ -855,6 +872,7 @@ nlohmann::json summary_to_json(const OptimizeSummary& summary) {
                          {"passed", summary.passed},
                          {"skipped_agents", summary.skipped_agents},
                          {"finalists", nlohmann::json::array()},
+                         {"kept_baseline", summary.kept_baseline},
                          {"lineage", nlohmann::json::array()}};
   if (summary.baseline) json["baseline"] = finalist_json(*summary.baseline);
   for (const Finalist& finalist : summary.finalists)

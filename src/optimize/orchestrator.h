@@ -142,6 +142,9 @@ struct OptimizeSummary {
   std::optional<Finalist> baseline;  ///< re-measured with the finalists
   std::vector<Finalist> finalists;   ///< best first; [0] is the winner
   std::optional<Speedup> speedup;    ///< winner over the baseline, from the re-measurement
+  /// The winner is slower than the baseline beyond noise (the speedup's interval lies below
+  /// 1): the baseline stays the best solution, and best() is it.
+  bool kept_baseline = false;
   std::vector<LineageStep> lineage;  ///< the winner's, root first
   std::vector<std::string> skipped_agents;
   std::vector<Conclusion> conclusions;  ///< the board's, in the order posted
@@ -149,6 +152,10 @@ struct OptimizeSummary {
   /// beyond both intervals (both measured by the search's guard).
   std::optional<Conclusion> winner_route;
   SynthesisTotals synthesis;  ///< what the code synthesizer was asked and spent
+
+  /// The solution the run hands back: the winner, or the baseline when it was kept.
+  /// Requires a winner.
+  const Finalist& best() const { return kept_baseline ? *baseline : finalists.front(); }
 };
 
 class Orchestrator {

@@ -19,8 +19,7 @@ nlohmann::json skill_hints_to_json(const std::vector<SkillHint>& hints) {
   return json;
 }
 
-std::vector<SkillHint> skill_hints_from_json(const nlohmann::json& json,
-                                             const std::string& where) {
+std::vector<SkillHint> skill_hints_from_json(const nlohmann::json& json, const std::string& where) {
   std::vector<SkillHint> hints;
   try {
     for (const auto& entry : json) {

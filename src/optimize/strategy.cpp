@@ -97,4 +97,12 @@ KnobFilter strategy_knob_filter(const Strategy& strategy) {
   return [&strategy](const Knob& knob) { return strategy_changes(strategy, knob); };
 }
 
+std::vector<std::string> strategies_for_bottleneck(std::string_view bottleneck) {
+  if (bottleneck == "memory") return {"memory"};
+  if (bottleneck == "compute") return {"compute", "library"};
+  if (bottleneck == "latency") return {"parallelism", "memory"};
+  if (bottleneck == "launch") return {"parallelism", "fusion"};
+  return {};
+}
+
 }  // namespace kernelarc

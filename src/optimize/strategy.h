@@ -35,4 +35,9 @@ bool strategy_changes(const Strategy& strategy, const Knob& knob);
 /// The filter the universal operator applies for the strategy (empty for "every knob").
 KnobFilter strategy_knob_filter(const Strategy& strategy);
 
+/// The strategies that address a bottleneck class of the diagnosis: memory -> memory;
+/// compute -> compute, library; latency -> parallelism, memory; launch -> parallelism, fusion;
+/// anything else (unknown, "") -> none.
+std::vector<std::string> strategies_for_bottleneck(std::string_view bottleneck);
+
 }  // namespace kernelarc

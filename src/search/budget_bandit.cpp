@@ -16,7 +16,8 @@ BudgetBandit::BudgetBandit(std::vector<std::string> agents, BanditOptions option
       rng_(options.seed),
       allocations_(agents_.size(), 0),
       weights_(agents_.size(), 0),
-      gains_(agents_.size(), 0) {
+      gains_(agents_.size(), 0),
+      advice_(agents_.size(), 0) {
   if (agents_.empty()) throw InputError("budget bandit: agents: expected at least one");
   if (std::set<std::string>(agents_.begin(), agents_.end()).size() != agents_.size()) {
     throw InputError("budget bandit: agents: a name appears twice");
@@ -43,7 +44,7 @@ std::size_t BudgetBandit::index_of(const std::string& agent) const {
 double BudgetBandit::score(std::size_t agent, double total_weight) const {
   if (weights_[agent] <= 0) return std::numeric_limits<double>::infinity();
   const double mean = largest_gain_ > 0 ? gains_[agent] / largest_gain_ / weights_[agent] : 0.0;
-  return mean +
+  return mean + advice_[agent] +
          options_.exploration * std::sqrt(std::log(std::max(total_weight, 1.0)) / weights_[agent]);
 }
 
@@ -77,6 +78,13 @@ const std::string& BudgetBandit::next_agent() {
   const std::size_t agent = chosen[rng_.below(chosen.size())];
   ++allocations_[agent];
   return agents_[agent];
+}
+
+void BudgetBandit::advise(const std::vector<std::string>& agents, double bonus) {
+  if (!(bonus >= 0)) throw InputError("budget bandit: advice bonus: expected 0 or more");
+  std::vector<double> advice(agents_.size(), 0.0);
+  for (const std::string& agent : agents) advice[index_of(agent)] = bonus;
+  advice_ = std::move(advice);
 }
 
 void BudgetBandit::record(const std::string& agent, bool improved, double gain) {

@@ -7,6 +7,8 @@
 // rewards lie in [0, 1] whatever the unit of fitness), anything else earns 0. Every record
 // discounts all past statistics by `discount`, so the bandit follows agents whose luck changes.
 // Ties between equal scores are broken by the bandit's own generator, seeded at construction.
+// Advice (the diagnosis of the best candidate, turned into the agents whose strategy addresses
+// it) adds a bonus to those agents' scores.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,10 @@ class BudgetBandit {
   /// the relative gain in fitness; ignored when it did not improve). InputError for an unknown
   /// agent.
   void record(const std::string& agent, bool improved, double gain);
+  /// Adds `bonus` to the scores of `agents` (those whose strategy addresses what limits the
+  /// best candidate) until the next advice; the floor shares still hold. InputError for an
+  /// unknown agent or a negative bonus.
+  void advise(const std::vector<std::string>& agents, double bonus);
 
   const std::vector<std::string>& agents() const { return agents_; }
   /// How many times next_agent returned each agent, in the order of agents().
@@ -52,6 +58,7 @@ class BudgetBandit {
   std::vector<int64_t> allocations_;
   std::vector<double> weights_;  // discounted number of results per agent
   std::vector<double> gains_;    // discounted sum of raw gains per agent
+  std::vector<double> advice_;   // bonus per agent from the latest advice
   double largest_gain_ = 0;
 };
 

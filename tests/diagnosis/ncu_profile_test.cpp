@@ -57,6 +57,43 @@ TEST(NcuProfile, ParsesTheRawPage) {
   }
 }
 
+// tests/diagnosis/data/ncu_h200_rmsnorm.txt is real: Nsight Compute on an H200 (driver 580,
+// CUDA 13.0), `ncu --csv --page raw --print-units base --clock-control none -k regex:ka_ -c 3
+// --metrics <ncu_metrics()> --target-processes all kernelarc templates try
+// problems/cuda/rmsnorm_bf16 rownorm_cuda --workloads largest ...`: three launches of the
+// default rownorm point on 16384 x 4096 bf16 rows, with the program's own output first and
+// every device__attribute column ncu adds to the raw page.
+TEST(NcuProfile, ReadsARealH200Profile) {
+  const NcuResult result =
+      parse_ncu_output(read_text_file(std::filesystem::path(KERNELARC_SOURCE_DIR) /
+                                      "tests/diagnosis/data/ncu_h200_rmsnorm.txt"),
+                       0);
+  ASSERT_TRUE(result.profile) << result.unavailable;
+  const NcuProfile& profile = *result.profile;
+  ASSERT_EQ(profile.kernels.size(), 3u);
+  for (const NcuKernel& kernel : profile.kernels) {
+    EXPECT_EQ(kernel.name, "ka_rownorm");
+    EXPECT_EQ(kernel.grid_size, "(16384, 1, 1)");
+  }
+  const NcuKernel& first = profile.kernels[0];
+  EXPECT_EQ(first.metric("dram__bytes_read.sum"), 134257152.0);  // "134,257,152"
+  EXPECT_EQ(first.metric("dram__bytes_write.sum"), 113336576.0);
+  EXPECT_EQ(first.metric("gpu__time_duration.sum"), 70560.0);
+  EXPECT_EQ(first.metric("launch__registers_per_thread"), 62.0);
+  EXPECT_EQ(profile.aggregate.launches, 3);
+  EXPECT_EQ(profile.aggregate.max_registers_per_thread, 62);
+  ASSERT_TRUE(profile.aggregate.dram_throughput_pct);
+  EXPECT_NEAR(*profile.aggregate.dram_throughput_pct, 72.0, 1.0);
+  EXPECT_NEAR(profile.aggregate.stalls.at("long_scoreboard"), 9.6, 0.2);
+  for (const std::string& metric : ncu_metrics())
+    EXPECT_TRUE(profile.units.contains(metric)) << metric;
+  // Each launch reads the 128 MiB of rows: plausible bytes, no red flag. (DRAM writes come out
+  // below the 128 MiB written: lines still in the 60 MB L2 when the kernel ends are not
+  // counted.)
+  const double required = 2.0 * 16384 * 4096 * 2;
+  EXPECT_EQ(dram_bytes_red_flag(profile.aggregate, required, 3), std::nullopt);
+}
+
 TEST(NcuProfile, AggregatesSumBytesAndWeighPercentagesByTime) {
   const NcuAggregate total = parse_ncu_output(sample(), 0).profile->aggregate;
   EXPECT_EQ(total.launches, 3);

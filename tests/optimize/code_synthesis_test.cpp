@@ -14,6 +14,7 @@
 #include "optimize/code_moves.h"
 #include "optimize/search_setup.h"
 #include "orchestrator_test_support.h"
+#include "search/selection.h"
 
 namespace kernelarc {
 namespace {
@@ -164,6 +165,25 @@ TEST_F(CodeSynthesisTest, WithoutTemplatesOnlyProgramsAreSearchedAndOneCanWin) {
   EXPECT_GT(summary.speedup->value, 5);  // programs take 1-2 ms, the baseline 10
   for (const Candidate& candidate : workspace.database().candidates_of(summary.run_id))
     EXPECT_TRUE(candidate.agent == "baseline" || candidate.template_name == "scripted");
+}
+
+TEST_F(CodeSynthesisTest, EveryPolicyBuildsOnPrograms) {
+  for (const std::string& policy : policy_names()) {
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    OptimizeOptions options;
+    options.budget = 12;
+    options.policy = policy;
+    options.agents = {"explore"};
+    synthesizer_.requests.clear();
+    const OptimizeSummary summary = optimize(workspace, options, evaluator, false);
+    EXPECT_EQ(summary.evaluated, 12) << policy;
+    const bool improved = std::any_of(
+        synthesizer_.requests.begin(), synthesizer_.requests.end(),
+        [](const SynthesisRequest& request) { return request.move == SynthesisMove::Improve; });
+    EXPECT_TRUE(improved) << policy << " never built on a program";
+  }
 }
 
 TEST_F(CodeSynthesisTest, TheTokenBudgetStopsTheRun) {

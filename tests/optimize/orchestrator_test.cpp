@@ -3,6 +3,7 @@
 // determinism, resume, the board and the budget can be checked exactly and quickly.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -249,6 +250,40 @@ TEST_F(OrchestratorTest, ACrashedRunResumesToTheSameCandidatesWithoutMeasuringAn
   EXPECT_TRUE(workspace.database().unevaluated_candidates(run_id).empty());
   ASSERT_FALSE(summary.finalists.empty());
   EXPECT_EQ(summary.finalists.front().label, straight_summary.finalists.front().label);
+}
+
+TEST_F(OrchestratorTest, ABaselineNoCandidateBeatsStaysTheBestSolution) {
+  for (const double baseline_ms : {0.5, 10.0}) {
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    evaluator.baseline_ms_ = baseline_ms;  // the template points take 1 to 3.5 ms
+    OptimizeOptions options;
+    options.budget = 10;
+    const auto summary = optimize(workspace, options, evaluator);
+    ASSERT_TRUE(summary.speedup);
+    EXPECT_EQ(summary.kept_baseline, baseline_ms < 1) << summary.speedup->value;
+    EXPECT_EQ(summary.best().agent, baseline_ms < 1 ? "baseline" : summary.finalists[0].agent);
+  }
+}
+
+TEST_F(OrchestratorTest, TheBestCandidatesBottleneckGivesItsAgentsMoreTurns) {
+  std::map<std::string, int> memory_candidates;
+  for (const std::string bottleneck : {"", "memory"}) {
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    evaluator.bottleneck_ = bottleneck;
+    OptimizeOptions options;
+    options.budget = 40;
+    options.agents = {"memory", "parallelism", "fusion"};
+    const auto summary = optimize(workspace, options, evaluator);
+    for (const Candidate& candidate : workspace.database().candidates_of(summary.run_id))
+      memory_candidates[bottleneck] += candidate.agent == "memory";
+  }
+  EXPECT_GT(memory_candidates["memory"], memory_candidates[""] + 5)
+      << "without a diagnosis " << memory_candidates[""] << ", memory-bound "
+      << memory_candidates["memory"];
 }
 
 TEST_F(OrchestratorTest, ResumeRefusesAFinishedRunAndAnUnknownOne) {

@@ -26,7 +26,7 @@ class LandscapeEvaluator : public CandidateEvaluator {
   std::vector<Trace> evaluate(const Solution& solution) override {
     if (crash_after_ && calls_ == *crash_after_) throw std::runtime_error("simulated crash");
     ++calls_;
-    double ms = 10;  // the baseline
+    double ms = baseline_ms_;
     bool fails = false;
     if (solution.ext.contains("synthesized")) {
       // A program: its time from its sources; one that says WRONG computes a wrong answer.
@@ -56,6 +56,7 @@ class LandscapeEvaluator : public CandidateEvaluator {
       } else {
         trace.samples_ms = {ms * 0.999, ms, ms * 1.001};
         trace.latency_ms = summarize(trace.samples_ms);
+        if (!bottleneck_.empty()) trace.extra["diagnosis"] = {{"bottleneck", bottleneck_}};
       }
       traces.push_back(std::move(trace));
     }
@@ -70,6 +71,8 @@ class LandscapeEvaluator : public CandidateEvaluator {
   int calls_ = 0;
   int final_calls_ = 0;  ///< of them, through the full guard
   std::optional<int> crash_after_;
+  double baseline_ms_ = 10;  ///< what a solution without knobs (the baseline) takes
+  std::string bottleneck_;   ///< the diagnosis of every passed trace ("" for none)
 
  private:
   const Problem& problem_;

@@ -39,6 +39,24 @@ TEST(SearchBudgetBandit, FollowsAChangeOfLuck) {
   EXPECT_GT(bandit.allocations()[1] - b_before, 100);
 }
 
+TEST(SearchBudgetBandit, AdviceTurnsAllocationsToTheAdvisedAgentsAndCanBeWithdrawn) {
+  BudgetBandit bandit({"memory", "parallelism", "compute"}, {.floor_share = 0.1, .seed = 3});
+  const auto none = [](const std::string&, int) { return 0.0; };
+  allocate(bandit, 60, none);  // no gains: an even share
+  const std::vector<int64_t> before = bandit.allocations();
+  bandit.advise({"memory"}, 0.5);
+  allocate(bandit, 100, none);
+  const int64_t advised = bandit.allocations()[0] - before[0];
+  EXPECT_GT(advised, 60);
+  EXPECT_GE(bandit.allocations()[1] - before[1], 5) << "the floor share still holds";
+  bandit.advise({}, 0.5);
+  const std::vector<int64_t> withdrawn = bandit.allocations();
+  allocate(bandit, 90, none);
+  EXPECT_LT(bandit.allocations()[0] - withdrawn[0], 60);
+  EXPECT_NE(input_error_of([&] { bandit.advise({"nobody"}, 0.5); }), "");
+  EXPECT_NE(input_error_of([&] { bandit.advise({"memory"}, -1); }), "");
+}
+
 TEST(SearchBudgetBandit, SameSeedSameSequence) {
   const auto run = [](uint64_t seed) {
     BudgetBandit bandit({"a", "b", "c"}, {.seed = seed});

@@ -147,6 +147,7 @@ TEST(KnobRoles, EveryShippedKnobHasItsRoles) {
         {"ROWS_PER_BLOCK", {"parallelism"}},
         {"VEC", {"memory"}},
         {"MAX_VECS_PER_THREAD", {"memory"}},
+        {"PRELOAD_WEIGHT", {"memory"}},
         {"CACHE_ROW", {"memory", "fusion"}}}},
       {"rowsoftmax_cuda",
        {{"ROW_MAPPING", {"parallelism"}},
