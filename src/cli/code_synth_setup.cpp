@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "backend/calibrate.h"
-#include "cli/optimize_skills.h"
 #include "codesynth/command_synthesizer.h"
 #include "codesynth/llm_synthesizer.h"
 #include "codesynth/prompt_builder.h"
@@ -149,8 +148,7 @@ std::string hardware_facts(const std::filesystem::path& workspace, const std::st
 std::vector<std::string> synthesis_knowledge(const std::filesystem::path& workspace,
                                              const std::string& family, const std::string& device,
                                              int limit) {
-  std::filesystem::create_directories(workspace);
-  KnowledgeBase knowledge(knowledge_file(workspace));
+  KnowledgeBase knowledge = open_knowledge_base(workspace);
   knowledge.ensure_builtin_notes();
   KbQuery query;
   query.text = family;

@@ -28,14 +28,6 @@ struct KbFlags {
   int limit = 5;
 };
 
-KnowledgeBase open_knowledge_base(const std::filesystem::path& workspace) {
-  std::error_code error;
-  if (std::filesystem::exists(workspace, error) && !std::filesystem::is_directory(workspace, error))
-    throw_input_error(workspace.string(), "", "expected a workspace directory, found a file");
-  std::filesystem::create_directories(workspace);
-  return KnowledgeBase(workspace / "knowledge.sqlite");
-}
-
 /// The text's lines, long ones wrapped at spaces (a word longer than the width is cut).
 std::vector<std::string> wrapped_lines(const std::string& text) {
   std::vector<std::string> lines;

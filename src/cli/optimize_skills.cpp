@@ -3,16 +3,13 @@
 #include <fmt/format.h>
 
 #include "backend/calibrate.h"
+#include "kb/knowledge_base.h"
 
 namespace kernelarc {
 
 std::string hardware_name(const std::filesystem::path& workspace, const std::string& device) {
   const auto calibration = load_calibration(workspace, device);
   return calibration && !calibration->description.empty() ? calibration->description : device;
-}
-
-std::filesystem::path knowledge_file(const std::filesystem::path& workspace) {
-  return workspace / "knowledge.sqlite";
 }
 
 std::vector<SkillHint> retrieve_skill_hints(const std::filesystem::path& workspace,
@@ -30,14 +27,15 @@ void record_run_skills(const std::filesystem::path& workspace, const OptimizeSum
     out << "skills: the run verified no knob change to learn from\n";
     return;
   }
-  KnowledgeBase knowledge(knowledge_file(workspace));
+  KnowledgeBase knowledge = open_knowledge_base(workspace);
   KnowledgeBaseMirror mirror(knowledge);
   SkillStore store(knowledge_file(workspace), &mirror);
   int created = 0;
   for (const SkillObservation& observation : observations)
     created += store.record(observation).evidence.size() == 1;
-  out << fmt::format("skills: {} observation(s) recorded, {} new skill(s) (kernelarc skills list)\n",
-                     observations.size(), created);
+  out << fmt::format(
+      "skills: {} observation(s) recorded, {} new skill(s) (kernelarc skills list)\n",
+      observations.size(), created);
 }
 
 }  // namespace kernelarc

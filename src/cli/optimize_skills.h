@@ -15,8 +15,6 @@ namespace kernelarc {
 /// description ("NVIDIA H200"), else the device string ("cuda:0", "cpu").
 std::string hardware_name(const std::filesystem::path& workspace, const std::string& device);
 
-std::filesystem::path knowledge_file(const std::filesystem::path& workspace);
-
 /// The active skills for the run's templates (see skill_hints).
 std::vector<SkillHint> retrieve_skill_hints(const std::filesystem::path& workspace,
                                             const SkillCondition& condition,

@@ -49,33 +49,33 @@ SynthesisMove parse_move(const std::string& text, bool has_parent) {
 }
 
 /// Results and diagnosis of the parent from its traces (SOL-ExecBench form, as `eval --json` and
-/// `optimize --out` write them).
+/// `optimize --out` write them), in the words a run would give the synthesizer.
 void read_traces(const std::filesystem::path& path, const Problem& problem,
                  CandidateContext& parent) {
   const OrderedJson traces = parse_json_text(read_text_file(path), path.string());
   if (!traces.is_array()) throw_input_error(path.string(), "", "expected an array of traces");
-  parent.status = "PASSED";
-  parent.results = "workload | median ms | ci95 ms | of T_SOL\n";
+  Measurement measurement;
+  measurement.passed = true;
   for (const OrderedJson& trace : traces) {
-    const std::string status = trace.at("evaluation").value("status", std::string("?"));
-    if (status != "PASSED") {
-      parent.status = status;
-      parent.log = trace.at("evaluation").value("log", std::string());
+    const OrderedJson& evaluation = trace.at("evaluation");
+    if (evaluation.value("status", std::string("?")) != "PASSED" && measurement.passed) {
+      measurement.passed = false;
+      measurement.status = evaluation.value("status", std::string("?"));
+      measurement.log = evaluation.value("log", std::string());
     }
     const OrderedJson& ours = trace.at("kernelarc");
-    const OrderedJson& workload = trace.at("workload");
-    std::vector<std::string> axes;
-    for (const auto& [axis, value] : workload.at("axes").items())
-      axes.push_back(fmt::format("{}={}", axis, value.dump()));
     if (!ours.contains("latency_ms") || ours.at("latency_ms").is_null()) continue;
     const OrderedJson& latency = ours.at("latency_ms");
-    const double median = latency.at("median").get<double>();
     const OrderedJson& t_sol = ours.at("sol").at("t_sol_ms");
-    parent.results +=
-        fmt::format("{} | {:.4f} | {:.4f}-{:.4f} | {}\n", fmt::join(axes, " "), median,
-                    latency.at("ci95_low").get<double>(), latency.at("ci95_high").get<double>(),
-                    t_sol.is_number() ? fmt::format("{:.2f}", t_sol.get<double>() / median) : "-");
+    WorkloadTime& time = measurement.times[trace.at("workload").value("uuid", std::string())];
+    time.median_ms = latency.at("median").get<double>();
+    time.ci_low_ms = latency.at("ci95_low").get<double>();
+    time.ci_high_ms = latency.at("ci95_high").get<double>();
+    if (t_sol.is_number()) time.sol_ms = t_sol.get<double>();
   }
+  parent.status = measurement.status;
+  parent.log = measurement.log;
+  parent.results = results_text(measurement, {}, problem.workloads);
   parent.diagnosis = diagnosis_at(traces, largest_workload(problem.workloads).uuid);
 }
 

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "core/error.h"
+#include "kb/knowledge_base.h"
 #include "kb/skill_store.h"
 #include "store/workspace.h"
 
@@ -25,10 +26,6 @@ struct SkillsFlags {
   std::string device;
   int64_t skill_id = 0;
 };
-
-std::filesystem::path skills_file(const std::string& workspace) {
-  return std::filesystem::path(workspace) / "knowledge.sqlite";
-}
 
 bool same_words(std::string a, std::string b) {
   auto lower = [](std::string& text) {
@@ -45,7 +42,7 @@ std::string effect_text(const SkillEffect& effect) {
 }
 
 int run_list(const SkillsFlags& flags) {
-  const auto file = skills_file(flags.workspace);
+  const auto file = knowledge_file(flags.workspace);
   // A reader never creates the workspace: no knowledge file means no run has left skills.
   if (!std::filesystem::exists(file)) {
     std::cout << fmt::format("no skills yet in {}\n", flags.workspace);
@@ -68,7 +65,7 @@ int run_list(const SkillsFlags& flags) {
 }
 
 int run_show(const SkillsFlags& flags) {
-  const auto file = skills_file(flags.workspace);
+  const auto file = knowledge_file(flags.workspace);
   std::optional<Skill> skill;
   if (std::filesystem::exists(file)) skill = SkillStore(file).get(flags.skill_id);
   if (!skill)

@@ -220,4 +220,16 @@ std::vector<std::pair<std::string, std::string>> KnowledgeBase::documents() {
   return result;
 }
 
+std::filesystem::path knowledge_file(const std::filesystem::path& workspace) {
+  return workspace / "knowledge.sqlite";
+}
+
+KnowledgeBase open_knowledge_base(const std::filesystem::path& workspace) {
+  std::error_code error;
+  if (std::filesystem::exists(workspace, error) && !std::filesystem::is_directory(workspace, error))
+    throw_input_error(workspace.string(), "", "expected a workspace directory, found a file");
+  std::filesystem::create_directories(workspace);
+  return KnowledgeBase(knowledge_file(workspace));
+}
+
 }  // namespace kernelarc

@@ -73,4 +73,11 @@ class KnowledgeBase {
   std::unique_ptr<Impl> impl_;
 };
 
+/// A workspace's knowledge base file, <workspace>/knowledge.sqlite (the skill store's too).
+std::filesystem::path knowledge_file(const std::filesystem::path& workspace);
+
+/// Opens a workspace's knowledge base, creating the workspace folder and the file when missing;
+/// InputError when the workspace is a file.
+KnowledgeBase open_knowledge_base(const std::filesystem::path& workspace);
+
 }  // namespace kernelarc

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <climits>
 #include <set>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -24,28 +25,38 @@ std::string expected(Bound bound, std::string_view kind) {
                      kind);
 }
 
-double read_number(const OrderedJson& object, std::string_view key, double fallback, Bound bound,
-                   std::string_view where, std::string_view parent) {
+/// The number at `key` (`fallback` when absent), checked against the bound; an int must also
+/// fit in int.
+template <typename T>
+T read_bounded(const OrderedJson& object, std::string_view key, T fallback, Bound bound,
+               std::string_view where, std::string_view parent) {
   const OrderedJson* member = find_member(object, key);
   if (member == nullptr) return fallback;
   const std::string field = field_path(parent, key);
-  const double value = expect_number(*member, where, field);
-  if (!within(value, bound))
-    throw_input_error(where, field, expected(bound, "number") + ", got " + describe_json(*member));
-  return value;
+  constexpr bool integer = std::is_integral_v<T>;
+  const auto value = [&] {
+    if constexpr (integer)
+      return expect_int(*member, where, field);
+    else
+      return expect_number(*member, where, field);
+  }();
+  if (!within(static_cast<double>(value), bound))
+    throw_input_error(
+        where, field,
+        expected(bound, integer ? "integer" : "number") + ", got " + describe_json(*member));
+  if (integer && value > INT_MAX)
+    throw_input_error(where, field, fmt::format("{} is too large (at most {})", value, INT_MAX));
+  return static_cast<T>(value);
+}
+
+double read_number(const OrderedJson& object, std::string_view key, double fallback, Bound bound,
+                   std::string_view where, std::string_view parent) {
+  return read_bounded(object, key, fallback, bound, where, parent);
 }
 
 int read_int(const OrderedJson& object, std::string_view key, int fallback, Bound bound,
              std::string_view where, std::string_view parent) {
-  const OrderedJson* member = find_member(object, key);
-  if (member == nullptr) return fallback;
-  const std::string field = field_path(parent, key);
-  const int64_t value = expect_int(*member, where, field);
-  if (!within(static_cast<double>(value), bound))
-    throw_input_error(where, field, expected(bound, "integer") + ", got " + describe_json(*member));
-  if (value > INT_MAX)
-    throw_input_error(where, field, fmt::format("{} is too large (at most {})", value, INT_MAX));
-  return static_cast<int>(value);
+  return read_bounded(object, key, fallback, bound, where, parent);
 }
 
 void check_provider(const std::string& provider, std::string_view where, std::string_view field) {

@@ -139,7 +139,7 @@ std::optional<Proposal> Agent::repair_proposal() {
 std::optional<AgentProposal> Agent::propose(const SharedView& view) {
   if (auto repair = repair_proposal()) return AgentProposal{std::move(*repair), std::nullopt, {}};
   if (auto seed = seed_proposal()) {
-    if (seed->template_name == options_.code_template) maybe_make_code(*seed);
+    maybe_make_code(*seed);  // a template seed has no parent, so it stays a template point
     return AgentProposal{std::move(*seed), std::nullopt, {}};
   }
   if (since_improvement_ >= options_.plateau) {

@@ -14,6 +14,7 @@
 
 #include "bench_support.h"
 #include "core/error.h"
+#include "kb/knowledge_base.h"
 #include "optimize/search_setup.h"
 #include "optimize/skill_distill.h"
 #include "optimize/strategy.h"
@@ -67,7 +68,7 @@ std::string count_text(const std::optional<std::size_t>& count) {
 
 int run(const Flags& flags) {
   BenchGuard bench_guard(flags.guard_options());
-  std::filesystem::remove(std::filesystem::path(flags.workspace) / "knowledge.sqlite");
+  std::filesystem::remove(knowledge_file(flags.workspace));
   Workspace workspace(flags.workspace);
   std::cout << fmt::format(
       "warmstart_bench on {}: budget {} candidates per run, 6 agents, mcts; times at the "
@@ -76,8 +77,7 @@ int run(const Flags& flags) {
   std::cout << fmt::format("{:<24} {:>12} {:>12} {:>7} {:>13} {:>13} {:>7}\n", "problem",
                            "cold_best_ms", "cold_reached", "skills", "warm_reached",
                            "control_reached", "ratio");
-  for (const std::string& dir :
-       flags.problem_dirs()) {
+  for (const std::string& dir : flags.problem_dirs()) {
     SearchSetupOptions setup_options;
     setup_options.device = flags.device;
     const SearchSetup setup(dir, setup_options);
@@ -89,12 +89,13 @@ int run(const Flags& flags) {
                                    setup.problem().definition.name + ": largest workload",
                                    flags.device, setup.problem().definition.name};
 
-    const RunResult cold = optimize_once(target, evaluator, workspace, flags.budget, 1, flags.device);
+    const RunResult cold =
+        optimize_once(target, evaluator, workspace, flags.budget, 1, flags.device);
     double cold_best = INFINITY;
     for (double time : cold.times_ms) cold_best = std::min(cold_best, time);
-    KnowledgeBase knowledge(std::filesystem::path(flags.workspace) / "knowledge.sqlite");
+    KnowledgeBase knowledge(knowledge_file(flags.workspace));
     KnowledgeBaseMirror mirror(knowledge);
-    SkillStore store(std::filesystem::path(flags.workspace) / "knowledge.sqlite", &mirror);
+    SkillStore store(knowledge_file(flags.workspace), &mirror);
     for (const SkillObservation& observation : skill_observations(cold.summary, condition))
       store.record(observation);
     std::vector<std::string> templates;
@@ -114,8 +115,8 @@ int run(const Flags& flags) {
       const auto warm_reached = candidates_to_reach(warm.times_ms, cold_best, flags.tolerance);
       warm_text = count_text(warm_reached);
       if (warm_reached && cold_reached)
-        ratio = fmt::format("{:.2f}", static_cast<double>(*warm_reached) /
-                                          static_cast<double>(*cold_reached));
+        ratio = fmt::format(
+            "{:.2f}", static_cast<double>(*warm_reached) / static_cast<double>(*cold_reached));
     }
     std::cout << fmt::format("{:<24} {:>12.4f} {:>12} {:>7} {:>13} {:>13} {:>7}\n",
                              setup.problem().definition.name, cold_best, count_text(cold_reached),
