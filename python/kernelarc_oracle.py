@@ -12,8 +12,8 @@ running if the interpreter dies:
   {"event": "env", "python": ..., "torch": ..., "device": ...}
   {"event": "start", "id": ...}
   {"event": "done", "id": ..., "ok": true} | {... "ok": false, "error": ..., "kind": ...}
-"kind" is "input" when a problem file (a safetensors blob) is at fault and "reference" when
-the reference or the definition is.
+"kind" is "input" when a problem file (a safetensors blob) is at fault, "storage" when the cache
+could not be written (a full disk) and "reference" when the reference or the definition is.
 
 Exit codes: 0 all jobs handled (each may still have failed), 3 torch cannot be imported,
 4 the requested device is not available.
@@ -58,6 +58,10 @@ def check_tensor(role, name, tensor, shape, dtype):
             f"{role} '{name}': expected shape {list(shape)}, got {list(tensor.shape)}")
     if tensor.dtype != dtype:
         raise ReferenceFault(f"{role} '{name}': expected dtype {dtype}, got {tensor.dtype}")
+
+
+class StorageFault(Exception):
+    """The cache could not be written (e.g. a full disk): not the reference's fault, not cached."""
 
 
 class Problem:
@@ -149,6 +153,14 @@ class Problem:
             raise ReferenceFault(f"{entry_name} returned {type(result).__name__}, expected a dict")
         return result
 
+    def given_inputs(self, path):
+        """Input values in definition order from a safetensors file of saved_inputs' form."""
+        values = []
+        for name, spec in self.definition["inputs"].items():
+            tensor = read_safetensors_tensor(self.torch, path, name)
+            values.append(tensor.item() if spec["shape"] is None else tensor.to(self.device))
+        return values
+
     def saved_inputs(self, values, axes):
         """The inputs as CPU tensors (scalars as 0-D tensors), copied before the reference runs."""
         torch = self.torch
@@ -219,17 +231,27 @@ def describe_exception(error):
 
 
 def trial_job(problem, job):
+    """Inputs drawn from the job's seed, or read from job["inputs_in"] (written by kernelarc,
+    e.g. a twin of a trial); the inputs file is written only for drawn inputs."""
     torch = problem.torch
     problem.check_loaded()
-    torch.manual_seed(job["seed"])
-    values = problem.inputs(job["workload"], job["axes"])
-    saved = problem.saved_inputs(values, job["axes"])
+    if job.get("inputs_in"):
+        values = problem.given_inputs(job["inputs_in"])
+        saved = None
+    else:
+        torch.manual_seed(job["seed"])
+        values = problem.inputs(job["workload"], job["axes"])
+        saved = problem.saved_inputs(values, job["axes"])
     with torch.no_grad():
         result = problem.module.run(*values)
     synchronize(problem)
     expected = problem.outputs(result, job["axes"])
-    write_safetensors(torch, job["inputs_out"], saved)
-    write_safetensors(torch, job["expected_out"], expected)
+    try:
+        if saved is not None:
+            write_safetensors(torch, job["inputs_out"], saved)
+        write_safetensors(torch, job["expected_out"], expected)
+    except OSError as error:
+        raise StorageFault(f"cannot write the oracle cache: {error}") from error
 
 
 def synchronize(problem):
@@ -455,7 +477,8 @@ def main():
             trial_job(problem, job)
             emit(event="done", id=job["id"], ok=True)
         except Exception as error:
-            kind = "input" if isinstance(error, InputFault) else "reference"
+            kind = ("input" if isinstance(error, InputFault) else
+                    "storage" if isinstance(error, StorageFault) else "reference")
             emit(event="done", id=job["id"], ok=False, kind=kind, error=describe_exception(error))
     for job in job_file.get("timing", []):
         emit(event="start", id=job["id"])

@@ -64,10 +64,16 @@ def tensor_bytes(tensor):
 
 def write_atomically(path, chunks):
     temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "wb") as file:
-        for chunk in chunks:
-            file.write(chunk)
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as file:
+            for chunk in chunks:
+                file.write(chunk)
+        os.replace(temporary, path)
+    except OSError:
+        # A full disk must not leave a half-written file behind.
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
 
 
 def write_safetensors(torch, path, tensors):

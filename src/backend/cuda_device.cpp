@@ -195,6 +195,7 @@ class CudaDevice final : public Device, public CudaDeviceInfo {
       if (!inserted) ++it->second.launches;
     }
     result.nanoseconds = activities.empty() ? 0.0 : static_cast<double>(last - first);
+    if (activities.empty()) result.clock = kClockSawNothing;
     std::sort(result.launched.begin(), result.launched.end());
     last_kernels_.clear();
     for (auto& [signature, kernel] : kernels) last_kernels_.push_back(std::move(kernel));

@@ -11,9 +11,15 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kernelarc {
+
+/// TimedCall::clock of a CUPTI-timed call that left no activity record at all: no kernel, copy
+/// or memset. Every CUDA solution must write its outputs on the device, so the candidate
+/// disabled or bypassed the tracing; the guard rejects it.
+inline constexpr std::string_view kClockSawNothing = "cupti, but no GPU activity was recorded";
 
 /// One timed invocation of the candidate.
 struct TimedCall {

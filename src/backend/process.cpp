@@ -29,6 +29,7 @@ namespace {
 // async-signal-safe calls are allowed, so the child must not allocate.
 struct PreparedSpawn {
   std::vector<char*> argv;
+  std::vector<char*> environment;  ///< empty = the parent's
   std::vector<std::pair<int, int>> fds;
   int stdout_fd = -1;
   std::string working_directory;
@@ -82,8 +83,12 @@ void write_errno(int fd, int error) {
     dup2(moved_stdout, 2);
   }
   for (std::size_t i = 0; i < count; ++i) dup2(moved[i], spawn.fds[i].first);
-  if (spawn.working_directory.empty() || chdir(spawn.working_directory.c_str()) == 0)
-    execv(spawn.argv[0], spawn.argv.data());
+  if (spawn.working_directory.empty() || chdir(spawn.working_directory.c_str()) == 0) {
+    if (spawn.environment.empty())
+      execv(spawn.argv[0], spawn.argv.data());
+    else
+      execve(spawn.argv[0], spawn.argv.data(), spawn.environment.data());
+  }
   int error = errno;
   [[maybe_unused]] ssize_t ignored = write(2, spawn.exec_error.data(), spawn.exec_error.size());
   write_errno(2, error);
@@ -150,6 +155,12 @@ pid_t spawn_process(const SpawnOptions& options) {
   PreparedSpawn spawn;
   for (std::string& arg : argv_storage) spawn.argv.push_back(arg.data());
   spawn.argv.push_back(nullptr);
+  std::vector<std::string> environment_storage =
+      options.environment.value_or(std::vector<std::string>{});
+  if (options.environment) {
+    for (std::string& entry : environment_storage) spawn.environment.push_back(entry.data());
+    spawn.environment.push_back(nullptr);
+  }
   spawn.fds = options.fds;
   spawn.stdout_fd = options.stdout_fd;
   spawn.working_directory = options.working_directory.string();

@@ -30,6 +30,8 @@ struct SpawnOptions {
   bool die_with_parent = false;
   std::size_t address_space_limit = 0;  ///< RLIMIT_AS in bytes; 0 = unchanged
   std::size_t file_size_limit = 0;      ///< RLIMIT_FSIZE in bytes; 0 = unchanged
+  /// The child's environment as NAME=value entries; nullopt = the parent's.
+  std::optional<std::vector<std::string>> environment;
 };
 
 /// Starts a child; stdin is /dev/null. An exec failure shows as exit status 127 with the reason

@@ -37,6 +37,12 @@ struct WorkerOptions {
   /// Where the worker's (and the candidate's) stdout/stderr go; empty = a temporary file.
   /// Emptied before a request once it passes 64 MiB; the worker cannot grow it past 256 MiB.
   std::filesystem::path log_path;
+  /// Directories the candidate may neither read nor write (the workspace, with the oracle's
+  /// expected outputs), enforced by Landlock where the kernel has it; need not exist yet.
+  std::vector<std::filesystem::path> protected_paths;
+  /// Directories beneath a protected one that the worker still reads (the build cache with the
+  /// candidates' libraries); created when missing, so that they exist when the sandbox is made.
+  std::vector<std::filesystem::path> readable_paths;
 };
 
 /// A contiguous tensor at an offset in the shared arena.
@@ -44,7 +50,11 @@ struct ArenaTensor {
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;
   std::size_t offset = 0;
+  std::string name;  ///< the definition's name, for messages
 };
+
+/// Addresses a buffer takes in turn, one call after another (ExecuteRequest::address_slot).
+inline constexpr int kAddressSlots = 16;
 
 struct ExecuteRequest {
   std::vector<ArenaTensor> inputs;
@@ -57,6 +67,14 @@ struct ExecuteRequest {
   bool flush_cache = true;
   /// After the last call, copy outputs and inputs back to their arena offsets.
   bool copy_back = true;
+  /// Flip the lowest bit of a few random finite, non-zero elements of every floating input
+  /// before each call, so that no call sees the contents of an earlier one: a result cache keyed
+  /// on the contents never hits. Only for calls whose outputs are not checked.
+  bool perturb_inputs = false;
+  /// Every call of the request at this address slot [0, kAddressSlots) instead of the next one in
+  /// turn: the guard puts its audits where an earlier call with other contents was, so a cache
+  /// keyed on the address returns a stale result there.
+  std::optional<int> address_slot;
 };
 
 enum class CallOutcome {
@@ -66,6 +84,9 @@ enum class CallOutcome {
   TimedOut,     ///< the watchdog killed the worker
   OutOfMemory,  ///< an allocation failed or the memory limit was hit
   LoadFailed,   ///< dlopen/dlsym failed, or the launch plan or its cubin could not be loaded
+  OutOfBounds,  ///< the call wrote into the guard bytes around one of its buffers
+  Tampered,     ///< the candidate changed the worker's code or relocation tables, or shadows a
+                ///< function the worker's clock depends on
 };
 
 std::string_view call_outcome_name(CallOutcome outcome);
@@ -115,6 +136,9 @@ class Worker {
   /// CPU. Starts the worker if none runs, so it throws InternalError when the device cannot be
   /// created (no CUDA device, say).
   std::string device_arch();
+  /// The sandbox the last started worker runs in (SandboxStatus::to_json(): seccomp on or off
+  /// and why, the Landlock ABI or why none); null before a worker has started.
+  nlohmann::json sandbox_status() const;
   /// Kills the worker process (if any); the next call starts a new one.
   void stop();
 
@@ -123,8 +147,11 @@ class Worker {
   std::unique_ptr<Impl> impl_;
 };
 
-/// The body of `kernelarc worker`: serves requests on the given fds until EOF.
+struct SandboxOptions;
+
+/// The body of `kernelarc worker`: enters the sandbox once the device exists, then serves
+/// requests on the given fds until EOF.
 int worker_main(int request_fd, int reply_fd, const std::string& device,
-                const std::filesystem::path& arena_path);
+                const std::filesystem::path& arena_path, const SandboxOptions& sandbox);
 
 }  // namespace kernelarc

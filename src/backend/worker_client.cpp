@@ -6,14 +6,18 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <variant>
+
+extern char** environ;
 
 #include "backend/process.h"
 #include "backend/shared_arena.h"
 #include "backend/worker.h"
 #include "backend/worker_death.h"
 #include "backend/worker_protocol.h"
+#include "backend/worker_sandbox.h"
 #include "core/error.h"
 #include "core/paths.h"
 
@@ -51,6 +55,32 @@ std::string hello_problem(ReadStatus status, const Json& hello, const std::strin
          " instead of a hello of protocol " + std::to_string(kWorkerProtocolVersion);
 }
 
+/// A new private (0700) directory for the worker's files: the only one its candidates may write.
+/// Under /dev/shm like the arena, else $TMPDIR or /tmp.
+std::filesystem::path create_scratch_directory() {
+  std::vector<std::string> bases = {"/dev/shm"};
+  if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir && *tmpdir) bases.emplace_back(tmpdir);
+  bases.emplace_back("/tmp");
+  for (const std::string& base : bases) {
+    std::string pattern = base + "/kernelarc-worker-XXXXXX";
+    if (mkdtemp(pattern.data())) return pattern;
+  }
+  throw InternalError(
+      "cannot create the worker's scratch directory in /dev/shm, $TMPDIR or /tmp: " +
+      std::string(std::strerror(errno)));
+}
+
+/// This process's environment without the variables that look like secrets (API keys of the
+/// LLM layer): the worker runs candidate code.
+std::vector<std::string> worker_environment() {
+  std::vector<std::string> entries;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    std::string_view text(*entry);
+    if (!is_secret_variable(text.substr(0, text.find('=')))) entries.emplace_back(text);
+  }
+  return entries;
+}
+
 }  // namespace
 
 struct Worker::Impl {
@@ -67,6 +97,8 @@ struct Worker::Impl {
   bool library_ok = false;      ///< the last load() succeeded
   bool library_loaded = false;  ///< ... in the current worker process
   off_t request_log_start = 0;
+  std::filesystem::path scratch = create_scratch_directory();
+  Json sandbox;  ///< the last started worker's SandboxStatus::to_json()
 
   explicit Impl(WorkerOptions worker_options) : options(std::move(worker_options)) {
     if (options.executable.empty()) options.executable = self_executable();
@@ -87,6 +119,8 @@ struct Worker::Impl {
   ~Impl() {
     stop();
     close(log_fd);
+    std::error_code ignored;
+    std::filesystem::remove_all(scratch, ignored);
   }
 
   bool running() const { return pid > 0; }
@@ -133,7 +167,23 @@ struct Worker::Impl {
                   "--device",
                   options.device,
                   "--arena",
-                  "/proc/self/fd/5"};
+                  "/proc/self/fd/5",
+                  "--scratch",
+                  scratch.string()};
+    for (const auto& path : options.protected_paths)
+      spawn.argv.insert(spawn.argv.end(), {"--protect", std::filesystem::absolute(path).string()});
+    for (const auto& path : options.readable_paths) {
+      // Landlock grants access to directories that exist when the worker restricts itself.
+      std::error_code ignored;
+      std::filesystem::create_directories(path, ignored);
+      spawn.argv.insert(spawn.argv.end(), {"--readable", std::filesystem::absolute(path).string()});
+    }
+    spawn.environment = worker_environment();
+    // What an earlier worker's candidates left there is not for the next ones.
+    std::error_code ignored;
+    for (std::filesystem::directory_iterator it(scratch, ignored), end; !ignored && it != end;
+         it.increment(ignored))
+      std::filesystem::remove_all(it->path(), ignored);
     spawn.fds = {{3, sockets[1]}, {4, sockets[1]}, {5, arena.fd()}};
     spawn.stdout_fd = log_fd;
     spawn.die_with_parent = true;
@@ -158,8 +208,10 @@ struct Worker::Impl {
         std::chrono::steady_clock::now() + std::max(options.call_timeout, kStartTimeout);
     ReadStatus status = read_message(socket_fd, deadline, hello, error);
     if (status == ReadStatus::Ok && hello.value("type", "") == "hello" &&
-        hello.value("protocol", -1) == kWorkerProtocolVersion)
+        hello.value("protocol", -1) == kWorkerProtocolVersion) {
+      sandbox = hello.value("sandbox", Json());
       return;
+    }
     std::string why = hello_problem(status, hello, error);
     kill_process_group(pid);
     std::string exit = describe_exit(reap_process(pid));
@@ -262,6 +314,8 @@ struct Worker::Impl {
         transact_result({{"type", "load"}, {"library", library.string()}, {"symbol", symbol}},
                         options.call_timeout + kSlack, "while loading " + library.string());
     library_loaded = result.outcome == CallOutcome::Ok;
+    // A worker whose code a candidate changed cannot be trusted with the next one.
+    if (running() && result.outcome == CallOutcome::Tampered) stop();
     return result;
   }
 
@@ -296,8 +350,10 @@ struct Worker::Impl {
     ExecuteResult result = transact_result(
         {{"type", "execute"}, {"request", request_to_json(request)}}, timeout, "during a call");
     // After an allocation failure or an exception the worker is alive but its heap is suspect.
+    // After tampering the worker's own code is suspect.
     if (running() &&
-        (result.outcome == CallOutcome::OutOfMemory || result.outcome == CallOutcome::Crashed))
+        (result.outcome == CallOutcome::OutOfMemory || result.outcome == CallOutcome::Crashed ||
+         result.outcome == CallOutcome::Tampered))
       stop();
     return result;
   }
@@ -330,6 +386,10 @@ std::string Worker::device_description() {
 
 std::string Worker::device_arch() {
   return impl_->describe().value("arch", std::string());
+}
+
+nlohmann::json Worker::sandbox_status() const {
+  return impl_->sandbox;
 }
 
 void Worker::stop() {

@@ -43,6 +43,11 @@ ExecuteResult classify_death(const ExitStatus& status, DeathCause cause, const s
   if (status.signaled && status.signal == SIGKILL) {
     result.outcome = CallOutcome::OutOfMemory;
     result.message = how + ", most likely by the kernel's out-of-memory killer";
+  } else if (status.signaled && status.signal == SIGSYS) {
+    result.message = how +
+                     ": a forbidden system call: the candidate made a system call the sandbox "
+                     "forbids (starting processes, running programs, tracing or reading other "
+                     "processes)";
   } else if (status.signaled && status.signal == SIGXFSZ) {
     result.message =
         how + ": the worker's log reached its size limit (the candidate printed too much)";

@@ -2,12 +2,16 @@
 
 #include <filesystem>
 #include <new>
+#include <random>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "backend/cuda_device.h"
+#include "backend/guard_zones.h"
+#include "backend/input_perturbation.h"
 #include "backend/worker_protocol.h"
+#include "core/rng.h"
 
 namespace kernelarc {
 namespace {
@@ -15,9 +19,16 @@ namespace {
 // Each call moves every buffer by kShiftStep bytes, cycling through kShiftSlots positions, so a
 // candidate cannot cache results keyed on the input address. 256 keeps CUDA's alignment.
 constexpr std::size_t kShiftStep = 256;
-constexpr std::size_t kShiftSlots = 16;
+constexpr std::size_t kShiftSlots = kAddressSlots;
 // ka_last_error text beyond this is cut: it only needs to explain, and must fit in a frame.
 constexpr std::size_t kMaxMessage = 4096;
+
+/// Seeded once per worker from the system's entropy: which elements a call's perturbation
+/// touches must not be predictable from the candidate's side.
+Rng& perturbation_rng() {
+  static Rng rng(std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32));
+  return rng;
+}
 
 ka_tensor make_ka_tensor(const ArenaTensor& tensor) {
   ka_tensor view{};
@@ -37,6 +48,11 @@ struct Tensors {
   std::vector<std::size_t> bytes;
   std::vector<ka_tensor> views;
 };
+
+std::string describe(const char* role, const ArenaTensor& tensor, std::size_t index) {
+  return tensor.name.empty() ? std::string(role) + " " + std::to_string(index)
+                             : std::string(role) + " '" + tensor.name + "'";
+}
 
 Tensors prepare(BufferPool& pool, std::size_t& slot, const std::vector<ArenaTensor>& tensors) {
   Tensors prepared;
@@ -68,18 +84,37 @@ ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> a
   }
 
   ExecuteResult result;
+  std::size_t last_shift = 0;
   int calls = request.warmup + request.iterations;
   for (int call = 0; call < calls; ++call) {
-    std::size_t shift = (call_counter++ % kShiftSlots) * kShiftStep;
+    const std::size_t slot_now = call_counter++ % kShiftSlots;
+    std::size_t shift =
+        (request.address_slot ? static_cast<std::size_t>(*request.address_slot) : slot_now) *
+        kShiftStep;
+    last_shift = shift;
+    std::vector<GuardedBuffer> guarded;
     for (std::size_t i = 0; i < request.inputs.size(); ++i) {
-      inputs.views[i].data = inputs.bases[i] + shift;
-      device.copy_on_device(inputs.views[i].data, pristine[i], inputs.bytes[i]);
+      auto* data = inputs.bases[i] + shift;
+      inputs.views[i].data = data;
+      device.copy_on_device(data, pristine[i], inputs.bytes[i]);
+      if (request.perturb_inputs) {
+        const ArenaTensor& tensor = request.inputs[i];
+        perturb_input(device, data, arena.data() + tensor.offset, tensor.dtype,
+                      inputs.bytes[i] / dtype_size(tensor.dtype), perturbation_rng());
+      }
+      guarded.push_back({describe("input", request.inputs[i], i), data, inputs.bytes[i]});
     }
     for (std::size_t i = 0; i < request.outputs.size(); ++i) {
-      outputs.views[i].data = outputs.bases[i] + shift;
-      device.fill_pattern(outputs.views[i].data, outputs.bytes[i], request.output_poison[i]);
+      auto* data = outputs.bases[i] + shift;
+      outputs.views[i].data = data;
+      device.fill_pattern(data, outputs.bytes[i], request.output_poison[i]);
+      guarded.push_back({describe("output", request.outputs[i], i), data, outputs.bytes[i]});
     }
     void* workspace = workspace_base ? workspace_base + shift : nullptr;
+    if (workspace_base) {
+      guarded.push_back({"the workspace", workspace_base + shift, request.workspace_bytes});
+    }
+    arm_guard_zones(device, guarded);
     if (request.flush_cache) {
       for (std::size_t i = 0; i < request.inputs.size(); ++i) {
         device.evict(inputs.views[i].data, inputs.bytes[i]);
@@ -108,6 +143,12 @@ ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> a
       result.clock = timed.clock;
     }
     if (call == 0) result.threads_before = count_threads();
+    if (std::string breach = breached_guard_zone(device, guarded); !breach.empty()) {
+      result.outcome = CallOutcome::OutOfBounds;
+      result.message = std::move(breach);
+      result.threads_after = count_threads();
+      return result;
+    }
     if (return_code != 0) {
       result.outcome = CallOutcome::Failed;
       result.return_code = return_code;
@@ -122,11 +163,12 @@ ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> a
       result.kernels.push_back(kernel.to_json());
   }
   if (request.copy_back) {
+    // From the worker's own addresses: the candidate may have re-pointed its descriptors.
     for (std::size_t i = 0; i < request.outputs.size(); ++i)
-      device.copy_to_host(arena.data() + request.outputs[i].offset, outputs.views[i].data,
+      device.copy_to_host(arena.data() + request.outputs[i].offset, outputs.bases[i] + last_shift,
                           outputs.bytes[i]);
     for (std::size_t i = 0; i < request.inputs.size(); ++i)
-      device.copy_to_host(arena.data() + request.inputs[i].offset, inputs.views[i].data,
+      device.copy_to_host(arena.data() + request.inputs[i].offset, inputs.bases[i] + last_shift,
                           inputs.bytes[i]);
   }
   return result;
@@ -174,14 +216,14 @@ std::string EntryPoint::error_text() const {
 std::byte* BufferPool::get(std::size_t slot, std::size_t bytes) {
   if (slot >= buffers_.size()) buffers_.resize(slot + 1);
   Buffer& buffer = buffers_[slot];
-  std::size_t needed = bytes + kShiftStep * (kShiftSlots - 1);
+  std::size_t needed = bytes + kShiftStep * (kShiftSlots - 1) + 2 * kGuardZoneBytes;
   if (buffer.capacity < needed) {
     if (buffer.base) device_.release(buffer.base);
     buffer = Buffer{};
     buffer.base = device_.allocate(needed);
     buffer.capacity = needed;
   }
-  return static_cast<std::byte*>(buffer.base);
+  return static_cast<std::byte*>(buffer.base) + kGuardZoneBytes;
 }
 
 void BufferPool::clear() {

@@ -32,7 +32,8 @@ struct EntryPoint {
 
 /// Device buffers kept from one request to the next, one per tensor position, so that
 /// repeated requests of the same shapes allocate nothing (cudaMalloc costs far more than a
-/// call, and synchronizes the device). Each has room to be shifted to a new address per call.
+/// call, and synchronizes the device). Each has room to be shifted to a new address per call,
+/// with guard bytes (guard_zones.h) on both sides of it.
 class BufferPool {
  public:
   explicit BufferPool(Device& device) : device_(device) {}
@@ -55,12 +56,13 @@ class BufferPool {
 };
 
 /// Runs `request` (already validated against `arena`): per call, copies the inputs into pool
-/// buffers shifted to a new address, poisons the outputs, flushes the cache if asked, then calls
-/// the entry point (warm-up calls untimed, the rest through Device::timed_call). `call_counter`
-/// numbers calls across requests so that consecutive requests also see new addresses.
-/// Allocation failures give OutOfMemory (and empty the pool), a non-zero return Failed, an
-/// exception thrown by the candidate Crashed; it never throws. On a CUDA device the result also
-/// carries the GPU's status at its start and end, and the kernels of the last timed call.
+/// buffers shifted to a new address (perturbed if asked), poisons the outputs, arms the guard
+/// bytes, flushes the cache if asked, then calls the entry point (warm-up calls untimed, the rest
+/// through Device::timed_call). `call_counter` numbers calls across requests so that consecutive
+/// requests also see new addresses. A write into the guard bytes gives OutOfBounds; allocation
+/// failures OutOfMemory (and empty the pool), a non-zero return Failed, an exception thrown by the
+/// candidate Crashed; it never throws. On a CUDA device the result also carries the GPU's status at
+/// its start and end, and the kernels of the last timed call.
 ExecuteResult execute_request(Device& device, BufferPool& pool, std::span<std::byte> arena,
                               const ExecuteRequest& request, const EntryPoint& entry,
                               uint64_t& call_counter);

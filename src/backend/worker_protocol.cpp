@@ -13,8 +13,9 @@
 namespace kernelarc {
 namespace {
 
-constexpr std::array<std::string_view, 6> kOutcomeNames = {
-    "ok", "failed", "crashed", "timed_out", "out_of_memory", "load_failed"};
+constexpr std::array<std::string_view, 8> kOutcomeNames = {
+    "ok",          "failed",        "crashed", "timed_out", "out_of_memory",
+    "load_failed", "out_of_bounds", "tampered"};
 
 bool write_all(int fd, const char* data, std::size_t size) {
   while (size > 0) {
@@ -54,7 +55,8 @@ std::vector<Json> tensors_to_json(const std::vector<ArenaTensor>& tensors) {
   for (const ArenaTensor& tensor : tensors)
     list.push_back({{"dtype", static_cast<int>(tensor.dtype)},
                     {"shape", tensor.shape},
-                    {"offset", tensor.offset}});
+                    {"offset", tensor.offset},
+                    {"name", tensor.name}});
   return list;
 }
 
@@ -64,7 +66,7 @@ std::vector<ArenaTensor> tensors_from_json(const Json& list) {
     int dtype = item.at("dtype").get<int>();
     if (dtype < KA_FLOAT64 || dtype > KA_BOOL) throw InternalError("bad dtype in request");
     tensors.push_back({static_cast<DType>(dtype), item.at("shape").get<std::vector<int64_t>>(),
-                       item.at("offset").get<std::size_t>()});
+                       item.at("offset").get<std::size_t>(), item.value("name", std::string())});
   }
   return tensors;
 }
@@ -113,6 +115,8 @@ std::string request_problem(const ExecuteRequest& request, std::size_t arena_byt
            std::to_string(request.outputs.size()) + " outputs";
   if (request.warmup < 0 || request.iterations < 1)
     return "warmup must be >= 0 and iterations >= 1";
+  if (request.address_slot && (*request.address_slot < 0 || *request.address_slot >= kAddressSlots))
+    return "address_slot must lie in [0, " + std::to_string(kAddressSlots) + ")";
   return {};
 }
 
@@ -160,7 +164,9 @@ Json request_to_json(const ExecuteRequest& request) {
           {"warmup", request.warmup},
           {"iterations", request.iterations},
           {"flush_cache", request.flush_cache},
-          {"copy_back", request.copy_back}};
+          {"copy_back", request.copy_back},
+          {"perturb_inputs", request.perturb_inputs},
+          {"address_slot", request.address_slot ? Json(*request.address_slot) : Json()}};
 }
 
 ExecuteRequest request_from_json(const Json& json) {
@@ -173,6 +179,9 @@ ExecuteRequest request_from_json(const Json& json) {
   request.iterations = json.at("iterations").get<int>();
   request.flush_cache = json.at("flush_cache").get<bool>();
   request.copy_back = json.at("copy_back").get<bool>();
+  request.perturb_inputs = json.value("perturb_inputs", false);
+  if (json.contains("address_slot") && !json.at("address_slot").is_null())
+    request.address_slot = json.at("address_slot").get<int>();
   return request;
 }
 

@@ -3,7 +3,9 @@
 // Each message is a little-endian uint32 byte count followed by that many bytes of JSON, an
 // object with a "type". Tensor bytes never travel here: they live in the shared arena.
 //
-//   worker -> parent, once at start:  {"type":"hello","protocol":N,"pid":P}
+//   worker -> parent, once at start:  {"type":"hello","protocol":N,"pid":P,"sandbox":S,
+//                                      "integrity":{"objects":[...],"bytes":B}}
+//                                     (S: SandboxStatus::to_json())
 //                                     or {"type":"error","message":M} before exiting
 //   parent -> worker:                 {"type":"load","id":I,"library":L,"symbol":S}
 //                                     {"type":"remap","id":I,"bytes":B}

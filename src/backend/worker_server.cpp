@@ -16,7 +16,9 @@
 #include "backend/shared_arena.h"
 #include "backend/worker.h"
 #include "backend/worker_execute.h"
+#include "backend/worker_integrity.h"
 #include "backend/worker_protocol.h"
+#include "backend/worker_sandbox.h"
 #include "core/error.h"
 
 namespace kernelarc {
@@ -35,17 +37,23 @@ std::unique_ptr<Device> make_device(const std::string& name) {
 
 class WorkerServer {
  public:
-  WorkerServer(std::unique_ptr<Device> device, ArenaMapping arena, int reply_fd)
+  WorkerServer(std::unique_ptr<Device> device, ArenaMapping arena, int reply_fd,
+               SandboxStatus sandbox)
       : device_(std::move(device)),
         pool_(*device_),
         arena_(std::move(arena)),
-        reply_fd_(reply_fd) {}
+        reply_fd_(reply_fd),
+        sandbox_(std::move(sandbox)) {}
 
   /// Serves requests until the parent closes the pipe.
   int serve(int request_fd) {
     if (!write_message(
             reply_fd_,
-            {{"type", "hello"}, {"protocol", kWorkerProtocolVersion}, {"pid", getpid()}}))
+            {{"type", "hello"},
+             {"protocol", kWorkerProtocolVersion},
+             {"pid", getpid()},
+             {"sandbox", sandbox_.to_json()},
+             {"integrity", {{"objects", integrity_.objects()}, {"bytes", integrity_.bytes()}}}}))
       return 0;
     for (;;) {
       Json message;
@@ -77,10 +85,12 @@ class WorkerServer {
       if (type == "load") {
         result =
             load(message.at("library").get<std::string>(), message.at("symbol").get<std::string>());
+        check_integrity(result);
       } else if (type == "remap") {
         result = remap(message.at("bytes").get<std::size_t>());
       } else if (type == "execute") {
         result = execute(request_from_json(message.at("request")));
+        check_integrity(result);
       } else {
         throw InternalError("unknown request type \"" + type + "\"");
       }
@@ -99,6 +109,11 @@ class WorkerServer {
     if (!handle) {
       result.outcome = CallOutcome::LoadFailed;
       result.message = dlerror();
+      return result;
+    }
+    if (std::string shadow = shadowed_symbol(handle); !shadow.empty()) {
+      result.outcome = CallOutcome::Tampered;
+      result.message = shadow;
       return result;
     }
     void* run = dlsym(handle, symbol.c_str());
@@ -134,6 +149,15 @@ class WorkerServer {
     return result;
   }
 
+  /// A candidate that changed the worker's code or relocation tables makes the request's
+  /// outcome Tampered, whatever it was: its results cannot be trusted.
+  void check_integrity(ExecuteResult& result) const {
+    std::string change = integrity_.changes();
+    if (change.empty()) return;
+    result.outcome = CallOutcome::Tampered;
+    result.message = change;
+  }
+
   ExecuteResult remap(std::size_t bytes) {
     ExecuteResult result;
     try {
@@ -157,6 +181,9 @@ class WorkerServer {
   BufferPool pool_;  // declared after device_, so released before the device goes
   ArenaMapping arena_;
   int reply_fd_;
+  SandboxStatus sandbox_;
+  // Fingerprinted here, before the first candidate is loaded.
+  const IntegrityCheck integrity_;
   EntryPoint entry_;
   uint64_t call_counter_ = 0;
 };
@@ -164,7 +191,7 @@ class WorkerServer {
 }  // namespace
 
 int worker_main(int request_fd, int reply_fd, const std::string& device,
-                const std::filesystem::path& arena_path) {
+                const std::filesystem::path& arena_path, const SandboxOptions& sandbox) {
   // A dead parent must end the worker through a failed write, not a signal mid-reply.
   signal(SIGPIPE, SIG_IGN);
   // A CUDA error may abort() the worker; a core dump of a process holding a GPU context takes
@@ -189,7 +216,14 @@ int worker_main(int request_fd, int reply_fd, const std::string& device,
     write_message(reply_fd, {{"type", "error"}, {"message", message}});
     return 1;
   }
-  return WorkerServer(std::move(worker_device), std::move(arena), reply_fd).serve(request_fd);
+  // The candidate's temporary files go to the one directory it may write.
+  if (!sandbox.scratch_directory.empty())
+    setenv("TMPDIR", sandbox.scratch_directory.c_str(), /*overwrite=*/1);
+  // After the device, whose driver may start helper programs and open files while it starts;
+  // before the first candidate, which must never run unrestricted.
+  SandboxStatus status = enter_worker_sandbox(sandbox);
+  return WorkerServer(std::move(worker_device), std::move(arena), reply_fd, std::move(status))
+      .serve(request_fd);
 }
 
 }  // namespace kernelarc

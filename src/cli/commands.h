@@ -15,9 +15,11 @@ CommandRunner add_worker_command(CLI::App& app);
 CommandRunner add_calibrate_command(CLI::App& app);
 CommandRunner add_templates_command(CLI::App& app);
 CommandRunner add_optimize_command(CLI::App& app);
+CommandRunner add_bench_command(CLI::App& app);
 CommandRunner add_runs_commands(CLI::App& app);
 CommandRunner add_kb_commands(CLI::App& app);
 CommandRunner add_skills_commands(CLI::App& app);
 CommandRunner add_prompt_command(CLI::App& app);
+CommandRunner add_import_command(CLI::App& app);
 
 }  // namespace kernelarc

@@ -50,6 +50,7 @@ class GuardSession {
   explicit GuardSession(const GuardFlags& flags);
 
   Guard& guard() { return *guard_; }
+  Oracle& oracle() { return *oracle_; }
   const GuardOptions& options() const { return options_; }
 
   /// The workloads --workloads selects (uuid prefixes), or all; InputError for a prefix no

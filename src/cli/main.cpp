@@ -23,10 +23,12 @@ int main(int argc, char** argv) {
   add(kernelarc::add_calibrate_command);
   add(kernelarc::add_templates_command);
   add(kernelarc::add_optimize_command);
+  add(kernelarc::add_bench_command);
   add(kernelarc::add_runs_commands);
   add(kernelarc::add_kb_commands);
   add(kernelarc::add_skills_commands);
   add(kernelarc::add_prompt_command);
+  add(kernelarc::add_import_command);
   add(kernelarc::add_worker_command);
   try {
     app.parse(argc, argv);

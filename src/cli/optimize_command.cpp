@@ -8,76 +8,20 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <thread>
 
 #include <fmt/format.h>
 
-#include "cli/code_synth_setup.h"
 #include "cli/commands.h"
-#include "cli/extra_files.h"
-#include "cli/guard_session.h"
 #include "cli/optimize_progress.h"
+#include "cli/optimize_session.h"
 #include "cli/optimize_skills.h"
 #include "cli/table.h"
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
-#include "optimize/search_setup.h"
-#include "optimize/strategy.h"
-#include "search/selection.h"
 
 namespace kernelarc {
 
 namespace {
-
-struct OptimizeFlags {
-  std::string problem_dir;
-  int64_t budget = 64;
-  std::string agents = "6";
-  std::string policy = "mcts";
-  uint64_t seed = 1;
-  std::string backend;
-  std::string synth = "template";
-  std::string resume;
-  int plateau = 8;
-  int build_ahead = -1;
-  int final_candidates = 3;
-  int final_rounds = 3;
-  int search_trials = 3;
-  bool no_skills = false;
-  double wall_time_s = 0;
-  std::string out;
-  std::string baseline;
-  std::string root;
-  std::vector<std::string> files;
-  bool plain = false;
-  GuardFlags guard;
-  CodeSynthFlags code;
-};
-
-nlohmann::json guard_config(const GuardFlags& flags, int search_trials) {
-  return {{"device", flags.device},         {"trials", flags.trials},
-          {"search_trials", search_trials}, {"warmup", flags.warmup},
-          {"iterations", flags.iterations}, {"budget_s", flags.budget_s},
-          {"timeout_ms", flags.timeout_ms}, {"seed", flags.seed},
-          {"cflags", flags.cflags}};
-}
-
-void apply_guard_config(const nlohmann::json& json, GuardFlags& flags, int& search_trials,
-                        int64_t run_id) {
-  try {
-    flags.device = json.at("device").get<std::string>();
-    flags.trials = json.at("trials").get<int>();
-    search_trials = json.value("search_trials", flags.trials);
-    flags.warmup = json.at("warmup").get<int>();
-    flags.iterations = json.at("iterations").get<int>();
-    flags.budget_s = json.at("budget_s").get<double>();
-    flags.timeout_ms = json.at("timeout_ms").get<int>();
-    flags.seed = json.at("seed").get<uint64_t>();
-    flags.cflags = json.at("cflags").get<std::string>();
-  } catch (const nlohmann::json::exception& error) {
-    throw InputError(fmt::format("run {} config: field \"guard\": {}", run_id, error.what()));
-  }
-}
 
 /// The run --resume names, or the newest running run of this problem.
 Run run_to_resume(Database& db, const std::string& text, const std::string& problem) {
@@ -189,7 +133,6 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
 }
 
 int run_optimize(OptimizeFlags flags, bool resume_given) {
-  const SynthChoice synth = parse_synth(flags.synth);
   if (!flags.backend.empty()) {
     if (flags.backend != "cpu" && flags.backend != "cuda")
       throw InputError(fmt::format("--backend {}: expected cpu or cuda", flags.backend));
@@ -200,109 +143,20 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
   }
   Workspace workspace(flags.guard.workspace);
   std::optional<Run> resumed;
-  std::vector<std::string> workload_ids = flags.guard.workloads;
   if (resume_given) {
     const Problem problem = load_problem(flags.problem_dir);
     resumed = run_to_resume(workspace.database(), flags.resume, problem.definition.name);
-    apply_guard_config(resumed->config.value("guard", nlohmann::json::object()), flags.guard,
-                       flags.search_trials, resumed->id);
-    workload_ids = resumed->config.value("workloads", std::vector<std::string>{});
-    flags.baseline = resumed->config.value("baseline", std::string());
   }
-  flags.guard.workloads = workload_ids;
-
-  SearchSetupOptions setup_options;
-  setup_options.device = flags.guard.device;
-  setup_options.template_root = flags.root;
-  setup_options.extra_files = read_extra_files(flags.files);
-  setup_options.baseline = flags.baseline;
-  setup_options.require_templates = synth.code.empty();
-  const SearchSetup setup(flags.problem_dir, setup_options);
-  std::unique_ptr<CodeSynthSetup> code;
-  if (!synth.code.empty())
-    code = std::make_unique<CodeSynthSetup>(synth.code, flags.code, flags.guard.workspace);
-
-  // The search screens candidates with fewer correctness draws; the finalists' re-measurement
-  // runs every draw, so the reported winner has passed the full guard.
-  flags.search_trials = std::min(flags.search_trials, flags.guard.trials);
-  GuardFlags search_flags = flags.guard;
-  search_flags.no_baseline = true;
-  search_flags.json_path.clear();
-  search_flags.trials = flags.search_trials;
-  GuardSession search(search_flags);
-  GuardSession final_guard(flags.guard);
-  const auto workloads = search.select_workloads(setup.problem());
-  OptimizeTarget target = setup.target(workloads);
-  if (!synth.templates) target.templates.clear();
-  if (code) {
-    target.code_synthesizer = &code->synthesizer();
-    target.hardware = hardware_facts(flags.guard.workspace, flags.guard.device);
-    target.knowledge = synthesis_knowledge(
-        flags.guard.workspace, setup.problem().definition.ext.op_family, flags.guard.device);
-  }
-  std::vector<std::string> uuids;
-  for (const Workload& workload : workloads) uuids.push_back(workload.uuid);
-  const std::string hardware = hardware_name(flags.guard.workspace, flags.guard.device);
-  const SkillCondition condition{
-      setup.problem().definition.ext.op_family,
-      fmt::format("{}: {}", setup.problem().definition.name, target.workload_class), hardware,
-      setup.problem().definition.name};
-  if (resumed) {
-    target.skill_hints =
-        skill_hints_from_json(resumed->config.value("skill_hints", nlohmann::json::array()),
-                              fmt::format("run {} config", resumed->id));
-  } else if (!flags.no_skills) {
-    std::vector<std::string> templates;
-    for (const BoundTemplate* bound : target.templates) templates.push_back(bound->kernel().name);
-    target.skill_hints = retrieve_skill_hints(flags.guard.workspace, condition, templates);
-  }
-  target.run_config = {
-      {"guard", guard_config(flags.guard, flags.search_trials)},
-      {"workloads", flags.guard.workloads.empty() ? std::vector<std::string>{} : uuids},
-      {"baseline", flags.baseline},
-      {"skill_hints", skill_hints_to_json(target.skill_hints)}};
-  GuardEvaluator evaluator(search.guard(), final_guard.guard(), setup.problem(), workloads,
-                           hardware);
-
-  OptimizeOptions options;
-  options.budget = flags.budget;
-  options.agents = parse_agent_list(flags.agents);
-  options.policy = flags.policy;
-  const auto& policies = policy_names();
-  if (std::find(policies.begin(), policies.end(), options.policy) == policies.end())
-    throw InputError(
-        fmt::format("--policy {}: expected one of {}", options.policy, fmt::join(policies, ", ")));
-  options.seed = flags.seed;
-  options.plateau = flags.plateau;
-  // Compiling ahead on a CPU would steal cores from the timed runs; on a GPU it hides nvcc's
-  // tens of seconds per GEMM candidate behind the measurements, on half the host's cores.
-  const int gpu_build_ahead =
-      std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2, 2, 8);
-  options.build_ahead = flags.build_ahead >= 0
-                            ? flags.build_ahead
-                            : (flags.guard.device == "cpu" ? 0 : gpu_build_ahead);
-  options.final_candidates = flags.final_candidates;
-  options.final_rounds = flags.final_rounds;
-  if (flags.wall_time_s > 0) options.wall_time_s = flags.wall_time_s;
-  if (code) {
-    options.code_share = flags.code.code_share;
-    options.repair_rounds = code->repair_rounds();
-    options.max_synthesis_tokens = code->max_tokens();
-    options.max_synthesis_cost_usd = code->max_cost_usd();
-  }
+  OptimizeSession session(flags, resumed ? &*resumed : nullptr);
 
   const bool terminal = !flags.plain && isatty(STDOUT_FILENO);
   auto progress = make_progress(std::cout, terminal);
-  std::cout << fmt::format(
-      "optimizing {} on {} ({}), {} template(s); {} correctness draws per workload while "
-      "searching, {} for the finalists\n",
-      setup.problem().definition.name, flags.guard.device, target.workload_class,
-      target.templates.size(), flags.search_trials, flags.guard.trials);
-  if (code) std::cout << code->description() << '\n';
-  Orchestrator orchestrator(target, evaluator, workspace, options, *progress);
-  const OptimizeSummary summary = resumed ? orchestrator.resume(resumed->id) : orchestrator.run();
-  print_summary(summary, setup.problem(), std::cout);
-  if (!flags.no_skills) record_run_skills(flags.guard.workspace, summary, condition, std::cout);
+  std::cout << session.description() << '\n';
+  const OptimizeSummary summary = session.run(
+      workspace, *progress, resumed ? std::optional<int64_t>(resumed->id) : std::nullopt);
+  print_summary(summary, session.problem(), std::cout);
+  if (!flags.no_skills)
+    record_run_skills(flags.guard.workspace, summary, session.condition(), std::cout);
   if (!summary.finalists.empty()) {
     const std::filesystem::path out =
         flags.out.empty() ? workspace.root() / "runs" / std::to_string(summary.run_id)

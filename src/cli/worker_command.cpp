@@ -1,6 +1,8 @@
 #include <string>
+#include <vector>
 
 #include "backend/worker.h"
+#include "backend/worker_sandbox.h"
 #include "cli/commands.h"
 
 namespace kernelarc {
@@ -11,6 +13,9 @@ CommandRunner add_worker_command(CLI::App& app) {
     int reply_fd = -1;
     std::string device = "cpu";
     std::string arena;
+    std::vector<std::string> protect;
+    std::vector<std::string> readable;
+    std::string scratch;
   };
   auto flags = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("worker", "internal: the isolated process that runs candidates");
@@ -19,8 +24,15 @@ CommandRunner add_worker_command(CLI::App& app) {
   cmd->add_option("--reply-fd", flags->reply_fd)->required();
   cmd->add_option("--device", flags->device);
   cmd->add_option("--arena", flags->arena)->required();
+  cmd->add_option("--protect", flags->protect, "a directory the candidate may not read or write");
+  cmd->add_option("--readable", flags->readable, "a directory beneath a protected one to read");
+  cmd->add_option("--scratch", flags->scratch, "the directory the candidate may write");
   return [flags] {
-    return worker_main(flags->request_fd, flags->reply_fd, flags->device, flags->arena);
+    SandboxOptions sandbox;
+    sandbox.protected_paths.assign(flags->protect.begin(), flags->protect.end());
+    sandbox.readable_paths.assign(flags->readable.begin(), flags->readable.end());
+    sandbox.scratch_directory = flags->scratch;
+    return worker_main(flags->request_fd, flags->reply_fd, flags->device, flags->arena, sandbox);
   };
 }
 

@@ -10,14 +10,16 @@ namespace {
 
 constexpr std::size_t kAlignment = 256;
 
-std::size_t align_up(std::size_t value) { return (value + kAlignment - 1) / kAlignment * kAlignment; }
+std::size_t align_up(std::size_t value) {
+  return (value + kAlignment - 1) / kAlignment * kAlignment;
+}
 
 std::size_t tensor_bytes(const ArenaTensor& tensor) {
   return static_cast<std::size_t>(shape_numel(tensor.shape)) * dtype_size(tensor.dtype);
 }
 
 ArenaTensor place(const TensorSpec& spec, const AxisValues& axes, std::size_t& cursor) {
-  ArenaTensor tensor{spec.dtype, resolve_shape(spec, axes), align_up(cursor)};
+  ArenaTensor tensor{spec.dtype, resolve_shape(spec, axes), align_up(cursor), spec.name};
   cursor = tensor.offset + tensor_bytes(tensor);
   return tensor;
 }
@@ -73,8 +75,8 @@ std::optional<std::string> find_modified_input(std::span<const std::byte> arena,
                                                const TensorMap& inputs) {
   for (std::size_t i = 0; i < def.inputs.size(); ++i) {
     const auto& tensor = find_input(inputs, def.inputs[i], layout.inputs[i]);
-    if (std::memcmp(arena.data() + layout.inputs[i].offset, tensor.bytes.data(),
-                    tensor.nbytes()) != 0) {
+    if (std::memcmp(arena.data() + layout.inputs[i].offset, tensor.bytes.data(), tensor.nbytes()) !=
+        0) {
       return def.inputs[i].name;
     }
   }

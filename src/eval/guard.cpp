@@ -71,11 +71,16 @@ void add_occupancy(OrderedJson& extra, const std::string& arch) {
 struct Guard::Impl {
   Impl(const GuardOptions& options, Oracle& oracle)
       : oracle(oracle),
-        worker(WorkerOptions{.device = options.device,
-                             .executable = options.worker_executable,
-                             .call_timeout = options.call_timeout,
-                             .memory_limit_bytes = options.memory_limit_bytes,
-                             .log_path = {}}) {}
+        // The workspace holds the oracle's expected outputs: candidates must not see it, except
+        // the build cache from which the worker loads them.
+        worker(WorkerOptions{
+            .device = options.device,
+            .executable = options.worker_executable,
+            .call_timeout = options.call_timeout,
+            .memory_limit_bytes = options.memory_limit_bytes,
+            .log_path = {},
+            .protected_paths = {std::filesystem::absolute(options.workspace)},
+            .readable_paths = {std::filesystem::absolute(options.workspace) / "build"}}) {}
 
   Oracle& oracle;
   Worker worker;
@@ -136,7 +141,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
 
   OrderedJson environment;
   prepare_builds();
-  const auto build = build_solution(solution, problem.definition, options_, impl_->device_arch);
+  auto build = build_solution(solution, problem.definition, options_, impl_->device_arch);
   environment["compiler"] = build.compiler;
   environment["oracle"] = impl_->oracle.description();
 
@@ -164,13 +169,22 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
 
   const auto setup_start = std::chrono::steady_clock::now();
   impl_->oracle.prepare(problem, options_.correctness_trials + 1);
-  const auto loaded = impl_->worker.load(build.library, build.symbol);
+  auto loaded = impl_->worker.load(build.library, build.symbol);
+  if (loaded.outcome == CallOutcome::LoadFailed && build.cached) {
+    // A cached binary that no longer loads (cut short by a crash or a full disk) is built again
+    // once; a library that cannot load for its own reasons fails the same way a second time.
+    std::error_code ignored;
+    std::filesystem::remove_all(build.library.parent_path(), ignored);
+    build = build_solution(solution, problem.definition, options_, impl_->device_arch);
+    loaded = build.ok ? impl_->worker.load(build.library, build.symbol) : loaded;
+  }
   const double setup_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
   if (impl_->device_description.empty() && loaded.outcome == CallOutcome::Ok) {
     impl_->device_description = impl_->worker.device_description();
   }
   environment["hardware"] = impl_->device_description;
+  environment["sandbox"] = impl_->worker.sandbox_status();
 
   for (const auto* workload : selected) {
     auto trace = new_trace(*workload);
@@ -182,7 +196,8 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
       continue;
     }
     if (loaded.outcome != CallOutcome::Ok) {
-      current.status = EvalStatus::RuntimeError;
+      current.status = loaded.outcome == CallOutcome::Tampered ? EvalStatus::RewardHack
+                                                               : EvalStatus::RuntimeError;
       current.log = fmt::format("could not load the solution: {}: {}",
                                 call_outcome_name(loaded.outcome), loaded.message);
       continue;

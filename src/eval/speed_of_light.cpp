@@ -24,9 +24,19 @@ double problem_flops(const Definition& def, const AxisValues& axes) {
   return def.ext.flops.empty() ? 0.0 : static_cast<double>(evaluate_expr(def.ext.flops, axes));
 }
 
+namespace {
+
+/// Families whose FLOPs are matrix products, which SOLAR bounds by the tensor cores.
+bool runs_on_tensor_cores(const std::string& op_family) {
+  return op_family == "gemm" || op_family == "scaled_gemm" || op_family == "mlp" ||
+         op_family == "attention";
+}
+
+}  // namespace
+
 std::optional<ComputePeak> compute_peak(const Definition& def, const Calibration& calibration) {
   const bool on_cpu = calibration.device == "cpu";
-  if (!on_cpu && def.ext.op_family == "gemm" && !def.inputs.empty()) {
+  if (!on_cpu && runs_on_tensor_cores(def.ext.op_family) && !def.inputs.empty()) {
     const std::string dtype(dtype_name(def.inputs.front().dtype));
     const auto it = calibration.tensor_tflops.find(dtype);
     if (it != calibration.tensor_tflops.end() && it->second > 0)
@@ -49,9 +59,10 @@ SolBound speed_of_light(const Definition& def, const AxisValues& axes,
   if (const auto peak = compute_peak(def, *calibration); peak && peak->bounds_sol && flops > 0)
     compute_s = flops / peak->flops_per_second;
   const bool memory_bound = memory_s >= compute_s;
-  return {std::max(memory_s, compute_s) * 1e3,
-          fmt::format("{}: {:.4g} MB at {:.0f} GB/s, {:.4g} GFLOP", memory_bound ? "memory" : "compute",
-                      bytes * 1e-6, calibration->copy_bandwidth_gbs, flops * 1e-9)};
+  return {
+      std::max(memory_s, compute_s) * 1e3,
+      fmt::format("{}: {:.4g} MB at {:.0f} GB/s, {:.4g} GFLOP", memory_bound ? "memory" : "compute",
+                  bytes * 1e-6, calibration->copy_bandwidth_gbs, flops * 1e-9)};
 }
 
 }  // namespace kernelarc

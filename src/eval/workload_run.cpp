@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/device.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/rng.h"
@@ -73,13 +74,18 @@ bool WorkloadRun::accept_outcome(const ExecuteResult& result, const std::string&
       break;
     case CallOutcome::Failed:
       trace_.status = EvalStatus::RuntimeError;
-      trace_.log = fmt::format("{}: the entry point returned {}{}", during, result.return_code,
-                               detail);
+      trace_.log =
+          fmt::format("{}: the entry point returned {}{}", during, result.return_code, detail);
       break;
     case CallOutcome::OutOfMemory:
       trace_.status = EvalStatus::RuntimeError;
       trace_.log = fmt::format("{}: out of memory{}", during, detail);
       break;
+    case CallOutcome::Tampered:
+      trace_.status = EvalStatus::RewardHack;
+      trace_.log = fmt::format("{}: {}", during, result.message);
+      break;
+    case CallOutcome::OutOfBounds:
     case CallOutcome::Crashed:
     case CallOutcome::LoadFailed:
     case CallOutcome::Ok:
@@ -110,8 +116,8 @@ bool WorkloadRun::check_outputs(const TensorMap& expected, int poison_variant,
     const auto poison = poison_pattern(output.dtype, poison_variant);
     const int64_t unwritten = count_poisoned(output, poison) - count_poisoned(reference, poison);
     if (unwritten > 0) {
-      trace_.log += fmt::format(" ({} of {} elements were never written)", unwritten,
-                                output.numel());
+      trace_.log +=
+          fmt::format(" ({} of {} elements were never written)", unwritten, output.numel());
     }
     return false;
   }
@@ -125,10 +131,11 @@ bool WorkloadRun::check_correctness() {
     write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *inputs);
     auto request = make_request(trial);
     request.flush_cache = false;
+    request.address_slot = trial % kAddressSlots;
     const std::string during = fmt::format("trial {}", trial);
     if (!accept_outcome(worker_.execute(request), during)) return false;
-    if (const auto modified =
-            find_modified_input(worker_.arena(layout_.bytes), layout_, problem_.definition, *inputs)) {
+    if (const auto modified = find_modified_input(worker_.arena(layout_.bytes), layout_,
+                                                  problem_.definition, *inputs)) {
       trace_.status = EvalStatus::RewardHack;
       trace_.log = fmt::format("{}: the solution modified its input '{}'", during, *modified);
       return false;
@@ -139,13 +146,24 @@ bool WorkloadRun::check_correctness() {
   return true;
 }
 
-ExecuteResult WorkloadRun::run_chunk(int warmup, int iterations, bool copy_back) {
+ExecuteResult WorkloadRun::run_chunk(int warmup, int iterations, bool audited) {
   auto request = make_request(0);
   request.warmup = warmup;
   request.iterations = iterations;
   request.flush_cache = true;
-  request.copy_back = copy_back;
+  request.copy_back = audited;
+  request.perturb_inputs = !audited;
+  // Audits land where correctness trial 0 was, with other contents.
+  if (audited) request.address_slot = 0;
   return worker_.execute(request);
+}
+
+bool WorkloadRun::audit(int trial, const std::string& during, ExecuteResult& result) {
+  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition,
+               *oracle_.inputs(problem_, workload_, trial));
+  result = run_chunk(0, 1, true);
+  return accept_outcome(result, during) &&
+         check_outputs(*oracle_.expected(problem_, workload_, trial), 0, during);
 }
 
 bool WorkloadRun::measure() {
@@ -165,33 +183,55 @@ bool WorkloadRun::measure() {
   const int total = std::clamp(static_cast<int>(options_.timing_budget_s / estimate_s), min_runs,
                                std::max(min_runs, options_.iterations));
 
-  const auto audit_inputs = oracle_.inputs(problem_, workload_, audit_trial);
-  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *audit_inputs);
-  const auto audit = run_chunk(0, 1, true);
-  if (!accept_outcome(audit, "timed run " + std::to_string(audit_after))) return false;
-  if (!check_outputs(*oracle_.expected(problem_, workload_, audit_trial), 0,
-                     fmt::format("audit at timed run {}", audit_after))) {
+  ExecuteResult audited;
+  if (!audit(audit_trial, fmt::format("audit at timed run {}", audit_after), audited)) {
     return false;
   }
   trace_.audit_passed = true;
+  // The twin follows the audit: the timing inputs with one element per tensor changed, which a
+  // cache keyed on a sample of the inputs mistakes for the timing inputs themselves.
+  ExecuteResult twin;
+  const bool has_twin = oracle_.has_twin(problem_, workload_);
+  if (has_twin &&
+      !audit(kTwinTrial, fmt::format("twin audit at timed run {}", audit_after + 1), twin)) {
+    return false;
+  }
+  trace_.extra["twin_audit"] = has_twin ? "passed" : "no twin for this workload";
 
   write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *timing_inputs);
-  const auto rest = run_chunk(0, total - audit_after - 1, false);
+  const auto rest = run_chunk(0, std::max(1, total - audit_after - 2), false);
   if (!accept_outcome(rest, "timing")) return false;
 
-  std::vector<double> samples_ns = first.times_ns;
-  samples_ns.insert(samples_ns.end(), audit.times_ns.begin(), audit.times_ns.end());
-  samples_ns.insert(samples_ns.end(), rest.times_ns.begin(), rest.times_ns.end());
-  std::vector<std::vector<std::string>> launched = first.launched;
-  launched.insert(launched.end(), audit.launched.begin(), audit.launched.end());
-  launched.insert(launched.end(), rest.launched.begin(), rest.launched.end());
+  std::vector<const ExecuteResult*> chunks{&first, &audited};
+  if (has_twin) chunks.push_back(&twin);
+  chunks.push_back(&rest);
+  std::vector<double> samples_ns;
+  std::vector<std::vector<std::string>> launched;
+  int threads_after = 0;
+  if (first.clock == kClockSawNothing) {
+    trace_.status = EvalStatus::RewardHack;
+    trace_.log = fmt::format(
+        "timing: the clock ({}) saw no GPU work for a call that passed: "
+        "kernel tracing was disabled or bypassed",
+        first.clock);
+    return false;
+  }
+  for (const ExecuteResult* chunk : chunks) {
+    samples_ns.insert(samples_ns.end(), chunk->times_ns.begin(), chunk->times_ns.end());
+    launched.insert(launched.end(), chunk->launched.begin(), chunk->launched.end());
+    threads_after = std::max(threads_after, chunk->threads_after);
+    if (chunk->clock != first.clock) {
+      trace_.status = EvalStatus::RewardHack;
+      trace_.log = fmt::format("the timing clock changed from {} to {} between timed runs",
+                               first.clock, chunk->clock);
+      return false;
+    }
+  }
 
   trace_.clock = first.clock;
   trace_.extra["threads"] = {{"after_first_call", first.threads_before},
-                             {"after_timing", std::max({first.threads_after, audit.threads_after,
-                                                        rest.threads_after})}};
-  const int started = std::max({first.threads_after, audit.threads_after, rest.threads_after}) -
-                      first.threads_before;
+                             {"after_timing", threads_after}};
+  const int started = threads_after - first.threads_before;
   if (started > 0) {
     trace_.status = EvalStatus::RewardHack;
     trace_.log = fmt::format("the solution started {} thread(s) that outlived its calls", started);

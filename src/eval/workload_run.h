@@ -32,7 +32,11 @@ class WorkloadRun {
   bool accept_outcome(const ExecuteResult& result, const std::string& during);
   /// Compares the arena's outputs with the expected ones; sets status/log on failure.
   bool check_outputs(const TensorMap& expected, int poison_variant, const std::string& during);
-  ExecuteResult run_chunk(int warmup, int iterations, bool copy_back);
+  /// Timed calls on the inputs in the arena; an audited chunk (one call) is neither perturbed
+  /// nor left in place: its outputs and inputs are copied back to be checked.
+  ExecuteResult run_chunk(int warmup, int iterations, bool audited);
+  /// One timed call on trial `trial`'s inputs, its outputs checked against that trial's.
+  bool audit(int trial, const std::string& during, ExecuteResult& result);
 
   const GuardOptions& options_;
   const Problem& problem_;

@@ -83,18 +83,18 @@ std::variant<NativeReference::Run, std::string> NativeReference::execute(const P
 
   ExecuteRequest request;
   std::size_t end = 0;
-  auto place = [&](DType dtype, std::vector<int64_t> shape) {
-    ArenaTensor tensor{dtype, std::move(shape), end};
+  auto place = [&](DType dtype, std::vector<int64_t> shape, const std::string& name) {
+    ArenaTensor tensor{dtype, std::move(shape), end, name};
     std::size_t bytes = static_cast<std::size_t>(shape_numel(tensor.shape)) * dtype_size(dtype);
     end += (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
     return tensor;
   };
   for (const TensorSpec& spec : def.inputs) {
     const HostTensor& tensor = inputs.at(spec.name);
-    request.inputs.push_back(place(tensor.dtype, tensor.shape));
+    request.inputs.push_back(place(tensor.dtype, tensor.shape, spec.name));
   }
   for (const TensorSpec& spec : def.outputs) {
-    request.outputs.push_back(place(spec.dtype, resolve_shape(spec, axes)));
+    request.outputs.push_back(place(spec.dtype, resolve_shape(spec, axes), spec.name));
     // All-ones bytes are NaN for every float type: an element the reference skips stands out.
     request.output_poison.emplace_back(dtype_size(spec.dtype), uint8_t{0xFF});
   }

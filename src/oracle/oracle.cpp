@@ -8,6 +8,7 @@
 #include "core/hash.h"
 #include "core/safetensors.h"
 #include "oracle/input_generator.h"
+#include "oracle/input_twin.h"
 #include "oracle/native_reference.h"
 #include "oracle/oracle_cache.h"
 #include "oracle/python_bridge.h"
@@ -156,6 +157,49 @@ void Oracle::prepare(const Problem& problem, int trials) {
     }
   }
   generate(problem, missing);
+  if (trials > 0) generate_twins(problem);
+}
+
+bool Oracle::has_twin(const Problem& problem, const Workload& workload) const {
+  return entry(problem, workload, kTwinTrial).complete();
+}
+
+void Oracle::generate_twins(const Problem& problem) {
+  std::vector<PythonTrialJob> jobs;
+  for (const Workload& workload : problem.workloads) {
+    Entry twin = entry(problem, workload, kTwinTrial);
+    if (!twin_applies(workload) || twin.complete() || read_cached_error(twin.error) ||
+        !entry(problem, workload, 0).complete()) {
+      continue;
+    }
+    auto made = make_twin(*inputs(problem, workload, 0), twin.seed);
+    if (!made) {
+      write_cached_error(twin.error, workload.uuid, kTwinTrial,
+                         "no floating input has two distinct finite values in a row");
+      continue;
+    }
+    write_safetensors(twin.inputs, *made);
+    if (has_native_reference(problem)) {
+      auto outputs = native(problem).compute(problem, workload, *made);
+      if (auto* error = std::get_if<std::string>(&outputs)) {
+        write_cached_error(twin.error, workload.uuid, kTwinTrial, *error);
+      } else {
+        write_safetensors(twin.expected, std::get<TensorMap>(outputs));
+      }
+      continue;
+    }
+    jobs.push_back({"w" + std::to_string(jobs.size()), &workload, kTwinTrial, twin.seed,
+                    twin.inputs, twin.expected, twin.inputs});
+  }
+  if (jobs.empty()) return;
+  auto outcomes = python_->run(problem, jobs, {}, scratch_path(options_.cache_dir));
+  for (const PythonTrialJob& job : jobs) {
+    const PythonJobOutcome& outcome = outcomes.at(job.id);
+    if (!outcome.ok && outcome.cacheable) {
+      write_cached_error(entry(problem, *job.workload, kTwinTrial).error, job.workload->uuid,
+                         kTwinTrial, outcome.error);
+    }
+  }
 }
 
 void Oracle::generate(const Problem& problem, const std::vector<Missing>& missing) {
@@ -179,8 +223,13 @@ void Oracle::generate_python(const Problem& problem, const std::vector<Missing>&
   std::vector<PythonTrialJob> jobs;
   for (const auto& [workload, trial] : missing) {
     Entry target = entry(problem, *workload, trial);
-    jobs.push_back({"t" + std::to_string(jobs.size()), workload, trial, target.seed, target.inputs,
-                    target.expected});
+    jobs.push_back({"t" + std::to_string(jobs.size()),
+                    workload,
+                    trial,
+                    target.seed,
+                    target.inputs,
+                    target.expected,
+                    {}});
   }
   auto outcomes = python_->run(problem, jobs, {}, scratch_path(options_.cache_dir));
   for (const PythonTrialJob& job : jobs) {
@@ -238,6 +287,7 @@ std::shared_ptr<const TensorMap> Oracle::read_entry(const Problem& problem,
   };
   if (!cached.complete()) {
     if (auto error = read_cached_error(cached.error)) throw failed(*error);
+    if (trial == kTwinTrial) throw failed("it has no twin (see Oracle::has_twin)");
     generate(problem, {{&workload, trial}});
     if (!cached.complete()) {
       auto seen = errors_.find(error_key(problem, workload));
@@ -264,8 +314,8 @@ std::shared_ptr<const TensorMap> Oracle::inputs(const Problem& problem, const Wo
   return read_entry(problem, workload, trial, true);
 }
 
-std::shared_ptr<const TensorMap> Oracle::expected(const Problem& problem,
-                                                  const Workload& workload, int trial) {
+std::shared_ptr<const TensorMap> Oracle::expected(const Problem& problem, const Workload& workload,
+                                                  int trial) {
   return read_entry(problem, workload, trial, false);
 }
 
@@ -277,7 +327,7 @@ std::optional<ReferenceTiming> Oracle::reference_timing(const Problem& problem,
   if (!cached) {
     std::filesystem::create_directories(problem_cache_dir(problem));
     if (has_native_reference(problem)) {
-      time_native(problem, workload, baseline);
+      time_native(problem, workload, baseline, path);
     } else {
       time_python(problem, baseline);
     }
@@ -312,9 +362,44 @@ void Oracle::time_python(const Problem& problem, Baseline baseline) {
   }
 }
 
-void Oracle::time_native(const Problem& problem, const Workload& workload, Baseline baseline) {
+std::map<Baseline, std::map<std::string, ReferenceTiming>> Oracle::measure_reference_timings(
+    const Problem& problem, const std::vector<Workload>& workloads,
+    const std::vector<Baseline>& baselines) {
+  const std::filesystem::path out_dir = scratch_path(options_.cache_dir);
+  std::filesystem::create_directories(out_dir);
+  auto out_of = [&](Baseline baseline, std::size_t index) {
+    return out_dir /
+           (std::string(baseline_name(baseline)) + std::to_string(index) + ".timing.json");
+  };
+  std::vector<PythonTimingJob> jobs;
+  for (Baseline baseline : baselines) {
+    for (std::size_t i = 0; i < workloads.size(); ++i) {
+      if (has_native_reference(problem)) {
+        time_native(problem, workloads[i], baseline, out_of(baseline, i));
+        continue;
+      }
+      jobs.push_back({"m" + std::to_string(jobs.size()), &workloads[i], baseline, options_.warmup,
+                      options_.iterations, derive_seed(options_.seed, workloads[i].uuid, 0),
+                      out_of(baseline, i)});
+    }
+  }
+  if (!jobs.empty()) python_->run(problem, {}, jobs, scratch_path(options_.cache_dir));
+  std::map<Baseline, std::map<std::string, ReferenceTiming>> measured;
+  for (Baseline baseline : baselines) {
+    for (std::size_t i = 0; i < workloads.size(); ++i) {
+      auto timing = read_cached_timing(out_of(baseline, i), baseline);
+      if (timing && timing->timing && !timing->timing->times_ns.empty())
+        measured[baseline].emplace(workloads[i].uuid, std::move(*timing->timing));
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(out_dir, ignored);
+  return measured;
+}
+
+void Oracle::time_native(const Problem& problem, const Workload& workload, Baseline baseline,
+                         const std::filesystem::path& path) {
   used_native_ = true;
-  auto path = timing_path(problem, workload, baseline);
   auto unavailable = [&](const std::string& why) {
     write_cached_timing(path, baseline, {std::nullopt, why});
   };

@@ -32,6 +32,10 @@ namespace kernelarc {
 
 enum class Baseline { Eager, Compiled };  ///< PyTorch eager / torch.compile
 
+/// The trial index of the twin of trial 0 (oracle/input_twin.h): trial 0's inputs with one
+/// element of every floating tensor changed, and the reference's outputs for them.
+inline constexpr int kTwinTrial = -1;
+
 /// "eager" or "compiled".
 std::string_view baseline_name(Baseline baseline);
 
@@ -81,6 +85,9 @@ class Oracle {
   /// Python/torch is found (the message says what was tried and how to set KERNELARC_PYTHON)
   /// and the problem has no native reference.
   void prepare(const Problem& problem, int trials);
+  /// Whether the twin of trial 0 exists for this workload; prepare() makes it wherever
+  /// twin_applies() and the reference succeeds on it. Read it with kTwinTrial.
+  bool has_twin(const Problem& problem, const Workload& workload) const;
   /// Why the reference failed on this workload (on any trial prepared so far, else trial 0).
   std::optional<std::string> reference_error(const Problem& problem,
                                              const Workload& workload) const;
@@ -101,6 +108,14 @@ class Oracle {
   /// timing_unavailable_reason() then says why ("torch.compile unavailable: torch 1.13.0").
   std::optional<ReferenceTiming> reference_timing(const Problem& problem, const Workload& workload,
                                                   Baseline baseline);
+  /// reference_timing() measured afresh for each of `workloads` and `baselines` (Python: all in
+  /// one process), neither reading nor writing the cache: for re-measurements interleaved with
+  /// candidates, where a timing cached at another hour would not be side by side. By baseline,
+  /// then workload uuid; a baseline unavailable or failed on a workload is absent there
+  /// (reference_timing() and timing_unavailable_reason() say why).
+  std::map<Baseline, std::map<std::string, ReferenceTiming>> measure_reference_timings(
+      const Problem& problem, const std::vector<Workload>& workloads,
+      const std::vector<Baseline>& baselines);
   /// Why reference_timing() returned nullopt for this baseline (empty when it did not).
   std::string timing_unavailable_reason(const Problem& problem, const Workload& workload,
                                         Baseline baseline) const;
@@ -128,12 +143,17 @@ class Oracle {
   void generate(const Problem& problem, const std::vector<Missing>& missing);
   void generate_python(const Problem& problem, const std::vector<Missing>& missing);
   void generate_native(const Problem& problem, const std::vector<Missing>& missing);
+  /// Twins of trial 0 for the workloads that lack one; a twin that cannot be made or that the
+  /// reference fails on is recorded in its entry's error file only (the workload stays usable).
+  void generate_twins(const Problem& problem);
   void record_error(const Problem& problem, const Workload& workload, int trial,
                     const std::string& message, bool cache);
   std::shared_ptr<const TensorMap> read_entry(const Problem& problem, const Workload& workload,
                                               int trial, bool want_inputs);
   void time_python(const Problem& problem, Baseline baseline);
-  void time_native(const Problem& problem, const Workload& workload, Baseline baseline);
+  /// Writes the timing (or why there is none) to `path`.
+  void time_native(const Problem& problem, const Workload& workload, Baseline baseline,
+                   const std::filesystem::path& path);
 
   OracleOptions options_;
   std::unique_ptr<PythonBridge> python_;

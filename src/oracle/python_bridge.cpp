@@ -254,7 +254,8 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
                                   {"trial", job.trial},
                                   {"seed", job.seed},
                                   {"inputs_out", job.inputs_out.string()},
-                                  {"expected_out", job.expected_out.string()}});
+                                  {"expected_out", job.expected_out.string()},
+                                  {"inputs_in", job.inputs_in.string()}});
     }
     for (const auto& job : timings) {
       if (!remaining.contains(job.id)) continue;
@@ -279,7 +280,9 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
       PythonJobOutcome outcome;
       outcome.ok = event.value("ok", false);
       outcome.error = event.value("error", "");
-      outcome.cacheable = event.value("kind", "reference") != "input";
+      // Only the reference's own failure is remembered; a bad input file or a full disk can
+      // be fixed without changing the problem.
+      outcome.cacheable = event.value("kind", "reference") == "reference";
       outcomes[id] = outcome;
       remaining.erase(id);
       running.clear();

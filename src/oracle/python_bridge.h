@@ -27,6 +27,8 @@ struct PythonTrialJob {
   uint64_t seed = 0;
   std::filesystem::path inputs_out;
   std::filesystem::path expected_out;
+  /// Set: the inputs are read from this file instead of drawn (inputs_out is then not written).
+  std::filesystem::path inputs_in;
 };
 
 struct PythonTimingJob {
@@ -72,6 +74,8 @@ class PythonBridge {
   /// InputError like run).
   std::string description(const std::filesystem::path& scratch_dir);
   bool used() const { return !environment_.empty(); }
+  /// The interpreter that imported torch ("" until run or description found one).
+  const std::string& interpreter() const { return interpreter_; }
   /// Interpreter runs that imported torch (failed detection attempts are not counted).
   int runs() const { return runs_; }
 

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/problem.h"
@@ -45,6 +47,21 @@ class GuardHarness {
     std::error_code ignored;
     std::filesystem::remove_all(workspace_, ignored);
   }
+  /// A harness for `problem` as given (e.g. with fewer workloads, so the oracle prepares less).
+  GuardHarness(Problem problem, const std::string& device,
+               const std::function<void(GuardOptions&)>& tune)
+      : workspace_(harness_workspace()),
+        problem_(std::move(problem)),
+        oracle_(harness_oracle_options(workspace_, device)),
+        guard_(guard_options(device, tune), oracle_) {}
+  /// A harness with a workspace of its own that shares `oracle_from`'s oracle cache, so the
+  /// draws that harness prepared serve this one too; `oracle_from` must outlive it.
+  GuardHarness(const std::filesystem::path& problem_dir, const std::string& device,
+               const std::function<void(GuardOptions&)>& tune, const GuardHarness& oracle_from)
+      : workspace_(harness_workspace()),
+        problem_(load_problem(problem_dir)),
+        oracle_(harness_oracle_options(oracle_from.workspace_, device)),
+        guard_(guard_options(device, tune), oracle_) {}
   GuardHarness(const GuardHarness&) = delete;
   GuardHarness& operator=(const GuardHarness&) = delete;
 
@@ -63,6 +80,28 @@ class GuardHarness {
       if (largest ? size(workload) > size(*picked) : size(workload) < size(*picked)) {
         picked = &workload;
       }
+    }
+    return *picked;
+  }
+
+  /// The guard's workspace (calibration, build cache); removed with the harness.
+  const std::filesystem::path& workspace() const { return workspace_; }
+
+  /// The smallest workload with at least `elements` as the product of its axes.
+  Workload pick_workload_of_at_least(int64_t elements) const {
+    auto size = [](const Workload& workload) {
+      int64_t product = 1;
+      for (const auto& [name, value] : workload.axes) product *= value;
+      return product;
+    };
+    const Workload* picked = nullptr;
+    for (const auto& workload : problem_.workloads) {
+      if (size(workload) >= elements && (!picked || size(workload) < size(*picked))) {
+        picked = &workload;
+      }
+    }
+    if (!picked) {
+      throw std::runtime_error("no workload of " + std::to_string(elements) + " elements");
     }
     return *picked;
   }

@@ -35,7 +35,7 @@ TEST_F(NativeOracleTest, PrepareComputesAndCachesWithoutPython) {
 
   auto dir = temp_ / "oracle" / problem_.definition.name;
   auto expected_files = files_ending(dir, ".expected.safetensors");
-  ASSERT_EQ(expected_files.size(), 4u);
+  ASSERT_EQ(expected_files.size(), 6u);  // 2 good workloads x (2 trials + the twin)
   EXPECT_EQ(files_ending(dir, ".error.json").size(), 2u);
   auto written = std::filesystem::last_write_time(expected_files.front());
 

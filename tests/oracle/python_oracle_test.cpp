@@ -32,11 +32,12 @@ TEST_F(PythonOracleTest, PrepareCachesEveryTrialAndErrorAndSecondPrepareRunsNoPy
   Problem problem = fixture_problem("py_scale");
   Oracle oracle(options());
   oracle.prepare(problem, 2);
-  EXPECT_EQ(oracle.python_runs(), 1);
+  EXPECT_EQ(oracle.python_runs(), 2);  // the trials, then the twins of trial 0
 
   auto dir = problem_cache(problem);
-  EXPECT_EQ(files_ending(dir, ".inputs.safetensors").size(), 4u);  // 2 good workloads x 2 trials
-  EXPECT_EQ(files_ending(dir, ".expected.safetensors").size(), 4u);
+  // 2 good workloads x (2 trials + the twin)
+  EXPECT_EQ(files_ending(dir, ".inputs.safetensors").size(), 6u);
+  EXPECT_EQ(files_ending(dir, ".expected.safetensors").size(), 6u);
   EXPECT_EQ(files_ending(dir, ".error.json").size(), 2u);  // the failing workload, both trials
   EXPECT_TRUE(files_ending(dir, ".tmp").empty());
   EXPECT_FALSE(std::filesystem::exists(temp_ / "oracle" / ".scratch") &&
@@ -54,7 +55,7 @@ TEST_F(PythonOracleTest, PrepareCachesEveryTrialAndErrorAndSecondPrepareRunsNoPy
   EXPECT_NE(message.find("three rows are not supported"), std::string::npos) << message;
 
   oracle.prepare(problem, 2);
-  EXPECT_EQ(oracle.python_runs(), 1);
+  EXPECT_EQ(oracle.python_runs(), 2);
 
   Oracle fresh(options());
   fresh.prepare(problem, 2);
@@ -109,17 +110,19 @@ TEST_F(PythonOracleTest, CorruptCacheFileIsReportedDeletedAndRegenerated) {
   Oracle oracle(options());
   oracle.prepare(problem, 1);
   auto dir = problem_cache(problem);
-  for (const auto& file : files_ending(dir, ".expected.safetensors")) {
+  const auto expected_files = files_ending(dir, ".expected.safetensors");
+  ASSERT_EQ(expected_files.size(), 4u);  // trial 0 and its twin, for 2 workloads
+  for (const auto& file : expected_files) {
     std::ofstream(file, std::ios::binary | std::ios::trunc) << "garbage";
   }
   const Workload& small = workload_named(problem, "small");
   std::string message = input_error_of([&] { oracle.expected(problem, small, 0); });
   EXPECT_NE(message.find(dir.string()), std::string::npos) << message;
   EXPECT_NE(message.find(".expected.safetensors"), std::string::npos) << message;
-  EXPECT_EQ(files_ending(dir, ".expected.safetensors").size(), 1u);  // the corrupt one is gone
+  EXPECT_EQ(files_ending(dir, ".expected.safetensors").size(), 3u);  // the corrupt one is gone
 
   oracle.prepare(problem, 1);
-  EXPECT_EQ(oracle.python_runs(), 2);
+  EXPECT_EQ(oracle.python_runs(), 3);
   EXPECT_EQ(oracle.expected(problem, small, 0)->at("out").shape, (std::vector<int64_t>{2, 4}));
 }
 
@@ -191,7 +194,8 @@ TEST_F(PythonOracleTest, CrashingReferenceFailsAloneAndWrongShapeIsReported) {
   Problem problem = fixture_problem("py_crash");
   Oracle oracle(options());
   oracle.prepare(problem, 1);
-  EXPECT_EQ(oracle.python_runs(), 2);  // the rest went to a fresh interpreter
+  // The rest went to a fresh interpreter; the twins of the good workloads to a third.
+  EXPECT_EQ(oracle.python_runs(), 3);
 
   auto crashed = oracle.reference_error(problem, workload_named(problem, "three"));
   ASSERT_TRUE(crashed.has_value());

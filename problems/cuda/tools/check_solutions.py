@@ -217,14 +217,14 @@ def check_problem(oracle, problem_dir, args, build_dir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("problems", nargs="*",
-                        help="problem directories (default: all under problems/cuda)")
+                        help="problem directories (default: all under problems/cuda with solutions)")
     parser.add_argument("--draws", type=int, default=2, help="fresh input draws per workload")
     parser.add_argument("--time", action="store_true", help="also time solution and reference")
     args = parser.parse_args()
     suite = os.path.join(ROOT, "problems", "cuda")
     problems = args.problems or sorted(
         os.path.join(suite, d) for d in os.listdir(suite)
-        if os.path.isfile(os.path.join(suite, d, "definition.json")))
+        if os.path.isdir(os.path.join(suite, d, "solutions")))
     oracle = load_oracle()
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
     failures = 0

@@ -1,0 +1,414 @@
+// `kernelarc bench <suite-dir>`: kernelarc against what users already have. Per problem of the
+// suite: kernelarc's best within --budget candidates (the optimize machinery, in the workspace,
+// so a rerun reuses a finished run and resumes an unfinished one), then the winner, cuBLASLt's
+// default choice (GEMM), PyTorch eager and torch.compile (CUDA) re-measured side by side in
+// interleaved rounds; bench.json and bench.md are rewritten after every problem, so --resume
+// (or a --wall-time chunk) loses at most the problem in progress.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "cli/bench_results.h"
+#include "cli/bench_suite.h"
+#include "cli/commands.h"
+#include "cli/optimize_progress.h"
+#include "cli/optimize_session.h"
+#include "cli/optimize_skills.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "eval/speed_of_light.h"
+
+namespace kernelarc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchFlags {
+  std::string suite;
+  int64_t budget = 32;
+  std::vector<std::string> problems;
+  bool resume = false;
+  std::string out;
+  double wall_time_seconds = 0;       ///< --wall-time as parsed
+  std::optional<double> wall_time_s;  ///< set when --wall-time is given
+  int rounds = 3;
+  bool plain = false;
+  GuardFlags guard;
+};
+
+/// kernelarc's solution for a problem: the winner of its run, or nothing when none passed.
+struct Winner {
+  std::optional<Solution> solution;
+  std::string label;
+  int64_t run_id = 0;
+  int64_t evaluated = 0;
+  std::string how;  ///< "new run", "resumed run", "reused finished run"
+};
+
+std::string utc_now() {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
+}
+
+/// This process's command line as typed (arguments with spaces quoted).
+std::string command_line() {
+  std::ifstream file("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> parts;
+  for (std::string part; std::getline(file, part, '\0');)
+    parts.push_back(part.find(' ') == std::string::npos ? part : "'" + part + "'");
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+/// The stored run of this problem made with the session's settings (the newest), if any.
+std::optional<Run> matching_run(Database& db, const OptimizeSession& session) {
+  const Problem& problem = session.problem();
+  // The orchestrator's identity of a problem: the content of its definition.
+  const std::string hash = content_hash(problem.definition.raw.dump());
+  const nlohmann::json& config = session.target().run_config;
+  const nlohmann::json options = session.options().to_json();
+  const auto runs = db.list_runs();
+  for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+    if (run->problem_name != problem.definition.name || run->problem_hash != hash ||
+        run->device != session.target().device || run->status == RunStatus::Failed)
+      continue;
+    const nlohmann::json& stored = run->config;
+    if (stored.value("options", nlohmann::json()) == options &&
+        stored.value("guard", nlohmann::json()) == config["guard"] &&
+        stored.value("workloads", nlohmann::json()) == config["workloads"] &&
+        stored.value("baseline", nlohmann::json()) == config["baseline"])
+      return *run;
+  }
+  return std::nullopt;
+}
+
+/// The winner a finished run stored (its summary is the orchestrator's saved state).
+Winner stored_winner(Workspace& workspace, const Run& run) {
+  Database& db = workspace.database();
+  const auto summary = db.load_agent_state(run.id, "orchestrator");
+  const std::string where = fmt::format("run {} summary", run.id);
+  if (!summary) throw InputError(fmt::format("{}: missing though the run is finished", where));
+  Winner winner{std::nullopt, "", run.id, summary->value("evaluated", int64_t{0}),
+                "reused finished run"};
+  const nlohmann::json& finalists = summary->at("finalists");
+  if (finalists.empty()) return winner;
+  const nlohmann::json& best =
+      summary->value("kept_baseline", false) ? summary->at("baseline") : finalists.front();
+  const auto candidate = db.find_candidate(best.at("candidate").get<int64_t>());
+  if (!candidate) throw InputError(fmt::format("{}: names a missing candidate", where));
+  winner.solution =
+      parse_solution(OrderedJson::parse(workspace.objects().get(candidate->solution_key)),
+                     fmt::format("run {} candidate {}", run.id, candidate->id), {});
+  winner.label = best.at("label").get<std::string>();
+  return winner;
+}
+
+/// Searches (or resumes, or reuses) the problem's run with the session's settings.
+Winner search(OptimizeSession& session, Workspace& workspace, bool plain) {
+  const auto found = matching_run(workspace.database(), session);
+  if (found && found->status == RunStatus::Finished) {
+    Winner winner = stored_winner(workspace, *found);
+    std::cout << fmt::format("reusing finished run {} ({} candidates evaluated)\n", found->id,
+                             winner.evaluated);
+    return winner;
+  }
+  std::cout << session.description() << '\n';
+  if (found) std::cout << fmt::format("resuming unfinished run {}\n", found->id);
+  auto progress = make_progress(std::cout, !plain && isatty(STDOUT_FILENO));
+  const OptimizeSummary summary =
+      session.run(workspace, *progress, found ? std::optional<int64_t>(found->id) : std::nullopt);
+  Winner winner{std::nullopt, "", summary.run_id, summary.evaluated,
+                found ? "resumed run" : "new run"};
+  if (!summary.finalists.empty()) {
+    winner.solution = summary.best().solution;
+    winner.label = summary.best().label;
+  }
+  return winner;
+}
+
+/// The GEMM library baseline: the cuBLASLt template at its default point, the heuristic's
+/// first choice.
+std::optional<Solution> cublaslt_default(const OptimizeSession& session) {
+  if (session.problem().definition.ext.op_family != "gemm") return std::nullopt;
+  for (const BoundTemplate* bound : session.target().templates)
+    if (bound->kernel().name == "gemm_cublaslt")
+      return bound->instantiate(bound->space().space().default_point(),
+                                session.target().extra_files);
+  return std::nullopt;
+}
+
+class ProblemBench {
+ public:
+  ProblemBench(const BenchFlags& flags, GuardSession& measure,
+               const std::optional<Calibration>& calibration, BenchReport& report)
+      : flags_(flags), measure_(measure), calibration_(calibration), report_(report) {}
+
+  BenchProblem run(const SuiteProblem& entry, Workspace& workspace) {
+    const auto started = Clock::now();
+    BenchProblem result;
+    result.name = entry.name;
+    result.dir = entry.dir.string();
+    try {
+      OptimizeFlags optimize;
+      optimize.problem_dir = entry.dir.string();
+      optimize.budget = flags_.budget;
+      optimize.final_rounds = flags_.rounds;
+      // A bench measures the search from a cold start: no skills in, none recorded.
+      optimize.no_skills = true;
+      optimize.allow_no_template = true;
+      optimize.guard = flags_.guard;
+      OptimizeSession session(optimize, nullptr);
+      result.op_family = session.problem().definition.ext.op_family;
+      Winner winner;
+      if (!session.searchable()) {
+        result.status = BenchStatus::NoTemplate;
+        result.note = fmt::format("no template serves it on {}", flags_.guard.device);
+      } else {
+        winner = search(session, workspace, flags_.plain);
+        result.run_id = winner.run_id;
+        result.evaluated = winner.evaluated;
+        result.solution = winner.label;
+        result.note = winner.solution ? winner.how : winner.how + ": no candidate passed the guard";
+      }
+      measure(session, winner.solution, cublaslt_default(session), result);
+      result.settle_status();
+    } catch (const InputError& error) {
+      result.status = BenchStatus::Failed;
+      result.note = error.what();
+    }
+    result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return result;
+  }
+
+ private:
+  /// The interleaved rounds: per round the winner and cuBLASLt through the guard, then eager
+  /// and compiled through the oracle, afresh, on every workload.
+  void measure(const OptimizeSession& session, const std::optional<Solution>& winner,
+               const std::optional<Solution>& library, BenchProblem& result) {
+    const Problem& problem = session.problem();
+    const std::vector<Workload>& workloads = session.workloads();
+    const bool cuda = flags_.guard.device != "cpu";
+    std::vector<std::vector<Trace>> winner_rounds, library_rounds;
+    std::map<std::string, std::vector<double>> eager_ms, compiled_ms;
+    std::map<std::string, std::string> eager_note, compiled_note;
+    Oracle& oracle = measure_.oracle();
+    std::vector<Baseline> baselines{Baseline::Eager};
+    if (cuda) baselines.push_back(Baseline::Compiled);
+    // Both baselines of a round in one Python process: each process pays torch's import.
+    auto time_baselines = [&] {
+      auto measured = oracle.measure_reference_timings(problem, workloads, baselines);
+      for (Baseline baseline : baselines) {
+        auto& pool = baseline == Baseline::Eager ? eager_ms : compiled_ms;
+        auto& notes = baseline == Baseline::Eager ? eager_note : compiled_note;
+        for (auto& [uuid, timing] : measured[baseline]) {
+          for (double ns : timing.times_ns) pool[uuid].push_back(ns * 1e-6);
+          notes[uuid] = timing.note;
+        }
+      }
+    };
+    for (int round = 0; round < flags_.rounds; ++round) {
+      std::cout << fmt::format("{}: side-by-side round {}/{}\n", problem.definition.name, round + 1,
+                               flags_.rounds)
+                << std::flush;
+      if (winner) winner_rounds.push_back(measure_.guard().evaluate(problem, *winner, workloads));
+      if (library)
+        library_rounds.push_back(measure_.guard().evaluate(problem, *library, workloads));
+      time_baselines();
+    }
+    const Measurement winner_times = pooled_measurement(winner_rounds);
+    const Measurement library_times = pooled_measurement(library_rounds);
+    if (!winner_rounds.empty() && report_.environment.is_null())
+      report_.environment = winner_rounds.front().front().environment;
+
+    for (const Workload& workload : workloads) {
+      BenchWorkload w;
+      w.uuid = workload.uuid;
+      w.axes = format_axes(workload.axes);
+      const SolBound bound = speed_of_light(
+          problem.definition, resolve_axes(problem.definition, workload), calibration_);
+      w.sol_ms = bound.ms;
+      w.sol_note = bound.note;
+      w.eager = baseline_contender(problem, workload, Baseline::Eager, eager_ms, eager_note);
+      w.compiled = cuda ? baseline_contender(problem, workload, Baseline::Compiled, compiled_ms,
+                                             compiled_note)
+                        : Contender{std::nullopt, "no torch.compile baseline on the CPU"};
+      if (result.op_family == "gemm")
+        w.cublaslt = library ? guard_contender(library_rounds, library_times, workload.uuid)
+                             : Contender{std::nullopt, "no gemm_cublaslt template on this device"};
+      w.kernelarc = winner ? guard_contender(winner_rounds, winner_times, workload.uuid)
+                           : Contender{std::nullopt, result.status == BenchStatus::NoTemplate
+                                                         ? "no template"
+                                                         : "no candidate passed the guard"};
+      result.workloads.push_back(std::move(w));
+    }
+  }
+
+  Contender baseline_contender(const Problem& problem, const Workload& workload, Baseline baseline,
+                               const std::map<std::string, std::vector<double>>& pool,
+                               const std::map<std::string, std::string>& notes) {
+    const auto samples = pool.find(workload.uuid);
+    if (samples != pool.end()) return {pooled_time(samples->second), notes.at(workload.uuid)};
+    // Unavailable (no torch.compile, a failing reference): the cached path says why.
+    Oracle& oracle = measure_.oracle();
+    if (oracle.reference_timing(problem, workload, baseline))
+      return {std::nullopt, "the fresh measurement failed"};
+    return {std::nullopt, oracle.timing_unavailable_reason(problem, workload, baseline)};
+  }
+
+  static Contender guard_contender(const std::vector<std::vector<Trace>>& rounds,
+                                   const Measurement& pooled, const std::string& uuid) {
+    if (!pooled.passed) return {std::nullopt, pooled.status + ": " + pooled.log};
+    std::vector<double> samples;
+    for (const auto& traces : rounds)
+      for (const Trace& trace : traces)
+        if (trace.workload.value("uuid", std::string()) == uuid)
+          samples.insert(samples.end(), trace.samples_ms.begin(), trace.samples_ms.end());
+    return {pooled_time(samples), fmt::format("through the guard, {} rounds", rounds.size())};
+  }
+
+  const BenchFlags& flags_;
+  GuardSession& measure_;
+  const std::optional<Calibration>& calibration_;
+  BenchReport& report_;
+};
+
+void write_report(const std::filesystem::path& out, const BenchReport& report) {
+  write_file_atomically(out / "bench.json", bench_to_json(report).dump(2) + "\n");
+  write_file_atomically(out / "bench.md", bench_markdown(report));
+}
+
+/// The report --resume continues; InputError when it was benched with other settings.
+BenchReport resumed_report(const std::filesystem::path& path, const BenchFlags& flags) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  BenchReport report = bench_from_json(parse_json_text(text.str(), path.string()), path.string());
+  if (report.device != flags.guard.device || report.budget != flags.budget ||
+      report.rounds != flags.rounds || report.workloads != flags.guard.workloads)
+    throw InputError(fmt::format(
+        "--resume: {} was benched on {} with budget {}, {} rounds and workloads [{}]; rerun with "
+        "those or without --resume to start over",
+        path.string(), report.device, report.budget, report.rounds,
+        fmt::join(report.workloads, " ")));
+  return report;
+}
+
+int run_bench(const BenchFlags& flags) {
+  if (flags.rounds < 1) throw InputError("--rounds: expected at least 1");
+  const std::vector<SuiteProblem> suite = discover_suite(flags.suite, flags.problems);
+  Workspace workspace(flags.guard.workspace);
+  std::filesystem::path suite_path = std::filesystem::absolute(flags.suite).lexically_normal();
+  if (suite_path.filename().empty()) suite_path = suite_path.parent_path();
+  const std::filesystem::path out = flags.out.empty()
+                                        ? workspace.root() / "bench" / suite_path.filename()
+                                        : std::filesystem::path(flags.out);
+  std::filesystem::create_directories(out);
+
+  BenchReport report;
+  if (flags.resume && std::filesystem::exists(out / "bench.json")) {
+    report = resumed_report(out / "bench.json", flags);
+  } else {
+    report.started = utc_now();
+  }
+  report.suite = flags.suite;
+  report.device = flags.guard.device;
+  report.hardware = hardware_name(flags.guard.workspace, flags.guard.device);
+  report.command = command_line();
+  report.updated = utc_now();
+  report.budget = flags.budget;
+  report.rounds = flags.rounds;
+  report.workloads = flags.guard.workloads;
+
+  std::vector<const SuiteProblem*> todo;
+  for (const SuiteProblem& problem : suite) {
+    const bool done = std::any_of(report.problems.begin(), report.problems.end(),
+                                  [&](const BenchProblem& b) { return b.name == problem.name; });
+    if (!done) todo.push_back(&problem);
+  }
+  report.remaining.clear();
+  for (const SuiteProblem* problem : todo) report.remaining.push_back(problem->name);
+  std::cout << fmt::format(
+      "bench {} on {}: {} problem(s), {} already benched, {} to bench; budget {} candidates, "
+      "{} interleaved rounds; writing {}\n",
+      flags.suite, flags.guard.device, suite.size(), suite.size() - todo.size(), todo.size(),
+      flags.budget, flags.rounds, (out / "bench.json").string());
+
+  GuardFlags measure_flags = flags.guard;
+  measure_flags.no_baseline = true;  // the oracle times the baselines afresh in each round
+  GuardSession measure(measure_flags);
+  const auto calibration = load_calibration(flags.guard.workspace, flags.guard.device);
+  ProblemBench bench(flags, measure, calibration, report);
+  const auto started = Clock::now();
+  int benched = 0;
+  for (const SuiteProblem* problem : todo) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+    if (flags.wall_time_s && benched > 0 && elapsed >= *flags.wall_time_s) break;
+    std::cout << fmt::format("\n== {} ({})\n", problem->name, problem->dir.string()) << std::flush;
+    BenchProblem result = bench.run(*problem, workspace);
+    print_bench_problem(result, std::cout);
+    report.problems.push_back(std::move(result));
+    std::stable_sort(report.problems.begin(), report.problems.end(),
+                     [](const BenchProblem& a, const BenchProblem& b) { return a.dir < b.dir; });
+    report.remaining.erase(report.remaining.begin());
+    report.oracle = measure.oracle().description();
+    write_report(out, report);
+    ++benched;
+  }
+  if (benched == 0) write_report(out, report);
+  print_bench_summary(report, std::cout);
+  if (!report.remaining.empty())
+    std::cout << fmt::format(
+        "stopped after --wall-time {:.0f} s: {} problem(s) remain; rerun with --resume to "
+        "finish\n",
+        *flags.wall_time_s, report.remaining.size());
+  std::cout << fmt::format("wrote {} and {}\n", (out / "bench.json").string(),
+                           (out / "bench.md").string());
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_bench_command(CLI::App& app) {
+  auto flags = std::make_shared<BenchFlags>();
+  auto* cmd = app.add_subcommand(
+      "bench", "kernelarc against PyTorch eager, torch.compile and cuBLASLt on a suite");
+  cmd->add_option("suite", flags->suite, "directory of problem directories")->required();
+  cmd->add_option("--budget", flags->budget, "candidates kernelarc evaluates per problem")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
+  cmd->add_option("--problems", flags->problems,
+                  "only these problems (directory or definition names, comma separated)")
+      ->delimiter(',');
+  cmd->add_flag("--resume", flags->resume, "skip the problems bench.json already holds");
+  cmd->add_option("--out", flags->out,
+                  "where bench.json and bench.md go (default WORKSPACE/bench/SUITE-DIR-NAME)");
+  auto* wall_time =
+      cmd->add_option("--wall-time", flags->wall_time_seconds,
+                      "start no new problem after this many seconds (at least one is benched)")
+          ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rounds", flags->rounds,
+                  "interleaved rounds of the side-by-side re-measurement (and of the search's)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_flag("--plain", flags->plain, "line output even on a terminal");
+  add_guard_flags(*cmd, flags->guard, {"--timing-budget", "--input-seed"});
+  // Bench writes its own files and always times the baselines.
+  cmd->remove_option(cmd->get_option("--json"));
+  cmd->remove_option(cmd->get_option("--no-baseline"));
+  return [flags, wall_time] {
+    if (wall_time->count() > 0) flags->wall_time_s = flags->wall_time_seconds;
+    return run_bench(*flags);
+  };
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,126 @@
+// What `kernelarc bench` reports: per workload the speed-of-light bound, the PyTorch baselines,
+// cuBLASLt's default choice (GEMM) and kernelarc's winner, each pooled over the interleaved
+// rounds; the speedups and SOL scores derived from them; per problem a geometric mean; for the
+// suite KernelBench's fast_p and the won/lost counts. Written as bench.json (read back by
+// --resume) and bench.md, and printed as text tables.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/json_fields.h"
+#include "eval/stats.h"
+#include "optimize/measurement.h"
+
+namespace kernelarc {
+
+/// A time pooled over the rounds: the median with its 95% interval.
+struct PooledTime {
+  double median_ms = 0;
+  double ci_low_ms = 0;
+  double ci_high_ms = 0;
+  int samples = 0;
+};
+
+/// From samples in milliseconds; nullopt when there are none.
+std::optional<PooledTime> pooled_time(const std::vector<double>& samples_ms);
+
+/// One measured contender at one workload: its pooled time, or why it has none.
+struct Contender {
+  std::optional<PooledTime> time;
+  std::string note;  ///< how it was measured, or why not
+};
+
+struct BenchWorkload {
+  std::string uuid;
+  std::string axes;
+  std::optional<double> sol_ms;
+  std::string sol_note;
+  Contender eager;
+  Contender compiled;
+  Contender cublaslt;  ///< GEMM problems only
+  Contender kernelarc;
+
+  /// The faster of eager and compiled (T_b): "eager", "compiled" or "" when neither ran.
+  std::string faster_baseline() const;
+  const PooledTime* faster_baseline_time() const;
+  /// Faster baseline / kernelarc; the interval from the ends of both intervals.
+  std::optional<Speedup> speedup() const;
+  std::optional<Speedup> speedup_over_cublaslt() const;
+  /// Trace::sol_score's S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)) at the medians.
+  std::optional<double> sol_score() const;
+};
+
+/// "won": kernelarc's geometric-mean speedup over the faster baseline exceeds 1; "lost": it
+/// does not; "no template": nothing serves the problem (its baselines are still measured);
+/// "failed": kernelarc has no passing solution, or no baseline ran.
+enum class BenchStatus { Won, Lost, NoTemplate, Failed };
+std::string_view bench_status_name(BenchStatus status);
+
+struct BenchProblem {
+  std::string name;  ///< the definition's
+  std::string dir;
+  std::string op_family;
+  BenchStatus status = BenchStatus::Failed;
+  std::string note;      ///< why it failed, or where kernelarc's solution came from
+  std::string solution;  ///< kernelarc's winner in words (template and point)
+  std::optional<int64_t> run_id;
+  int64_t evaluated = 0;  ///< candidates the run evaluated
+  double seconds = 0;     ///< this problem's share of the bench, search included
+  std::vector<BenchWorkload> workloads;
+
+  /// Geometric mean over the workloads of the speedup over the faster baseline (every workload
+  /// needs one).
+  std::optional<Speedup> speedup() const;
+  /// Mean over the workloads with a score.
+  std::optional<double> sol_score() const;
+  /// From the workloads: failed without kernelarc or baseline times everywhere, else won/lost.
+  /// Leaves NoTemplate as it is.
+  void settle_status();
+};
+
+struct BenchSummary {
+  int problems = 0;
+  int won = 0;
+  int lost = 0;
+  int no_template = 0;
+  int failed = 0;
+  std::optional<double> geomean_speedup;  ///< over the problems with a speedup
+  double fast_1_0 = 0;                    ///< fraction of all problems correct with speedup > 1.0
+  double fast_1_2 = 0;                    ///< and > 1.2
+  std::optional<double> mean_sol_score;   ///< over the problems with a score
+  int sol_scored = 0;
+};
+
+BenchSummary summarize_bench(const std::vector<BenchProblem>& problems);
+
+struct BenchReport {
+  std::string suite;
+  std::string device;
+  std::string hardware;
+  std::string oracle;       ///< Python and torch versions (or "native reference")
+  OrderedJson environment;  ///< a trace's: compiler, driver, CUDA, clocks
+  std::string started;      ///< UTC ISO-8601, the first invocation's
+  std::string updated;      ///< the latest invocation's
+  std::string command;      ///< the latest invocation's command line
+  int64_t budget = 0;
+  int rounds = 0;
+  std::vector<std::string> workloads;  ///< --workloads (empty: all)
+  std::vector<BenchProblem> problems;  ///< finished ones, in suite order
+  std::vector<std::string> remaining;  ///< not yet benched (a --wall-time stop)
+};
+
+OrderedJson bench_to_json(const BenchReport& report);
+/// What bench_to_json wrote; InputError naming `where` and the field otherwise.
+BenchReport bench_from_json(const OrderedJson& json, const std::string& where);
+std::string bench_markdown(const BenchReport& report);
+
+/// The problem's table, its geometric mean and its status.
+void print_bench_problem(const BenchProblem& problem, std::ostream& out);
+/// The suite's table (a row per problem) and the summary lines.
+void print_bench_summary(const BenchReport& report, std::ostream& out);
+
+}  // namespace kernelarc

@@ -1,0 +1,92 @@
+// What `kernelarc optimize` builds from its flags before the search starts, shared with
+// `kernelarc bench`: the problem and its templates, the two guards (the search's screening one
+// and the finalists' full one), the evaluator, the target with the config a run stores, and the
+// orchestrator's options.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/code_synth_setup.h"
+#include "cli/guard_session.h"
+#include "optimize/orchestrator.h"
+#include "optimize/search_setup.h"
+#include "optimize/skill_distill.h"
+
+namespace kernelarc {
+
+struct OptimizeFlags {
+  std::string problem_dir;
+  int64_t budget = 64;
+  std::string agents = "6";
+  std::string policy = "mcts";
+  uint64_t seed = 1;
+  std::string backend;
+  std::string synth = "template";
+  std::string resume;
+  int plateau = 8;
+  int build_ahead = -1;
+  int final_candidates = 3;
+  int final_rounds = 3;
+  int search_trials = 3;
+  bool no_skills = false;
+  double wall_time_s = 0;
+  std::string out;
+  std::string baseline;
+  std::string root;
+  std::vector<std::string> files;
+  bool plain = false;
+  /// Not a flag: `bench` sets it, since a problem no template serves still gets its baselines
+  /// measured there (searchable() then says whether a search can run).
+  bool allow_no_template = false;
+  GuardFlags guard;
+  CodeSynthFlags code;
+};
+
+class OptimizeSession {
+ public:
+  /// `resumed`: the stored run whose guard settings, workloads and baseline replace the flags'.
+  /// InputError for unusable flags (naming the flag) or a problem nothing can search.
+  OptimizeSession(OptimizeFlags flags, const Run* resumed);
+  ~OptimizeSession();
+  OptimizeSession(const OptimizeSession&) = delete;
+  OptimizeSession& operator=(const OptimizeSession&) = delete;
+
+  /// The flags in effect (a resumed run's guard settings, workloads and baseline applied).
+  const OptimizeFlags& flags() const { return flags_; }
+  const Problem& problem() const { return setup_->problem(); }
+  const std::vector<Workload>& workloads() const { return workloads_; }
+  const OptimizeTarget& target() const { return target_; }
+  const OptimizeOptions& options() const { return options_; }
+  const SkillCondition& condition() const { return condition_; }
+  /// A template or a code synthesizer serves the problem.
+  bool searchable() const { return !target_.templates.empty() || code_ != nullptr; }
+
+  /// What the run is about to do, in a line or two.
+  std::string description() const;
+  /// A new run (resume_id empty) or the stored one continued.
+  OptimizeSummary run(Workspace& workspace, ProgressSink& progress,
+                      std::optional<int64_t> resume_id);
+
+ private:
+  OptimizeFlags flags_;
+  std::unique_ptr<SearchSetup> setup_;
+  std::unique_ptr<CodeSynthSetup> code_;
+  std::unique_ptr<GuardSession> search_;
+  std::unique_ptr<GuardSession> final_guard_;
+  std::vector<Workload> workloads_;
+  OptimizeTarget target_;
+  std::unique_ptr<GuardEvaluator> evaluator_;
+  OptimizeOptions options_;
+  SkillCondition condition_;
+};
+
+/// The guard's settings as a run stores them in its config ("guard").
+nlohmann::json guard_config(const GuardFlags& flags, int search_trials);
+
+}  // namespace kernelarc

@@ -1,0 +1,47 @@
+// Guard test case "exec_program" for problems/cpu/rmsnorm_f32: computes the output, then runs a
+// program (system("true")): harmless here, but a candidate that can run programs can do anything
+// its user can. The worker's seccomp filter kills it when it starts the shell.
+// Expected status: RUNTIME_ERROR.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "kernelarc/abi.h"
+
+namespace {
+
+void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * cols;
+    float sum_squares = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) sum_squares += row[c] * row[c];
+    const float rstd = 1.0f / std::sqrt(sum_squares / static_cast<float>(cols) + 1e-6f);
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = row[c] * rstd * w[c];
+  }
+}
+
+char g_error[64];
+
+}  // namespace
+
+extern "C" const char* ka_last_error(void) {
+  return g_error;
+}
+
+extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
+                      void* /*stream*/, void* /*workspace*/, size_t /*workspace_bytes*/) {
+  if (n_inputs != 2 || n_outputs != 1) return 1;
+  const int64_t rows = inputs[0].shape[0];
+  const int64_t cols = inputs[0].shape[1];
+  const float* x = static_cast<const float*>(inputs[0].data);
+  const float* w = static_cast<const float*>(inputs[1].data);
+  float* y = static_cast<float*>(outputs[0].data);
+  rmsnorm(x, w, y, rows, cols);
+  const int status = std::system("true");
+  if (status != 0) {
+    std::snprintf(g_error, sizeof g_error, "system(\"true\") returned %d", status);
+    return 2;
+  }
+  return 0;
+}

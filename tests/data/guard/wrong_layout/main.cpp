@@ -1,0 +1,33 @@
+// Guard test case "wrong_layout" for problems/cpu/rmsnorm_f32: computes every value right but
+// stores the output column-major (element (r, c) at c * rows + r) where the definition asks for
+// row-major: the right numbers in the wrong places. Expected status: INCORRECT_NUMERICAL.
+#include <cmath>
+#include <cstdint>
+
+#include "kernelarc/abi.h"
+
+namespace {
+
+void rmsnorm_transposed(const float* x, const float* w, float* y, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * cols;
+    float sum_squares = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) sum_squares += row[c] * row[c];
+    const float rstd = 1.0f / std::sqrt(sum_squares / static_cast<float>(cols) + 1e-6f);
+    for (int64_t c = 0; c < cols; ++c) y[c * rows + r] = row[c] * rstd * w[c];
+  }
+}
+
+}  // namespace
+
+extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
+                      void* /*stream*/, void* /*workspace*/, size_t /*workspace_bytes*/) {
+  if (n_inputs != 2 || n_outputs != 1) return 1;
+  const int64_t rows = inputs[0].shape[0];
+  const int64_t cols = inputs[0].shape[1];
+  const float* x = static_cast<const float*>(inputs[0].data);
+  const float* w = static_cast<const float*>(inputs[1].data);
+  float* y = static_cast<float*>(outputs[0].data);
+  rmsnorm_transposed(x, w, y, rows, cols);
+  return 0;
+}
