@@ -26,7 +26,6 @@
 #include "cli/optimize_skills.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "core/hash.h"
 #include "eval/speed_of_light.h"
 
 namespace kernelarc {
@@ -73,8 +72,7 @@ std::string command_line() {
 /// The stored run of this problem made with the session's settings (the newest), if any.
 std::optional<Run> matching_run(Database& db, const OptimizeSession& session) {
   const Problem& problem = session.problem();
-  // The orchestrator's identity of a problem: the content of its definition.
-  const std::string hash = content_hash(problem.definition.raw.dump());
+  const std::string hash = problem_hash(problem);
   const nlohmann::json& config = session.target().run_config;
   const nlohmann::json options = session.options().to_json();
   const auto runs = db.list_runs();

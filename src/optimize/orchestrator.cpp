@@ -31,12 +31,11 @@ std::string point_key(const std::string& template_name, const KnobPoint& point) 
   return template_name + "|" + format_knob_point(point);
 }
 
-/// The definition's content: a resumed run must optimize the same computation.
+}  // namespace
+
 std::string problem_hash(const Problem& problem) {
   return content_hash(problem.definition.raw.dump());
 }
-
-}  // namespace
 
 nlohmann::json OptimizeOptions::to_json() const {
   nlohmann::json json = {{"budget", budget},

@@ -183,6 +183,10 @@ class Orchestrator {
 /// What `kernelarc show` reads back: the finalists, the speedup, the lineage.
 nlohmann::json summary_to_json(const OptimizeSummary& summary);
 
+/// A problem's identity in the store: the content of its definition. A resumed (or reused) run
+/// must optimize the same computation.
+std::string problem_hash(const Problem& problem);
+
 /// The stored options of a run (its config), for --resume.
 OptimizeOptions stored_options(const Run& run);
 
