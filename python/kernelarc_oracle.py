@@ -42,6 +42,7 @@ from kernelarc_oracle_tensors import (InputFault, ReferenceFault, read_safetenso
 EXIT_NO_TORCH = 3
 EXIT_NO_DEVICE = 4
 REFERENCE_FILE = "<reference>"
+BASELINE_FILE = "<baseline>"
 
 
 def python_scalar(torch, value, dtype):
@@ -209,12 +210,23 @@ class Problem:
 
 
 def load_reference(definition):
-    module = types.ModuleType("kernelarc_reference")
-    module.__file__ = REFERENCE_FILE
+    return load_module(definition["reference"], "kernelarc_reference", REFERENCE_FILE)
+
+
+def load_baseline(definition):
+    """The definition's baseline code (kernelarc.baseline), or None when the reference is the
+    baseline."""
+    source = definition.get("baseline")
+    return load_module(source, "kernelarc_baseline", BASELINE_FILE) if source else None
+
+
+def load_module(source, name, file):
+    module = types.ModuleType(name)
+    module.__file__ = file
     sys.modules[module.__name__] = module
-    exec(compile(definition["reference"], REFERENCE_FILE, "exec"), module.__dict__)
+    exec(compile(source, file, "exec"), module.__dict__)
     if not callable(getattr(module, "run", None)):
-        raise ReferenceFault("the reference defines no function run(...)")
+        raise ReferenceFault(f"the {file.strip('<>')} defines no function run(...)")
     return module
 
 
@@ -222,9 +234,11 @@ def describe_exception(error):
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
     if isinstance(error, (ReferenceFault, InputFault)):
         return str(error)
-    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
-             if frame.filename == REFERENCE_FILE]
-    return f"{text} (reference line {lines[-1]})" if lines else text
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if frame.filename in (REFERENCE_FILE, BASELINE_FILE)]
+    if not frames:
+        return text
+    return f"{text} ({frames[-1].filename.strip('<>')} line {frames[-1].lineno})"
 
 
 # ── jobs ────────────────────────────────────────────────────────────────────────
@@ -296,6 +310,41 @@ def make_cache_flusher(problem):
     return (lambda: buffer.zero_()), description
 
 
+def baseline_function(problem, job, values):
+    """The function timed as the baseline and what it is: the definition's baseline code once it
+    agrees with the reference on `values` within the workload's tolerance, else the reference.
+    A disagreement is returned as a message in place of the function."""
+    if not problem.definition.get("baseline"):
+        return problem.module.run, "the reference"
+    module = load_baseline(problem.definition)
+    torch = problem.torch
+    with torch.no_grad():
+        expected = problem.outputs(problem.module.run(*values), job["axes"])
+        got = problem.outputs(module.run(*values), job["axes"])
+    for name, reference in expected.items():
+        why = disagreement(torch, got[name], reference, job["tolerance"])
+        if why:
+            return f"the baseline code disagrees with the reference on '{name}': {why}", None
+    return module.run, "the definition's baseline code"
+
+
+def disagreement(torch, got, reference, tolerance):
+    """Why `got` is outside the tolerance of `reference` (the guard's rule: |got - ref| <= atol +
+    rtol * |ref| for a required share of the elements), or None."""
+    got, reference = got.double(), reference.double()
+    both_nan = torch.isnan(got) & torch.isnan(reference)
+    close = ((got - reference).abs() <= tolerance["max_atol"] + tolerance["max_rtol"] *
+             reference.abs()) | both_nan | (got == reference)
+    total = reference.numel()
+    matched = int(close.sum()) if total else 0
+    if total == 0 or matched >= tolerance["required_matched_ratio"] * total:
+        return None
+    finite = torch.isfinite(got) & torch.isfinite(reference)
+    worst = float((got - reference)[finite].abs().max()) if bool(finite.any()) else float("nan")
+    return (f"{total - matched} of {total} elements outside atol {tolerance['max_atol']} / rtol "
+            f"{tolerance['max_rtol']} (largest difference {worst:.4g})")
+
+
 def timing_job(problem, job):
     torch = problem.torch
     baseline = job["baseline"]
@@ -307,14 +356,20 @@ def timing_job(problem, job):
         values = problem.inputs(job["workload"], job["axes"])
     except Exception as error:
         return {"unavailable": "reference failed: " + describe_exception(error)}
-    function = problem.module.run
-    if baseline == "compiled":
+    try:
+        function, source = baseline_function(problem, job, values)
+    except Exception as error:
+        return {"unavailable": "baseline code failed: " + describe_exception(error)}
+    if isinstance(function, str):
+        return {"unavailable": function}
+    baseline = f"{baseline} ({source})"
+    if job["baseline"] == "compiled":
         # Dynamo caches compiled code on the function; after a second shape it recompiles with
         # dynamic shapes, a generic kernel a user tuning for one shape would not get. Each
         # workload gets its own static compilation.
         try:
             torch._dynamo.reset()
-            function = torch.compile(problem.module.run, dynamic=False)
+            function = torch.compile(function, dynamic=False)
         except Exception as error:
             return {"unavailable": "torch.compile failed: " + describe_exception(error)}
     flush, flush_note = cache_flusher(problem)
@@ -333,7 +388,7 @@ def timing_job(problem, job):
                           for _ in range(job["iterations"])]
             spans = gpu_spans_ns(problem, flush, function, values, job["iterations"])
     except Exception as error:
-        stage = "torch.compile" if baseline == "compiled" else "reference"
+        stage = "torch.compile" if job["baseline"] == "compiled" else source
         return {"unavailable": f"{stage} failed: " + describe_exception(error)}
     # A GPU span cannot exceed the events bracketing the same call. On the H200 the profiler
     # once reported 2.7 ms spans for a 0.04 ms F.linear (M=1); such a span is not trusted, and

@@ -41,9 +41,12 @@ int attribute(cudaDeviceAttr attr, int ordinal) {
 
 class CudaDevice final : public Device, public CudaDeviceInfo {
  public:
-  explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
+  CudaDevice(int ordinal, bool trace_activity) : ordinal_(ordinal) {
     // CUPTI first, so that it sees the context being created.
-    tracer_ = CuptiTracer::instance(tracer_error_);
+    if (trace_activity)
+      tracer_ = CuptiTracer::instance(tracer_error_);
+    else
+      tracer_error_ = "CUPTI activity tracing is off";
     check(cudaSetDevice(ordinal), "cudaSetDevice");
     check(cudaFree(nullptr), "creating the context");
     cudaDeviceProp properties{};
@@ -247,7 +250,7 @@ int cuda_device_count() {
   return count;
 }
 
-std::unique_ptr<Device> make_cuda_device(int ordinal) {
+std::unique_ptr<Device> make_cuda_device(int ordinal, bool trace_activity) {
   int count = 0;
   if (cudaError_t error = cudaGetDeviceCount(&count); error != cudaSuccess) {
     throw InternalError("cuda:" + std::to_string(ordinal) + ": no CUDA device can be used (" +
@@ -257,7 +260,7 @@ std::unique_ptr<Device> make_cuda_device(int ordinal) {
     throw InternalError("cuda:" + std::to_string(ordinal) + ": no such device (this machine has " +
                         std::to_string(count) + " CUDA device(s))");
   }
-  return std::make_unique<CudaDevice>(ordinal);
+  return std::make_unique<CudaDevice>(ordinal, trace_activity);
 }
 
 }  // namespace kernelarc

@@ -7,7 +7,7 @@
 
 namespace kernelarc {
 
-std::unique_ptr<Device> make_cuda_device(int /*ordinal*/) {
+std::unique_ptr<Device> make_cuda_device(int /*ordinal*/, bool /*trace_activity*/) {
   throw InternalError("kernelarc was built without CUDA support");
 }
 

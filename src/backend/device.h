@@ -65,7 +65,9 @@ class Device {
 std::unique_ptr<Device> make_cpu_device();
 /// The host CPU's model name from /proc/cpuinfo ("unknown CPU" when it names none).
 std::string host_cpu_model();
-/// Throws InternalError when CUDA support is not built in or the ordinal is invalid.
-std::unique_ptr<Device> make_cuda_device(int ordinal);
+/// Throws InternalError when CUDA support is not built in or the ordinal is invalid. Without
+/// `trace_activity` CUPTI is never loaded and calls are timed with CUDA events: for a process
+/// profiled by Nsight Compute, whose own collection conflicts with CUPTI activity tracing.
+std::unique_ptr<Device> make_cuda_device(int ordinal, bool trace_activity = true);
 
 }  // namespace kernelarc

@@ -225,7 +225,8 @@ void kill_process_group(pid_t pid) {
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                          const std::filesystem::path& working_directory) {
+                          const std::filesystem::path& working_directory,
+                          const std::optional<std::vector<std::string>>& environment) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0)
     throw InternalError(std::string("pipe2 failed: ") + std::strerror(errno));
@@ -233,6 +234,7 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
   options.argv = argv;
   options.stdout_fd = pipe_fds[1];
   options.working_directory = working_directory;
+  options.environment = environment;
   pid_t pid;
   try {
     pid = spawn_process(options);

@@ -65,9 +65,11 @@ struct CommandResult {
 };
 
 /// Runs a command to completion, capturing its output. After `timeout` its whole process group
-/// is killed and timed_out is set. Runs in `working_directory` (empty = the current one).
+/// is killed and timed_out is set. Runs in `working_directory` (empty = the current one), with
+/// `environment` (nullopt = this process's).
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                          const std::filesystem::path& working_directory = {});
+                          const std::filesystem::path& working_directory = {},
+                          const std::optional<std::vector<std::string>>& environment = {});
 
 /// The first executable named `name` on $PATH (or `name` itself when it contains a '/');
 /// nullopt if none.

@@ -260,6 +260,10 @@ std::string install_landlock(const SandboxOptions& options, int& abi) {
     }
   }
   if (!options.scratch_directory.empty()) ruleset.allow(options.scratch_directory, read | write);
+  for (const fs::path& path : options.writable_paths) {
+    std::error_code missing;
+    if (fs::is_directory(path, missing)) ruleset.allow(path, read | write);
+  }
   // Devices the worker and the CUDA driver open for writing; ioctls are not restricted.
   const uint64_t device = kFsReadFile | kFsWriteFile | kFsTruncate;
   for (const char* name : {"/dev/null", "/dev/zero", "/dev/urandom"}) ruleset.allow(name, device);

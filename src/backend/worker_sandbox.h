@@ -26,6 +26,9 @@ struct SandboxOptions {
   std::vector<std::filesystem::path> readable_paths;
   /// The one directory the candidate may write (its TMPDIR); empty = none.
   std::filesystem::path scratch_directory;
+  /// Further directories it may read and write, those that exist (a profiled run: /dev/shm,
+  /// where Nsight Compute's injected library talks to ncu).
+  std::vector<std::filesystem::path> writable_paths;
 };
 
 struct SandboxStatus {

@@ -105,8 +105,8 @@ Rows suite_rows(const BenchReport& report) {
 std::vector<std::string> summary_lines(const BenchReport& report) {
   const BenchSummary s = summarize_bench(report.problems);
   std::vector<std::string> lines{
-      fmt::format("problems: {} ({} won, {} lost, {} no template, {} failed)", s.problems, s.won,
-                  s.lost, s.no_template, s.failed),
+      fmt::format("problems: {} ({} won, {} tied, {} lost, {} no template, {} failed)", s.problems,
+                  s.won, s.tied, s.lost, s.no_template, s.failed),
       fmt::format("geomean speedup over the faster baseline: {}",
                   s.geomean_speedup ? fmt::format("{:.2f}x", *s.geomean_speedup) : "-"),
       fmt::format("fast_1.0: {:.3f}  fast_1.2: {:.3f}", s.fast_1_0, s.fast_1_2),
@@ -216,11 +216,11 @@ OrderedJson problem_json(const BenchProblem& problem) {
 }
 
 BenchStatus status_from_name(const std::string& name) {
-  for (BenchStatus status :
-       {BenchStatus::Won, BenchStatus::Lost, BenchStatus::NoTemplate, BenchStatus::Failed})
+  for (BenchStatus status : {BenchStatus::Won, BenchStatus::Tied, BenchStatus::Lost,
+                             BenchStatus::NoTemplate, BenchStatus::Failed})
     if (bench_status_name(status) == name) return status;
   throw InputError(
-      fmt::format("\"status\": expected won, lost, no template or failed, got \"{}\"", name));
+      fmt::format("\"status\": expected won, tied, lost, no template or failed, got \"{}\"", name));
 }
 
 BenchProblem problem_from_json(const OrderedJson& json) {
@@ -286,6 +286,8 @@ std::string_view bench_status_name(BenchStatus status) {
   switch (status) {
     case BenchStatus::Won:
       return "won";
+    case BenchStatus::Tied:
+      return "tied";
     case BenchStatus::Lost:
       return "lost";
     case BenchStatus::NoTemplate:
@@ -325,8 +327,14 @@ std::optional<double> BenchProblem::sol_score() const {
 void BenchProblem::settle_status() {
   if (status == BenchStatus::NoTemplate) return;
   const auto overall = speedup();
-  status =
-      !overall ? BenchStatus::Failed : (overall->value > 1 ? BenchStatus::Won : BenchStatus::Lost);
+  if (!overall)
+    status = BenchStatus::Failed;
+  else if (overall->low > 1)
+    status = BenchStatus::Won;
+  else if (overall->high < 1)
+    status = BenchStatus::Lost;
+  else
+    status = BenchStatus::Tied;
 }
 
 BenchSummary summarize_bench(const std::vector<BenchProblem>& problems) {
@@ -338,6 +346,9 @@ BenchSummary summarize_bench(const std::vector<BenchProblem>& problems) {
     switch (problem.status) {
       case BenchStatus::Won:
         ++s.won;
+        break;
+      case BenchStatus::Tied:
+        ++s.tied;
         break;
       case BenchStatus::Lost:
         ++s.lost;
@@ -388,6 +399,7 @@ OrderedJson bench_to_json(const BenchReport& report) {
                       {"summary",
                        {{"problems", s.problems},
                         {"won", s.won},
+                        {"tied", s.tied},
                         {"lost", s.lost},
                         {"no_template", s.no_template},
                         {"failed", s.failed},

@@ -54,10 +54,11 @@ struct BenchWorkload {
   std::optional<double> sol_score() const;
 };
 
-/// "won": kernelarc's geometric-mean speedup over the faster baseline exceeds 1; "lost": it
-/// does not; "no template": nothing serves the problem (its baselines are still measured);
-/// "failed": kernelarc has no passing solution, or no baseline ran.
-enum class BenchStatus { Won, Lost, NoTemplate, Failed };
+/// "won": the whole interval of kernelarc's geometric-mean speedup over the faster baseline lies
+/// above 1; "lost": below 1; "tied": it contains 1, so the measurements cannot tell them apart;
+/// "no template": nothing serves the problem (its baselines are still measured); "failed":
+/// kernelarc has no passing solution, or no baseline ran.
+enum class BenchStatus { Won, Tied, Lost, NoTemplate, Failed };
 std::string_view bench_status_name(BenchStatus status);
 
 struct BenchProblem {
@@ -77,14 +78,15 @@ struct BenchProblem {
   std::optional<Speedup> speedup() const;
   /// Mean over the workloads with a score.
   std::optional<double> sol_score() const;
-  /// From the workloads: failed without kernelarc or baseline times everywhere, else won/lost.
-  /// Leaves NoTemplate as it is.
+  /// From the workloads: failed without kernelarc or baseline times everywhere, else won, tied or
+  /// lost. Leaves NoTemplate as it is.
   void settle_status();
 };
 
 struct BenchSummary {
   int problems = 0;
   int won = 0;
+  int tied = 0;
   int lost = 0;
   int no_template = 0;
   int failed = 0;

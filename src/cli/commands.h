@@ -12,6 +12,7 @@ using CommandRunner = std::function<int()>;
 
 CommandRunner add_eval_command(CLI::App& app);
 CommandRunner add_worker_command(CLI::App& app);
+CommandRunner add_profile_run_command(CLI::App& app);
 CommandRunner add_calibrate_command(CLI::App& app);
 CommandRunner add_templates_command(CLI::App& app);
 CommandRunner add_optimize_command(CLI::App& app);

@@ -1,10 +1,11 @@
 // `kernelarc eval <problem-dir> <solution>`: one solution through the guard, a table per
-// workload, and optionally the traces as JSON.
+// workload, and optionally the traces as JSON and an Nsight Compute profile (--profile).
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/guard_session.h"
+#include "cli/profile_flags.h"
 #include "core/problem.h"
 
 namespace kernelarc {
@@ -15,6 +16,7 @@ struct EvalFlags {
   std::string problem_dir;
   std::string solution;
   GuardFlags guard;
+  ProfileFlags profile;
 };
 
 }  // namespace
@@ -30,11 +32,21 @@ CommandRunner add_eval_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingPath);
   add_guard_flags(*cmd, flags->guard);
+  add_profile_flags(*cmd, flags->profile, /*with_top=*/false);
   return [flags] {
     const Problem problem = load_problem(flags->problem_dir);
     const Solution solution = load_solution(flags->solution);
     GuardSession session(flags->guard);
-    return session.evaluate_and_report(problem, solution, std::cout) ? 0 : 1;
+    std::string profile;
+    std::function<void(std::vector<Trace>&)> add_profile;
+    if (flags->profile.enabled) {
+      add_profile = [&](std::vector<Trace>& traces) {
+        profile = profile_best_trace(flags->profile, session, problem, solution, traces);
+      };
+    }
+    const bool passed = session.evaluate_and_report(problem, solution, std::cout, add_profile);
+    if (!profile.empty()) std::cout << profile << '\n';
+    return passed ? 0 : 1;
   };
 }
 

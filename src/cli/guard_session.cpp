@@ -134,9 +134,11 @@ std::vector<Workload> GuardSession::select_workloads(const Problem& problem) con
 }
 
 bool GuardSession::evaluate_and_report(const Problem& problem, const Solution& solution,
-                                       std::ostream& out) {
+                                       std::ostream& out,
+                                       const std::function<void(std::vector<Trace>&)>& annotate) {
   auto traces = guard_->evaluate(problem, solution, select_workloads(problem));
   annotate_traces(traces, problem, solution, load_calibration(flags_.workspace, flags_.device));
+  if (annotate) annotate(traces);
   out << fmt::format("problem {}  solution {}  device {}\n", problem.definition.name, solution.name,
                      flags_.device);
   if (!traces.empty()) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -58,7 +59,9 @@ class GuardSession {
   std::vector<Workload> select_workloads(const Problem& problem) const;
 
   /// Evaluates, prints the report, writes --json; true when every workload passed.
-  bool evaluate_and_report(const Problem& problem, const Solution& solution, std::ostream& out);
+  /// `annotate`, when given, may add to the traces (diagnosed already) before they are reported.
+  bool evaluate_and_report(const Problem& problem, const Solution& solution, std::ostream& out,
+                           const std::function<void(std::vector<Trace>&)>& annotate = {});
 
  private:
   GuardFlags flags_;

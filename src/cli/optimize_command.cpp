@@ -152,9 +152,20 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
   const bool terminal = !flags.plain && isatty(STDOUT_FILENO);
   auto progress = make_progress(std::cout, terminal);
   std::cout << session.description() << '\n';
-  const OptimizeSummary summary = session.run(
+  OptimizeSummary summary = session.run(
       workspace, *progress, resumed ? std::optional<int64_t>(resumed->id) : std::nullopt);
   print_summary(summary, session.problem(), std::cout);
+  if (flags.profile.enabled) {
+    // After the final re-measurement, so that the profiler's replays disturb no timing.
+    const std::size_t count =
+        std::min(summary.finalists.size(), static_cast<std::size_t>(flags.profile.top));
+    for (std::size_t i = 0; i < count; ++i) {
+      Finalist& finalist = summary.finalists[i];
+      std::cout << profile_best_trace(flags.profile, session.final_guard(), session.problem(),
+                                      finalist.solution, finalist.traces)
+                << '\n';
+    }
+  }
   if (!flags.no_skills)
     record_run_skills(flags.guard.workspace, summary, session.condition(), std::cout);
   if (!summary.finalists.empty()) {
@@ -229,6 +240,7 @@ CommandRunner add_optimize_command(CLI::App& app) {
   cmd->add_option("--file", flags->files, "NAME=PATH added to every instantiated solution");
   cmd->add_flag("--plain", flags->plain, "line output even on a terminal");
   add_guard_flags(*cmd, flags->guard, {"--timing-budget", "--input-seed"});
+  add_profile_flags(*cmd, flags->profile, /*with_top=*/true);
   return [flags, resume] { return run_optimize(*flags, resume->count() > 0); };
 }
 

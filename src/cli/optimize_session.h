@@ -14,6 +14,7 @@
 
 #include "cli/code_synth_setup.h"
 #include "cli/guard_session.h"
+#include "cli/profile_flags.h"
 #include "optimize/orchestrator.h"
 #include "optimize/search_setup.h"
 #include "optimize/skill_distill.h"
@@ -46,6 +47,7 @@ struct OptimizeFlags {
   bool allow_no_template = false;
   GuardFlags guard;
   CodeSynthFlags code;
+  ProfileFlags profile;
 };
 
 class OptimizeSession {
@@ -64,6 +66,8 @@ class OptimizeSession {
   const OptimizeTarget& target() const { return target_; }
   const OptimizeOptions& options() const { return options_; }
   const SkillCondition& condition() const { return condition_; }
+  /// The guard of the finalists' re-measurement (and its oracle).
+  GuardSession& final_guard() { return *final_guard_; }
   /// A template or a code synthesizer serves the problem.
   bool searchable() const { return !target_.templates.empty() || code_ != nullptr; }
 

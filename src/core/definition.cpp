@@ -201,18 +201,24 @@ std::optional<std::vector<std::string>> top_level_def_params(const std::string& 
   return result;
 }
 
-void check_reference(const Definition& def, std::string_view where) {
-  const auto params = top_level_def_params(def.reference, "run");
+// The reference and the baseline code are both called with the inputs in definition order.
+void check_run_signature(const Definition& def, const std::string& source, std::string_view where,
+                         std::string_view field) {
+  const auto params = top_level_def_params(source, "run");
   if (!params) {
-    throw_input_error(where, "reference", "no top-level \"def run(\" found");
+    throw_input_error(where, field, "no top-level \"def run(\" found");
   }
   std::vector<std::string> inputs;
   for (const TensorSpec& spec : def.inputs) inputs.push_back(spec.name);
   if (*params != inputs) {
-    throw_input_error(where, "reference",
+    throw_input_error(where, field,
                       fmt::format("run() parameters ({}) must equal the input names in order ({})",
                                   join(*params), join(inputs)));
   }
+}
+
+void check_reference(const Definition& def, std::string_view where) {
+  check_run_signature(def, def.reference, where, "reference");
   if (!def.custom_inputs_entrypoint.empty() &&
       !top_level_def_params(def.reference, def.custom_inputs_entrypoint)) {
     throw_input_error(where, "custom_inputs_entrypoint",
@@ -240,7 +246,8 @@ void check_names(const Definition& def, std::string_view where) {
 DefinitionExtension parse_extension(const OrderedJson& value, const Definition& def,
                                     std::string_view where) {
   expect_object(value, where, "kernelarc");
-  reject_unknown_keys(value, {"op_family", "op_params", "flops", "bytes", "native_reference"},
+  reject_unknown_keys(value,
+                      {"op_family", "op_params", "flops", "bytes", "native_reference", "baseline"},
                       where, "kernelarc");
   DefinitionExtension ext;
   auto text = [&](std::string_view key) {
@@ -251,6 +258,9 @@ DefinitionExtension parse_extension(const OrderedJson& value, const Definition& 
   ext.flops = text("flops");
   ext.bytes = text("bytes");
   ext.native_reference = text("native_reference");
+  ext.baseline = text("baseline");
+  if (find_member(value, "baseline"))
+    check_run_signature(def, ext.baseline, where, "kernelarc.baseline");
   if (const OrderedJson* params = find_member(value, "op_params")) {
     expect_object(*params, where, "kernelarc.op_params");
     ext.op_params = *params;

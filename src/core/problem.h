@@ -50,6 +50,11 @@ struct DefinitionExtension {
   std::string bytes;  ///< unique bytes read + written, expression over axes; empty = derived
   /// solution.json of a native reference, relative to the problem directory; empty = none.
   std::string native_reference;
+  /// Python source defining run(...) as a PyTorch user would write the op at the problem's
+  /// dtypes; timed as the eager and torch.compile baselines instead of the reference, which may
+  /// compute in higher precision to be an accurate oracle (a float32 GEMM is 16x slower than
+  /// the bfloat16 one a user runs). Empty = the reference is the baseline.
+  std::string baseline;
 };
 
 struct Definition {

@@ -1,6 +1,7 @@
 #include "diagnosis/diagnosis.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -32,6 +33,33 @@ std::optional<Bottleneck> bottleneck_from_name(std::string_view name) {
     if (bottleneck_name(bottleneck) == name) return bottleneck;
   }
   return std::nullopt;
+}
+
+std::string_view knob_direction_name(KnobDirection direction) {
+  switch (direction) {
+    case KnobDirection::Raise:
+      return "raise";
+    case KnobDirection::Lower:
+      return "lower";
+    case KnobDirection::Set:
+      return "set";
+  }
+  return "raise";
+}
+
+std::optional<KnobDirection> knob_direction_from_name(std::string_view name) {
+  for (KnobDirection direction : {KnobDirection::Raise, KnobDirection::Lower, KnobDirection::Set}) {
+    if (knob_direction_name(direction) == name) return direction;
+  }
+  return std::nullopt;
+}
+
+std::string suggestion_text(const KnobSuggestion& suggestion) {
+  const std::string move =
+      suggestion.direction == KnobDirection::Set && suggestion.value
+          ? fmt::format("set {}={}", suggestion.knob, knob_value_text(*suggestion.value))
+          : fmt::format("{} {}", knob_direction_name(suggestion.direction), suggestion.knob);
+  return fmt::format("{} ({})", move, suggestion.reason);
 }
 
 namespace {
@@ -195,8 +223,8 @@ void classify(Diagnosis& d, const Trace& trace, const std::optional<Calibration>
     d.bottleneck = Bottleneck::Latency;
     const auto [cause, numbers] = latency_cause(d, calibration, knobs);
     d.cause = cause;
-    d.reason = fmt::format("neither throughput reaches {:.2f} ({}); {}", kSaturated,
-                           rates_text(d), numbers);
+    d.reason = fmt::format("neither throughput reaches {:.2f} ({}); {}", kSaturated, rates_text(d),
+                           numbers);
   }
 }
 
@@ -217,7 +245,9 @@ Diagnosis diagnose(const Definition& def, const AxisValues& axes, const Trace& t
   add_launch_share(diagnosis, trace, records);
   if (diagnosis.median_us && calibration) add_rates(diagnosis, def, *calibration);
   classify(diagnosis, trace, calibration, knobs);
-  diagnosis.hints = diagnosis_hints(diagnosis, def, calibration, knobs);
+  Advice advice = diagnosis_advice(diagnosis, def, calibration, knobs);
+  diagnosis.hints = std::move(advice.hints);
+  diagnosis.suggestions = std::move(advice.suggestions);
   return diagnosis;
 }
 
@@ -227,8 +257,7 @@ void annotate_traces(std::vector<Trace>& traces, const Problem& problem, const S
   if (solution.ext.contains("knobs")) knobs = knob_point_from_json(solution.ext["knobs"]);
   for (Trace& trace : traces) {
     if (trace.status != EvalStatus::Passed || !trace.latency_ms) continue;
-    const Workload* workload =
-        find_workload(problem, trace.workload.value("uuid", std::string()));
+    const Workload* workload = find_workload(problem, trace.workload.value("uuid", std::string()));
     if (workload == nullptr) continue;
     trace.extra["diagnosis"] =
         diagnose(problem.definition, resolve_axes(problem.definition, *workload), trace,
@@ -244,6 +273,8 @@ std::string diagnosis_text(const Diagnosis& diagnosis) {
   if (!diagnosis.cause.empty()) text += " (" + diagnosis.cause + ")";
   text += ": " + diagnosis.reason;
   for (const std::string& hint : diagnosis.hints) text += "\n  hint: " + hint;
+  for (const KnobSuggestion& suggestion : diagnosis.suggestions)
+    text += "\n  suggestion: " + suggestion_text(suggestion);
   return text;
 }
 

@@ -63,12 +63,47 @@ struct OccupancyLimit {
   bool operator==(const OccupancyLimit&) const = default;
 };
 
+/// Which way a suggestion moves its knob.
+enum class KnobDirection { Raise, Lower, Set };
+
+/// "raise", "lower", "set".
+std::string_view knob_direction_name(KnobDirection direction);
+std::optional<KnobDirection> knob_direction_from_name(std::string_view name);
+
+/// A knob move that a hint's numbers back, for a candidate whose point has that knob: one step
+/// up or down the knob's domain, or straight to `value`. Knobs are recognised by the names the
+/// templates share (VEC, BLOCK_THREADS, ROWS_PER_BLOCK, MAX_VECS_PER_THREAD, STAGES, BM, BN,
+/// THREADS), so the rules know no template.
+struct KnobSuggestion {
+  std::string knob;
+  KnobDirection direction = KnobDirection::Raise;
+  std::optional<KnobValue> value;  ///< exactly for Set
+  std::string reason;              ///< the numbers of the hint it comes from
+
+  bool operator==(const KnobSuggestion&) const = default;
+  OrderedJson to_json() const;
+  /// Throws InputError "<where>: <field>: ..." on a missing or mistyped field, or a value that
+  /// does not match the direction.
+  static KnobSuggestion from_json(const OrderedJson& json, const std::string& where);
+};
+
+/// The "suggestions" array of Diagnosis::to_json, and its inverse: InputError
+/// "<where>: suggestions[i]: <field>: ..." on a malformed entry.
+OrderedJson suggestions_to_json(const std::vector<KnobSuggestion>& suggestions);
+std::vector<KnobSuggestion> suggestions_from_json(const OrderedJson& json,
+                                                  const std::string& where);
+
+/// "raise VEC (loads are 4 bytes wide (VEC=1 of float32))", "set THREADS=0 (...)".
+std::string suggestion_text(const KnobSuggestion& suggestion);
+
 struct Diagnosis {
   Bottleneck bottleneck = Bottleneck::Unknown;
   /// Within latency: "occupancy", "parallelism", "small_work" or "stalls"; empty otherwise.
   std::string cause;
   std::string reason;              ///< the numbers behind the class, one sentence
   std::vector<std::string> hints;  ///< concrete, each backed by the numbers here
+  /// The knob moves the hints back, at most one per knob, in the order of the hints.
+  std::vector<KnobSuggestion> suggestions;
 
   bool gpu = false;
   std::optional<double> median_us;
@@ -89,13 +124,14 @@ struct Diagnosis {
   bool launch_share_estimated = false;     ///< from kernel count x kLaunchLatencyUs
 
   OrderedJson to_json() const;
-  /// Throws InputError "<where>: <field>: ..." on a missing or mistyped field.
+  /// Throws InputError "<where>: <field>: ..." on a missing or mistyped field. "suggestions"
+  /// may be absent (diagnoses stored before there were any).
   static Diagnosis from_json(const OrderedJson& json, const std::string& where = "diagnosis");
 };
 
 /// A pure function of its arguments. `knobs` are the candidate's template knobs when it came
-/// from a template; they only sharpen hints ("VEC=2"). Throws InputError for a malformed kernel
-/// record in trace.extra.
+/// from a template; they sharpen hints ("VEC=2") and decide which suggestions apply. Throws
+/// InputError for a malformed kernel record in trace.extra.
 Diagnosis diagnose(const Definition& def, const AxisValues& axes, const Trace& trace,
                    const std::optional<Calibration>& calibration,
                    const std::optional<KnobPoint>& knobs = std::nullopt);
@@ -105,7 +141,8 @@ Diagnosis diagnose(const Definition& def, const AxisValues& axes, const Trace& t
 void annotate_traces(std::vector<Trace>& traces, const Problem& problem, const Solution& solution,
                      const std::optional<Calibration>& calibration);
 
-/// The one-paragraph form a person reads: "memory-bound (...): <reason>" and the hints.
+/// The one-paragraph form a person reads: "memory-bound (...): <reason>", the hints and the
+/// suggestions.
 std::string diagnosis_text(const Diagnosis& diagnosis);
 
 }  // namespace kernelarc

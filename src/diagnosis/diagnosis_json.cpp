@@ -52,11 +52,71 @@ std::optional<OccupancyLimit> occupancy_from_json(const OrderedJson& json,
 
 }  // namespace
 
+OrderedJson KnobSuggestion::to_json() const {
+  return {{"knob", knob},
+          {"direction", knob_direction_name(direction)},
+          {"value", value ? OrderedJson(knob_value_to_json(*value)) : OrderedJson(nullptr)},
+          {"reason", reason}};
+}
+
+KnobSuggestion KnobSuggestion::from_json(const OrderedJson& json, const std::string& where) {
+  expect_object(json, where, "");
+  auto member = [&](std::string_view key) -> const OrderedJson& {
+    return require_member(json, key, where, "");
+  };
+  KnobSuggestion suggestion;
+  suggestion.knob = expect_string(member("knob"), where, "knob");
+  const std::string name = expect_string(member("direction"), where, "direction");
+  const auto direction = knob_direction_from_name(name);
+  if (!direction) {
+    throw_input_error(where, "direction",
+                      fmt::format("expected raise, lower or set, got \"{}\"", name));
+  }
+  suggestion.direction = *direction;
+  const OrderedJson* value = find_member(json, "value");
+  if (value != nullptr && value->is_number_integer()) {
+    suggestion.value = KnobValue(value->get<int64_t>());
+  } else if (value != nullptr && value->is_string()) {
+    suggestion.value = KnobValue(value->get<std::string>());
+  } else if (value != nullptr && !value->is_null()) {
+    throw_input_error(
+        where, "value",
+        fmt::format("expected an integer, a label or null, got {}", describe_json(*value)));
+  }
+  if (suggestion.value.has_value() != (suggestion.direction == KnobDirection::Set)) {
+    throw_input_error(where, "value",
+                      suggestion.value ? "only a \"set\" suggestion has a value"
+                                       : "a \"set\" suggestion needs a value");
+  }
+  suggestion.reason = expect_string(member("reason"), where, "reason");
+  return suggestion;
+}
+
+OrderedJson suggestions_to_json(const std::vector<KnobSuggestion>& suggestions) {
+  OrderedJson json = OrderedJson::array();
+  for (const KnobSuggestion& suggestion : suggestions) json.push_back(suggestion.to_json());
+  return json;
+}
+
+std::vector<KnobSuggestion> suggestions_from_json(const OrderedJson& json,
+                                                  const std::string& where) {
+  if (!json.is_array()) {
+    throw_input_error(where, "suggestions",
+                      fmt::format("expected an array, got {}", describe_json(json)));
+  }
+  std::vector<KnobSuggestion> suggestions;
+  for (std::size_t i = 0; i < json.size(); ++i)
+    suggestions.push_back(KnobSuggestion::from_json(
+        json[i], fmt::format("{}: {}", where, field_index("suggestions", i))));
+  return suggestions;
+}
+
 OrderedJson Diagnosis::to_json() const {
   return {{"bottleneck", bottleneck_name(bottleneck)},
           {"cause", cause},
           {"reason", reason},
           {"hints", hints},
+          {"suggestions", suggestions_to_json(suggestions)},
           {"gpu", gpu},
           {"median_us", optional_number(median_us)},
           {"bytes", bytes},
@@ -93,6 +153,8 @@ Diagnosis Diagnosis::from_json(const OrderedJson& json, const std::string& where
   d.cause = expect_string(member("cause"), where, "cause");
   d.reason = expect_string(member("reason"), where, "reason");
   d.hints = expect_string_list(member("hints"), where, "hints");
+  if (const OrderedJson* suggestions = find_member(json, "suggestions"))
+    d.suggestions = suggestions_from_json(*suggestions, where);
   d.gpu = expect_bool(member("gpu"), where, "gpu");
   d.median_us = read_optional_number(json, "median_us", where);
   d.bytes = expect_number(member("bytes"), where, "bytes");

@@ -32,10 +32,12 @@ std::vector<std::string> require_templates(const std::string& agent,
   return templates;
 }
 
-OperatorOptions restart_options(const std::string& name) {
-  OperatorOptions options;
-  options.agent = name;
-  return options;
+KnobStep step_of(const KnobSuggestion& suggestion) {
+  KnobStep step;
+  step.knob = suggestion.knob;
+  step.offset = suggestion.direction == KnobDirection::Lower ? -1 : 1;
+  if (suggestion.direction == KnobDirection::Set) step.value = suggestion.value;
+  return step;
 }
 
 }  // namespace
@@ -49,7 +51,8 @@ Agent::Agent(std::string name, const Strategy& strategy, std::vector<std::string
       options_(std::move(options)),
       rng_(options_.seed),
       policy_(make_policy(options_.policy, policy_options(name_, strategy, templates_, spaces_))),
-      operator_(templates_, spaces_, restart_options(name_)) {}
+      operator_(templates_, spaces_,
+                policy_options(name_, strategy, templates_, spaces_).operator_options) {}
 
 Proposal Agent::start_at(const std::string& template_name, KnobPoint point) const {
   Proposal proposal;
@@ -114,6 +117,28 @@ void Agent::maybe_make_code(Proposal& proposal) {
   proposal.point = {{std::string(kRevisionKnob), KnobValue(int64_t{code_nodes_})}};
 }
 
+std::optional<std::string> Agent::maybe_follow_diagnosis(Proposal& proposal) {
+  if (!proposal.parent || proposal.template_name == options_.code_template) return std::nullopt;
+  const auto found = suggestions_.find(*proposal.parent);
+  if (found == suggestions_.end()) return std::nullopt;
+  const KnobSpace& space = spaces_(tree_.node(*proposal.parent).template_name)->space();
+  std::vector<const KnobSuggestion*> usable;
+  std::vector<KnobStep> steps;
+  for (const KnobSuggestion& suggestion : found->second) {
+    const auto index = space.knob_index(suggestion.knob);
+    if (!index || !strategy_changes(*strategy_, space.knobs()[*index])) continue;
+    usable.push_back(&suggestion);
+    steps.push_back(step_of(suggestion));
+  }
+  // No draw without a usable suggestion, so a search without diagnoses draws as before.
+  if (steps.empty() || rng_.uniform() >= options_.diagnosis_share) return std::nullopt;
+  auto stepped = operator_.step(tree_, *proposal.parent, steps, rng_);
+  if (!stepped) return std::nullopt;
+  proposal = std::move(stepped->proposal);
+  ++diagnosis_moves_;
+  return "diagnosis: " + suggestion_text(*usable[stepped->step]);
+}
+
 std::optional<Proposal> Agent::repair_proposal() {
   if (!failed_code_) return std::nullopt;
   const int failed = *std::exchange(failed_code_, std::nullopt);
@@ -137,10 +162,11 @@ std::optional<Proposal> Agent::repair_proposal() {
 }
 
 std::optional<AgentProposal> Agent::propose(const SharedView& view) {
-  if (auto repair = repair_proposal()) return AgentProposal{std::move(*repair), std::nullopt, {}};
+  if (auto repair = repair_proposal())
+    return AgentProposal{std::move(*repair), std::nullopt, {}, std::nullopt};
   if (auto seed = seed_proposal()) {
     maybe_make_code(*seed);  // a template seed has no parent, so it stays a template point
-    return AgentProposal{std::move(*seed), std::nullopt, {}};
+    return AgentProposal{std::move(*seed), std::nullopt, {}, std::nullopt};
   }
   if (since_improvement_ >= options_.plateau) {
     since_improvement_ = 0;
@@ -148,9 +174,10 @@ std::optional<AgentProposal> Agent::propose(const SharedView& view) {
   }
   if (auto proposal = policy_->propose(tree_, rng_)) {
     maybe_make_code(*proposal);
+    std::optional<std::string> note = maybe_follow_diagnosis(*proposal);
     if (const auto hints = hints_for(proposal->template_name); !hints.empty())
       proposal->prior = hint_prior(proposal->point, hints);
-    return AgentProposal{std::move(*proposal), std::nullopt, {}};
+    return AgentProposal{std::move(*proposal), std::nullopt, {}, std::move(note)};
   }
   return draft(view);
 }
@@ -203,7 +230,8 @@ std::optional<AgentProposal> Agent::draft_from_board(const SharedView& view) {
         fmt::format("{} plateaued; drafted a new start from {} board conclusion(s) on {} applied "
                     "together to its best",
                     name_, applied, name),
-        {}};
+        {},
+        std::nullopt};
   }
   return std::nullopt;
 }
@@ -220,7 +248,8 @@ std::optional<AgentProposal> Agent::draft_from_other(const SharedView& view) {
                     "own knobs",
                     name_, other.agent, other.candidate_id, other.template_name,
                     format_knob_point(other.point)),
-        {other.candidate_id}};
+        {other.candidate_id},
+        std::nullopt};
   }
   return std::nullopt;
 }
@@ -233,7 +262,8 @@ std::optional<AgentProposal> Agent::draft_restart() {
   return AgentProposal{std::move(*proposal),
                        fmt::format("{} plateaued; restarted from a fresh point of {}", name_,
                                    proposal->template_name),
-                       {}};
+                       {},
+                       std::nullopt};
 }
 
 int Agent::add(const Proposal& proposal) {
@@ -242,8 +272,10 @@ int Agent::add(const Proposal& proposal) {
   return node;
 }
 
-bool Agent::record(int node, const CandidateResult& result) {
+bool Agent::record(int node, const CandidateResult& result,
+                   std::vector<KnobSuggestion> suggestions) {
   tree_.record(node, result);
+  if (result.passed && !suggestions.empty()) suggestions_[node] = std::move(suggestions);
   policy_->observe(tree_, node);
   bool improved = false;
   if (result.passed) {
@@ -262,11 +294,9 @@ bool Agent::record(int node, const CandidateResult& result) {
 }
 
 nlohmann::json Agent::summary() const {
-  nlohmann::json json = {{"strategy", strategy_->name},
-                         {"templates", templates_},
-                         {"candidates", tree_.size()},
-                         {"since_improvement", since_improvement_},
-                         {"drafts", drafts_}};
+  nlohmann::json json = {{"strategy", strategy_->name}, {"templates", templates_},
+                         {"candidates", tree_.size()},  {"since_improvement", since_improvement_},
+                         {"drafts", drafts_},           {"diagnosis_moves", diagnosis_moves_}};
   if (best_) {
     const SearchNode& node = tree_.node(*best_);
     json["best"] = {{"template", node.template_name},

@@ -11,9 +11,14 @@
 // programs, numbered by a REVISION knob. The policy chooses parents as for any node; a move
 // from a template node becomes, at the odds of `code_share`, a rewrite of that node's code, and
 // a failed program goes back once (repair_rounds) with its error before anything else.
+//
+// The diagnosis steers moves too: when the parent's diagnosis (at the decisive workload, given
+// with its result) suggests moving knobs the strategy may change, a move from it becomes, at
+// the odds of `diagnosis_share`, one of those knobs moved one step the suggested way.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rng.h"
+#include "diagnosis/diagnosis.h"
 #include "optimize/shared_view.h"
 #include "optimize/skill_hint.h"
 #include "optimize/strategy.h"
@@ -42,6 +48,9 @@ struct AgentOptions {
   double code_share = 0.5;
   /// Times a failed code candidate goes back to the synthesizer with its error, in a row.
   int repair_rounds = 1;
+  /// The odds that a move from a template node whose diagnosis suggests a knob the strategy may
+  /// change follows a suggestion instead (when one gives a new valid point).
+  double diagnosis_share = 0.5;
 };
 
 struct AgentProposal {
@@ -49,6 +58,8 @@ struct AgentProposal {
   /// Set when this proposal is a drafted new start: the line for the board.
   std::optional<std::string> redirect;
   std::vector<int64_t> inspired_by_candidates;  ///< other agents' candidates it came from
+  /// Set when the move followed the parent's diagnosis: "diagnosis: raise VEC (loads are ...)".
+  std::optional<std::string> note;
 };
 
 class Agent {
@@ -67,8 +78,10 @@ class Agent {
   std::optional<AgentProposal> propose(const SharedView& view);
   /// Adds the proposal to the agent's tree; returns its node id.
   int add(const Proposal& proposal);
-  /// Records the node's result; returns whether it improved the agent's best beyond noise.
-  bool record(int node, const CandidateResult& result);
+  /// Records the node's result and the knob suggestions of its diagnosis at the decisive
+  /// workload; returns whether it improved the agent's best beyond noise.
+  bool record(int node, const CandidateResult& result,
+              std::vector<KnobSuggestion> suggestions = {});
 
   std::optional<int> best() const { return best_; }
   /// What `kernelarc show` prints of the agent, saved as its state.
@@ -86,6 +99,8 @@ class Agent {
   std::vector<const SkillHint*> hints_for(const std::string& template_name) const;
   /// `proposal` as a code rewrite of the same parent (sometimes, for a template move).
   void maybe_make_code(Proposal& proposal);
+  /// `proposal` as a step its parent's diagnosis suggests (sometimes); the note when it is.
+  std::optional<std::string> maybe_follow_diagnosis(Proposal& proposal);
   /// A repair of the failed code node recorded last, when its repair chain is short enough.
   std::optional<Proposal> repair_proposal();
   bool is_code(const SearchNode& node) const {
@@ -110,6 +125,8 @@ class Agent {
   int drafts_ = 0;
   int code_nodes_ = 0;
   std::optional<int> failed_code_;
+  std::map<int, std::vector<KnobSuggestion>> suggestions_;  ///< by node, passed ones only
+  int diagnosis_moves_ = 0;
 };
 
 }  // namespace kernelarc

@@ -29,11 +29,21 @@ void mark_failed(Measurement& measurement, const Trace& trace) {
 }
 
 WorkloadTime time_of(const Trace& trace, const TimingSummary& latency) {
-  std::string bottleneck;
-  if (trace.extra.is_object() && trace.extra.contains("diagnosis"))
-    bottleneck = trace.extra["diagnosis"].value("bottleneck", std::string());
-  return {latency.median, latency.ci_low,    latency.ci_high,      trace.sol_ms,
-          trace.eager_ms, trace.compiled_ms, std::move(bottleneck)};
+  WorkloadTime time{latency.median,
+                    latency.ci_low,
+                    latency.ci_high,
+                    trace.sol_ms,
+                    trace.eager_ms,
+                    trace.compiled_ms,
+                    {},
+                    {}};
+  if (!trace.extra.is_object() || !trace.extra.contains("diagnosis")) return time;
+  const OrderedJson& diagnosis = trace.extra["diagnosis"];
+  time.bottleneck = diagnosis.value("bottleneck", std::string());
+  if (diagnosis.contains("suggestions"))
+    time.suggestions = suggestions_from_json(diagnosis["suggestions"],
+                                             "trace of " + trace.solution + ": extra.diagnosis");
+  return time;
 }
 
 nlohmann::json optional_json(const std::optional<double>& value) {
@@ -105,7 +115,8 @@ nlohmann::json measurement_to_json(const Measurement& measurement) {
                    {"sol_ms", optional_json(time.sol_ms)},
                    {"eager_ms", optional_json(time.eager_ms)},
                    {"compiled_ms", optional_json(time.compiled_ms)},
-                   {"bottleneck", time.bottleneck}};
+                   {"bottleneck", time.bottleneck},
+                   {"suggestions", nlohmann::json(suggestions_to_json(time.suggestions))}};
   return {{"passed", measurement.passed},
           {"status", measurement.status},
           {"log", measurement.log},
@@ -121,15 +132,27 @@ Measurement measurement_from_json(const nlohmann::json& json, const std::string&
     measurement.log = json.at("log").get<std::string>();
     measurement.occupancy = optional_number(json, "occupancy");
     for (const auto& [uuid, time] : json.at("times").items())
-      measurement.times[uuid] = {
-          time.at("median_ms").get<double>(),     time.at("ci_low_ms").get<double>(),
-          time.at("ci_high_ms").get<double>(),    optional_number(time, "sol_ms"),
-          optional_number(time, "eager_ms"),      optional_number(time, "compiled_ms"),
-          time.value("bottleneck", std::string())};
+      measurement.times[uuid] = {time.at("median_ms").get<double>(),
+                                 time.at("ci_low_ms").get<double>(),
+                                 time.at("ci_high_ms").get<double>(),
+                                 optional_number(time, "sol_ms"),
+                                 optional_number(time, "eager_ms"),
+                                 optional_number(time, "compiled_ms"),
+                                 time.value("bottleneck", std::string()),
+                                 time.contains("suggestions")
+                                     ? suggestions_from_json(OrderedJson(time.at("suggestions")),
+                                                             fmt::format("{}: {}", where, uuid))
+                                     : std::vector<KnobSuggestion>{}};
     return measurement;
   } catch (const nlohmann::json::exception& error) {
     throw InputError(fmt::format("{}: not a stored measurement: {}", where, error.what()));
   }
+}
+
+std::vector<KnobSuggestion> suggestions_at(const Measurement& measurement,
+                                           const std::string& uuid) {
+  const auto time = measurement.times.find(uuid);
+  return time == measurement.times.end() ? std::vector<KnobSuggestion>{} : time->second.suggestions;
 }
 
 std::map<std::string, double> reference_times(const Measurement& measurement) {

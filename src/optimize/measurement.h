@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diagnosis/diagnosis.h"
 #include "eval/trace.h"
 
 namespace kernelarc {
@@ -24,6 +25,8 @@ struct WorkloadTime {
   std::optional<double> compiled_ms;
   /// The diagnosis' bottleneck class there ("memory", "latency", ...; "" without one).
   std::string bottleneck;
+  /// The diagnosis' knob suggestions there (none without a diagnosis).
+  std::vector<KnobSuggestion> suggestions;
 };
 
 struct Measurement {
@@ -34,6 +37,9 @@ struct Measurement {
   /// The lowest theoretical occupancy of the kernels it launched (GPU), for MAP-Elites cells.
   std::optional<double> occupancy;
 };
+
+/// The suggestions at workload `uuid`; none when it was not measured.
+std::vector<KnobSuggestion> suggestions_at(const Measurement& measurement, const std::string& uuid);
 
 /// Passed only when every trace passed with a timing.
 Measurement measurement_of(const std::vector<Trace>& traces);

@@ -604,7 +604,8 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
         State::Known& known = found->second;
         state.candidate_of_node[{index, node}] = known.candidate_id;
         if (known.measurement)
-          agent.record(node, result_of(*known.measurement, proposal.template_name));
+          agent.record(node, result_of(*known.measurement, proposal.template_name),
+                       suggestions_at(*known.measurement, target_.largest_workload));
         else
           known.waiters.push_back({index, node});
         continue;
@@ -667,7 +668,9 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       }
     }
     if (new_incumbent) advise_from(measurement);
-    for (const auto& [agent, node] : known.waiters) state.agents[agent]->record(node, result);
+    for (const auto& [agent, node] : known.waiters)
+      state.agents[agent]->record(node, result,
+                                  suggestions_at(measurement, target_.largest_workload));
     known.waiters.clear();
     Agent& proposer = *state.agents[pending.agent];
     state.bandit->record(proposer.name(), new_incumbent && gain > 0, gain);

@@ -64,6 +64,12 @@ OrderedJson workload_json(const Workload& workload) {
   return {{"uuid", workload.uuid}, {"axes", workload.axes}, {"inputs", std::move(inputs)}};
 }
 
+OrderedJson tolerance_json(const Tolerance& tolerance) {
+  return {{"max_atol", tolerance.max_atol},
+          {"max_rtol", tolerance.max_rtol},
+          {"required_matched_ratio", tolerance.required_matched_ratio}};
+}
+
 std::vector<OrderedJson> read_events(const std::filesystem::path& path) {
   std::vector<OrderedJson> events;
   std::ifstream file(path);
@@ -127,6 +133,7 @@ OrderedJson definition_to_job_json(const Definition& definition) {
           {"inputs", std::move(inputs)},
           {"outputs", std::move(outputs)},
           {"reference", definition.reference},
+          {"baseline", definition.ext.baseline},
           {"custom_inputs_entrypoint", definition.custom_inputs_entrypoint}};
 }
 
@@ -263,6 +270,7 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
                                     {"workload", workload_json(*job.workload)},
                                     {"axes", resolve_axes(problem.definition, *job.workload)},
                                     {"baseline", baseline_name(job.baseline)},
+                                    {"tolerance", tolerance_json(job.workload->tolerance)},
                                     {"warmup", job.warmup},
                                     {"iterations", job.iterations},
                                     {"seed", job.seed},

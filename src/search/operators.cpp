@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <numeric>
 #include <utility>
 
 #include "core/error.h"
@@ -30,6 +31,28 @@ std::size_t draw_weighted(const std::vector<double>& weights, Rng& rng) {
     if (weights[i - 1] > 0) return i - 1;
   }
   return 0;
+}
+
+// The point with the step's knob moved; nullopt when the space has no such knob, the step
+// leaves the domain or stays where it is.
+std::optional<KnobPoint> stepped_point(const KnobSpace& space, const KnobPoint& point,
+                                       const KnobStep& step) {
+  const std::optional<std::size_t> index = space.knob_index(step.knob);
+  const auto current = point.find(step.knob);
+  if (!index || current == point.end()) return std::nullopt;
+  const Knob& knob = space.knobs()[*index];
+  KnobPoint moved = point;
+  if (step.value) {
+    if (!knob.index_of(*step.value) || *step.value == current->second) return std::nullopt;
+    moved[step.knob] = *step.value;
+    return moved;
+  }
+  const std::optional<uint64_t> at = knob.index_of(current->second);
+  if (!at || knob.type() == KnobType::Enum || step.offset == 0) return std::nullopt;
+  const int64_t to = static_cast<int64_t>(*at) + step.offset;
+  if (to < 0 || static_cast<uint64_t>(to) >= knob.size()) return std::nullopt;
+  moved[step.knob] = knob.value_at(static_cast<uint64_t>(to));
+  return moved;
 }
 
 }  // namespace
@@ -97,6 +120,9 @@ std::optional<Proposal> UniversalOperator::apply(Operation operation, const Sear
   if (operation == Operation::Seed) {
     throw InputError("search operator: 'seed' is not a move of the operator");
   }
+  if (operation == Operation::Diagnosis) {
+    throw InputError("search operator: 'diagnosis' needs the steps to take (step())");
+  }
   if (!parent) {
     throw InputError(std::string("search operator: '") + operation_name(operation) +
                      "' needs a parent");
@@ -110,6 +136,23 @@ std::optional<Proposal> UniversalOperator::apply(Operation operation, const Sear
     default:
       return crossover(tree, node, rng, inspiration);
   }
+}
+
+std::optional<SteppedProposal> UniversalOperator::step(const SearchTree& tree, int parent,
+                                                       const std::vector<KnobStep>& steps,
+                                                       Rng& rng) const {
+  const SearchNode& node = tree.node(parent);
+  const ConstrainedSpace& knobs = space(node.template_name);
+  std::vector<std::size_t> order(steps.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  shuffle(order, rng);
+  for (const std::size_t i : order) {
+    if (!may_change(knobs, steps[i].knob)) continue;
+    std::optional<KnobPoint> point = stepped_point(knobs.space(), node.point, steps[i]);
+    if (!point || !knobs.is_valid(*point) || tree.contains(node.template_name, *point)) continue;
+    return SteppedProposal{child_of(node, std::move(*point), Operation::Diagnosis), i};
+  }
+  return std::nullopt;
 }
 
 std::optional<Proposal> UniversalOperator::inherit(const SearchTree& tree, const SearchNode& parent,

@@ -8,6 +8,10 @@
 // roles): inherit and learn-from-siblings change only admitted knobs, and a crossover child takes
 // only those from its partner. A restart samples whole points, so it is not limited.
 //
+// A directed step (step()) is the parent's point with one named knob moved one place along its
+// domain, or set to a given value: how an agent follows its parent's diagnosis. It is limited
+// by mutable_knobs like the parent's other moves.
+//
 // Every proposal is a valid point of its template's space that is not yet in the tree (for that
 // template), so a search never spends a measurement twice. When the move drawn cannot find such
 // a point, the others are tried, restart last; nullopt means every template's space is
@@ -49,6 +53,21 @@ struct OperatorOptions {
   KnobFilter mutable_knobs;
 };
 
+/// A directed move of one knob (the operator's form of a diagnosis' suggestion).
+struct KnobStep {
+  std::string knob;
+  /// Places along the knob's ascending domain (+1: the next larger value, -1: the next smaller);
+  /// ignored when `value` is given. An enum's order means nothing, so only a value moves one.
+  int offset = 1;
+  std::optional<KnobValue> value;
+};
+
+/// A child made by step(), and the index of the step that made it.
+struct SteppedProposal {
+  Proposal proposal;
+  std::size_t step = 0;
+};
+
 class UniversalOperator {
  public:
   /// InputError when `templates` is empty, a weight is negative or all are zero, or a template
@@ -66,10 +85,18 @@ class UniversalOperator {
                                   std::optional<int> inspiration = std::nullopt) const;
 
   /// One move only, without fallback; nullopt when it finds no new valid point. Inherit,
-  /// LearnFromSiblings and Crossover need a parent (InputError otherwise); Seed is not a move.
+  /// LearnFromSiblings and Crossover need a parent (InputError otherwise); Seed is not a move,
+  /// and Diagnosis needs its steps (step()).
   std::optional<Proposal> apply(Operation operation, const SearchTree& tree,
                                 std::optional<int> parent, Rng& rng,
                                 std::optional<int> inspiration = std::nullopt) const;
+
+  /// A child of node `parent` by the first of `steps`, tried in a random order, that moves a knob
+  /// mutable_knobs admits to a valid point not yet in the tree; its operation is Diagnosis.
+  /// nullopt when no step does (a knob the template lacks, the end of a domain, a value outside
+  /// it, a constraint, a known point).
+  std::optional<SteppedProposal> step(const SearchTree& tree, int parent,
+                                      const std::vector<KnobStep>& steps, Rng& rng) const;
 
  private:
   std::optional<Proposal> inherit(const SearchTree& tree, const SearchNode& parent, Rng& rng) const;

@@ -30,6 +30,8 @@ const char* operation_name(Operation operation) {
       return "restart";
     case Operation::Seed:
       return "seed";
+    case Operation::Diagnosis:
+      return "diagnosis";
   }
   return "?";
 }

@@ -23,9 +23,10 @@ enum class CandidateStatus { Pending, Passed, Failed };
 /// "pending", "passed", "failed".
 const char* candidate_status_name(CandidateStatus status);
 
-/// How a proposal was derived from the tree (the universal operator's moves).
-enum class Operation { Inherit, LearnFromSiblings, Crossover, Restart, Seed };
-/// "inherit", "siblings", "crossover", "restart", "seed".
+/// How a proposal was derived from the tree (the universal operator's moves; Diagnosis is a
+/// step of one knob that the parent's diagnosis suggested).
+enum class Operation { Inherit, LearnFromSiblings, Crossover, Restart, Seed, Diagnosis };
+/// "inherit", "siblings", "crossover", "restart", "seed", "diagnosis".
 const char* operation_name(Operation operation);
 
 /// Cells of a MAP-Elites archive, e.g. {"bottleneck": 2, "occupancy_bucket": 3}.

@@ -103,7 +103,8 @@ TEST_F(BenchCli, WallTimeChunkThenResumeCompletesAndRerunReusesTheRuns) {
   EXPECT_EQ(second.output.find("layernorm"), std::string::npos) << second.output;
   const auto& summary = json["summary"];
   EXPECT_EQ(summary["problems"], 2);
-  EXPECT_EQ(summary["won"].get<int>() + summary["lost"].get<int>(), 2) << summary.dump();
+  EXPECT_EQ(summary["won"].get<int>() + summary["tied"].get<int>() + summary["lost"].get<int>(), 2)
+      << summary.dump();
   EXPECT_EQ(summary["no_template"], 0);
   EXPECT_EQ(summary["failed"], 0);
   EXPECT_TRUE(summary["geomean_speedup"].is_number());
@@ -112,7 +113,10 @@ TEST_F(BenchCli, WallTimeChunkThenResumeCompletesAndRerunReusesTheRuns) {
     EXPECT_GE(fast, 0);
     EXPECT_LE(fast, 1);
   }
-  EXPECT_EQ(summary["fast_1.0"].get<double>() * 2, summary["won"].get<double>());
+  // fast_1.0 counts median speedups above 1: every win, and some ties.
+  EXPECT_GE(summary["fast_1.0"].get<double>() * 2, summary["won"].get<double>());
+  EXPECT_LE(summary["fast_1.0"].get<double>() * 2,
+            summary["won"].get<double>() + summary["tied"].get<double>());
   EXPECT_TRUE(summary.contains("mean_sol_score"));
   EXPECT_TRUE(summary.contains("sol_scored"));
 

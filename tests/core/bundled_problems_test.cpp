@@ -55,5 +55,20 @@ TEST(BundledProblems, CudaSuiteIsCompleteWithUniqueNames) {
   }
 }
 
+// A reference that runs its matrix products in float32 is an accurate oracle but a baseline 5-60x
+// slower than the bfloat16 code a user runs; timing it would flatter kernelarc.
+TEST(BundledProblems, CudaReferencesWithFloat32MatmulsNameTheUsersBaseline) {
+  int named = 0;
+  for (const auto& dir : problem_dirs("cuda")) {
+    const Definition def = load_definition(dir / "definition.json");
+    const bool float32_matmul = def.reference.find("torch.matmul(") != std::string::npos &&
+                                def.reference.find("torch.float32") != std::string::npos;
+    if (!float32_matmul) continue;
+    ++named;
+    EXPECT_FALSE(def.ext.baseline.empty()) << dir << ": kernelarc.baseline";
+  }
+  EXPECT_GE(named, 4) << "attention, GQA decode, GEMM+bias+GELU and FP8 GEMM";
+}
+
 }  // namespace
 }  // namespace kernelarc

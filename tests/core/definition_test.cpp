@@ -92,7 +92,11 @@ INSTANTIATE_TEST_SUITE_P(
             "run() parameters (weight, x) must equal the input names in order (x, weight)"},
         BadDefinition{
             "kernelarc_unknown_key.json", "kernelarc.flop",
-            "unknown field (expected one of op_family, op_params, flops, bytes, native_reference)"},
+            "unknown field (expected one of op_family, op_params, flops, bytes, native_reference, "
+            "baseline)"},
+        BadDefinition{
+            "baseline_params_mismatch.json", "kernelarc.baseline",
+            "run() parameters (weight, x) must equal the input names in order (x, weight)"},
         BadDefinition{"input_named_like_axis.json", "inputs.batch_size",
                       "an input may not have the name of an axis"},
         BadDefinition{"custom_entrypoint_missing.json", "custom_inputs_entrypoint",

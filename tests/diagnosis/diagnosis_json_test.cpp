@@ -61,5 +61,60 @@ TEST(DiagnosisJson, ErrorsNameTheField) {
   EXPECT_THROW(Diagnosis::from_json(json), InputError);
 }
 
+TEST(DiagnosisJson, SuggestionsRoundTripAndOldDiagnosesStillParse) {
+  Diagnosis original;
+  original.suggestions = {{"VEC", KnobDirection::Raise, std::nullopt, "loads are 4 bytes wide"},
+                          {"THREADS", KnobDirection::Set, int64_t{0}, "THREADS=1 of 2 cores"},
+                          {"ROW_MAPPING", KnobDirection::Set, std::string("warp"), "few blocks"},
+                          {"STAGES", KnobDirection::Lower, std::nullopt, "shared memory"}};
+  const OrderedJson json = original.to_json();
+  EXPECT_EQ(json["suggestions"][1]["value"], 0);
+  EXPECT_EQ(json["suggestions"][2]["value"], "warp");
+  EXPECT_TRUE(json["suggestions"][0]["value"].is_null());
+  const Diagnosis read = Diagnosis::from_json(OrderedJson::parse(json.dump()));
+  EXPECT_EQ(read.suggestions, original.suggestions);
+  EXPECT_EQ(read.to_json(), json);
+
+  OrderedJson old = json;
+  old.erase("suggestions");
+  EXPECT_TRUE(Diagnosis::from_json(old).suggestions.empty());
+}
+
+TEST(DiagnosisJson, MalformedSuggestionsNameTheField) {
+  const auto error_of = [](const OrderedJson& suggestion) {
+    OrderedJson json = Diagnosis{}.to_json();
+    json["suggestions"] = OrderedJson::array({suggestion});
+    try {
+      Diagnosis::from_json(json, "trace.extra.diagnosis");
+    } catch (const InputError& error) {
+      return std::string(error.what());
+    }
+    return std::string("accepted");
+  };
+  const OrderedJson good = KnobSuggestion{"VEC", KnobDirection::Raise, std::nullopt, "r"}.to_json();
+  EXPECT_EQ(error_of(good), "accepted");
+  OrderedJson bad = good;
+  bad["direction"] = "up";
+  EXPECT_NE(error_of(bad).find("trace.extra.diagnosis: suggestions[0]: direction"),
+            std::string::npos)
+      << error_of(bad);
+  bad = good;
+  bad["direction"] = "set";  // a set without its value
+  EXPECT_NE(error_of(bad).find("suggestions[0]: value"), std::string::npos) << error_of(bad);
+  bad = good;
+  bad["value"] = 4;  // a raise goes one step, so a value means nothing
+  EXPECT_NE(error_of(bad).find("suggestions[0]: value"), std::string::npos) << error_of(bad);
+  bad = good;
+  bad["value"] = true;
+  bad["direction"] = "set";
+  EXPECT_NE(error_of(bad).find("suggestions[0]: value"), std::string::npos) << error_of(bad);
+  bad = good;
+  bad.erase("knob");
+  EXPECT_NE(error_of(bad).find("suggestions[0]: knob"), std::string::npos) << error_of(bad);
+  OrderedJson json = Diagnosis{}.to_json();
+  json["suggestions"] = "raise VEC";
+  EXPECT_THROW(Diagnosis::from_json(json), InputError);
+}
+
 }  // namespace
 }  // namespace kernelarc

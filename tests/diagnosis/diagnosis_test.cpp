@@ -16,19 +16,12 @@ using testing::gpu_trace;
 using testing::kernel_record;
 using testing::kProblems;
 using testing::median_ms_at_bandwidth;
-
-const Definition& rmsnorm() {
-  static const Definition def = load_definition(kProblems / "cuda/rmsnorm_bf16/definition.json");
-  return def;
-}
+using testing::rmsnorm;
+using testing::rows;
 
 const Definition& gemm() {
   static const Definition def = load_definition(kProblems / "cuda/gemm_bf16/definition.json");
   return def;
-}
-
-AxisValues rows(int64_t batch) {
-  return {{"batch_size", batch}, {"hidden_size", 4096}};
 }
 
 // bytes = 4 * batch * 4096 + 2 * 4096 (the definition's kernelarc.bytes)

@@ -65,4 +65,15 @@ inline double median_ms_at_bandwidth(double bytes, double fraction, double bandw
   return bytes / (fraction * bandwidth_gbs * 1e9) * 1e3;
 }
 
+/// The Llama-3-8B RMSNorm of the CUDA suite, the problem most diagnosis tests read.
+inline const Definition& rmsnorm() {
+  static const Definition def = load_definition(kProblems / "cuda/rmsnorm_bf16/definition.json");
+  return def;
+}
+
+/// Its axes at `batch` rows.
+inline AxisValues rows(int64_t batch) {
+  return {{"batch_size", batch}, {"hidden_size", 4096}};
+}
+
 }  // namespace kernelarc::testing

@@ -49,6 +49,26 @@ TEST(Measurement, TakesTheLowestOccupancyAndSurvivesTheStoredForm) {
   EXPECT_THROW(measurement_from_json({{"passed", true}}, "test"), InputError);
 }
 
+TEST(Measurement, KeepsTheDiagnosisSuggestionsThroughTheStoredForm) {
+  const KnobSuggestion raise_vec{"VEC", KnobDirection::Raise, std::nullopt, "loads are 4 bytes"};
+  Trace trace = passed("a", {2, 2, 2});
+  trace.extra = OrderedJson::object();
+  trace.extra["diagnosis"] = {{"bottleneck", "memory"},
+                              {"suggestions", suggestions_to_json({raise_vec})}};
+  const Measurement measurement = measurement_of({trace, passed("b", {1, 1, 1})});
+  EXPECT_EQ(suggestions_at(measurement, "a"), std::vector<KnobSuggestion>{raise_vec});
+  EXPECT_TRUE(suggestions_at(measurement, "b").empty());
+  EXPECT_TRUE(suggestions_at(measurement, "c").empty());
+  nlohmann::json json = measurement_to_json(measurement);
+  EXPECT_EQ(suggestions_at(measurement_from_json(json, "test"), "a"),
+            std::vector<KnobSuggestion>{raise_vec});
+  // A measurement stored before there were suggestions.
+  json["times"]["a"].erase("suggestions");
+  EXPECT_TRUE(suggestions_at(measurement_from_json(json, "test"), "a").empty());
+  json["times"]["a"]["suggestions"] = {{{"knob", "VEC"}, {"direction", "up"}}};
+  EXPECT_THROW(measurement_from_json(json, "test"), InputError);
+}
+
 TEST(Measurement, FitnessIsTheGeometricMeanSpeedupOverTheReference) {
   const Measurement measurement = measurement_of({passed("a", {1, 1, 1}), passed("b", {4, 4, 4})});
   const Fitness fitness = fitness_of(measurement, {{"a", 2}, {"b", 2}});

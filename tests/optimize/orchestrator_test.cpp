@@ -286,6 +286,86 @@ TEST_F(OrchestratorTest, TheBestCandidatesBottleneckGivesItsAgentsMoreTurns) {
       << memory_candidates["memory"];
 }
 
+// How many candidates are their parent with ROWS_PER_TASK one power of two higher.
+int rows_per_task_raises(Database& db, int64_t run_id) {
+  std::map<int64_t, KnobPoint> points;
+  int raises = 0;
+  for (const Candidate& candidate : db.candidates_of(run_id)) {
+    const KnobPoint point = knob_point_from_json(candidate.knob_point);
+    points[candidate.id] = point;
+    if (!candidate.parent_id || !point.contains("ROWS_PER_TASK")) continue;
+    KnobPoint raised = points.at(*candidate.parent_id);
+    if (!raised.contains("ROWS_PER_TASK")) continue;
+    raised["ROWS_PER_TASK"] = 2 * std::get<int64_t>(raised["ROWS_PER_TASK"]);
+    raises += raised == point;
+  }
+  return raises;
+}
+
+TEST_F(OrchestratorTest, AgentsFollowTheDiagnosisSuggestionsDeterministically) {
+  std::map<std::string, std::vector<int>> raises;
+  std::map<std::string, std::vector<std::vector<Proposed>>> runs;
+  for (const std::string suggested : {"", "", "raise", "raise"}) {
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    evaluator.bottleneck_ = "latency";
+    if (!suggested.empty())
+      evaluator.suggestions_ = OrderedJson::array({{{"knob", "ROWS_PER_TASK"},
+                                                    {"direction", "raise"},
+                                                    {"value", nullptr},
+                                                    {"reason", "few rows per task"}}});
+    OptimizeOptions options;
+    options.budget = 30;
+    options.agents = {"parallelism"};
+    const auto summary = optimize(workspace, options, evaluator);
+    raises[suggested].push_back(rows_per_task_raises(workspace.database(), summary.run_id));
+    runs[suggested].push_back(sequence(workspace.database(), summary.run_id));
+  }
+  EXPECT_EQ(runs[""][0], runs[""][1]);
+  EXPECT_EQ(runs["raise"][0], runs["raise"][1]);
+  EXPECT_EQ(raises["raise"][0], raises["raise"][1]);
+  EXPECT_GT(raises["raise"][0], raises[""][0] + 3)
+      << "without suggestions " << raises[""][0] << ", with " << raises["raise"][0];
+}
+
+// A resumed run replays its first candidates from the stored measurements, so it can propose
+// the same only if those kept the suggestions.
+TEST_F(OrchestratorTest, AResumedRunFollowsTheStoredSuggestions) {
+  const auto suggesting = [&](LandscapeEvaluator& evaluator) {
+    evaluator.bottleneck_ = "latency";
+    evaluator.suggestions_ = OrderedJson::array({{{"knob", "ROWS_PER_TASK"},
+                                                  {"direction", "raise"},
+                                                  {"value", nullptr},
+                                                  {"reason", "few rows per task"}}});
+  };
+  OptimizeOptions options;
+  options.budget = 24;
+  options.agents = {"parallelism"};
+  TempDir straight_dir;
+  Workspace straight(straight_dir.path());
+  LandscapeEvaluator straight_evaluator(setup_.problem());
+  suggesting(straight_evaluator);
+  const auto straight_summary = optimize(straight, options, straight_evaluator);
+
+  TempDir dir;
+  int64_t run_id = 0;
+  {
+    Workspace workspace(dir.path());
+    LandscapeEvaluator crashing(setup_.problem());
+    suggesting(crashing);
+    crashing.crash_after_ = 12;
+    EXPECT_THROW(optimize(workspace, options, crashing), std::runtime_error);
+    run_id = workspace.database().list_runs().back().id;
+  }
+  Workspace workspace(dir.path());
+  LandscapeEvaluator resumed(setup_.problem());
+  suggesting(resumed);
+  optimize(workspace, options, resumed, run_id);
+  EXPECT_EQ(sequence(workspace.database(), run_id),
+            sequence(straight.database(), straight_summary.run_id));
+}
+
 TEST_F(OrchestratorTest, ResumeRefusesAFinishedRunAndAnUnknownOne) {
   TempDir dir;
   Workspace workspace(dir.path());

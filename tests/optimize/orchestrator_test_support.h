@@ -56,7 +56,8 @@ class LandscapeEvaluator : public CandidateEvaluator {
       } else {
         trace.samples_ms = {ms * 0.999, ms, ms * 1.001};
         trace.latency_ms = summarize(trace.samples_ms);
-        if (!bottleneck_.empty()) trace.extra["diagnosis"] = {{"bottleneck", bottleneck_}};
+        if (!bottleneck_.empty())
+          trace.extra["diagnosis"] = {{"bottleneck", bottleneck_}, {"suggestions", suggestions_}};
       }
       traces.push_back(std::move(trace));
     }
@@ -73,6 +74,7 @@ class LandscapeEvaluator : public CandidateEvaluator {
   std::optional<int> crash_after_;
   double baseline_ms_ = 10;  ///< what a solution without knobs (the baseline) takes
   std::string bottleneck_;   ///< the diagnosis of every passed trace ("" for none)
+  OrderedJson suggestions_ = OrderedJson::array();  ///< and its knob suggestions
 
  private:
   const Problem& problem_;

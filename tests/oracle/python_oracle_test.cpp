@@ -246,5 +246,46 @@ TEST_F(PythonOracleTest, BaselineTimingIsMeasuredOnceForAllWorkloads) {
   }
 }
 
+// A problem whose reference computes in high precision may name the code a user would run as
+// its baseline; that code is timed once it agrees with the reference, and refused otherwise.
+TEST_F(PythonOracleTest, BaselineCodeIsTimedOnlyWhenItAgreesWithTheReference) {
+  auto with_baseline = [&](const std::string& name, const std::string& body) {
+    const auto dir = temp_.path() / name;
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(fixture("py_scale") / "workload.jsonl", dir / "workload.jsonl");
+    OrderedJson definition =
+        OrderedJson::parse(std::ifstream(fixture("py_scale") / "definition.json"));
+    definition["name"] = name;
+    definition["kernelarc"] = {
+        {"baseline", "import torch\n\n\ndef run(x, rms_norm_weight, alpha):\n" + body}};
+    std::ofstream(dir / "definition.json") << definition.dump(2);
+    return load_problem(dir);
+  };
+  OracleOptions opts = options();
+  opts.warmup = 1;
+  opts.iterations = 2;
+  Oracle oracle(opts);
+
+  Problem agrees = with_baseline("agrees", "    return torch.mul(x, rms_norm_weight).mul(alpha)\n");
+  auto timed = oracle.reference_timing(agrees, workload_named(agrees, "small"), Baseline::Eager);
+  ASSERT_TRUE(timed.has_value()) << oracle.timing_unavailable_reason(
+      agrees, workload_named(agrees, "small"), Baseline::Eager);
+  EXPECT_NE(timed->note.find("the definition's baseline code"), std::string::npos) << timed->note;
+
+  Problem wrong = with_baseline("wrong", "    return x * rms_norm_weight * alpha + 1\n");
+  const Workload& small = workload_named(wrong, "small");
+  EXPECT_FALSE(oracle.reference_timing(wrong, small, Baseline::Eager).has_value());
+  EXPECT_NE(oracle.timing_unavailable_reason(wrong, small, Baseline::Eager)
+                .find("the baseline code disagrees with the reference on 'out'"),
+            std::string::npos)
+      << oracle.timing_unavailable_reason(wrong, small, Baseline::Eager);
+
+  Problem raises = with_baseline("raises", "    raise RuntimeError('no kernel for this')\n");
+  const Workload& first = workload_named(raises, "small");
+  EXPECT_FALSE(oracle.reference_timing(raises, first, Baseline::Eager).has_value());
+  const std::string why = oracle.timing_unavailable_reason(raises, first, Baseline::Eager);
+  EXPECT_NE(why.find("no kernel for this (baseline line 5)"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace kernelarc
