@@ -66,6 +66,15 @@ void write_outputs(const std::filesystem::path& dir, const Finalist& winner,
   write(dir / "summary.json", summary.dump(2) + "\n");
 }
 
+/// Keeps the profile records profile_best_trace attached to the finalist's traces in the store,
+/// where `kernelarc show` finds them.
+void store_profiles(Database& db, const Finalist& finalist) {
+  for (const Trace& trace : finalist.traces)
+    if (trace.extra.is_object() && trace.extra.contains("profile"))
+      db.record_profile({finalist.candidate_id, trace.workload.value("uuid", std::string()),
+                         trace.extra.at("profile"), ""});
+}
+
 void print_summary(const OptimizeSummary& summary, const Problem& problem, std::ostream& out) {
   out << fmt::format("\nrun {} stopped ({}): {} candidates evaluated, {} passed\n", summary.run_id,
                      summary.stop_reason, summary.evaluated, summary.passed);
@@ -164,6 +173,7 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
       std::cout << profile_best_trace(flags.profile, session.final_guard(), session.problem(),
                                       finalist.solution, finalist.traces)
                 << '\n';
+      store_profiles(workspace.database(), finalist);
     }
   }
   if (!flags.no_skills)

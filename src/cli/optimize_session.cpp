@@ -8,6 +8,7 @@
 #include "cli/extra_files.h"
 #include "cli/optimize_skills.h"
 #include "core/error.h"
+#include "optimize/shape_class.h"
 #include "optimize/strategy.h"
 #include "search/selection.h"
 
@@ -84,9 +85,8 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed)
   std::vector<std::string> uuids;
   for (const Workload& workload : workloads_) uuids.push_back(workload.uuid);
   const std::string hardware = hardware_name(flags_.guard.workspace, flags_.guard.device);
-  condition_ = {problem.definition.ext.op_family,
-                fmt::format("{}: {}", problem.definition.name, target_.workload_class), hardware,
-                problem.definition.name};
+  condition_ = {problem.definition.ext.op_family, shape_class_of(problem.definition, workloads_),
+                hardware, problem.definition.name};
   if (resumed) {
     target_.skill_hints =
         skill_hints_from_json(resumed->config.value("skill_hints", nlohmann::json::array()),

@@ -1,6 +1,7 @@
 // `kernelarc runs` lists the runs of a workspace; `kernelarc show <run>` prints one: its
 // settings, the board, each agent's tree (compactly, a line per candidate, indented under its
-// parent) and the winner's lineage from the stored summary.
+// parent), the winner's lineage from the stored summary with why each step was proposed, and
+// the stored Nsight Compute profiles.
 #include <functional>
 #include <iostream>
 #include <map>
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "core/error.h"
+#include "diagnosis/ncu_runner.h"
 #include "store/workspace.h"
 #include "synth/knob_point.h"
 
@@ -55,6 +57,37 @@ std::string outcome(const std::optional<Evaluation>& evaluation, std::optional<d
   return text;
 }
 
+/// A lineage step: candidate, agent, operation, knob changes and why it was proposed. A note
+/// that starts with the operation's name ("diagnosis: raise VEC ...") drops that repetition.
+std::string lineage_step(const nlohmann::json& step, const Candidate* candidate) {
+  const auto operation = step["operation"].get<std::string>();
+  const auto changes = step["changes"].get<std::string>();
+  std::string text =
+      fmt::format("#{} {} {}{}", step["candidate"].get<int64_t>(), step["agent"].get<std::string>(),
+                  operation, changes.empty() ? "" : " (" + changes + ")");
+  if (candidate == nullptr || candidate->note.empty()) return text;
+  std::string_view note = candidate->note;
+  if (const std::string prefix = operation + ": "; note.starts_with(prefix))
+    note.remove_prefix(prefix.size());
+  return fmt::format("{}: {}", text, note);
+}
+
+void print_profiles(Database& db, int64_t run_id) {
+  const std::vector<Profile> profiles = db.profiles_of(run_id);
+  if (profiles.empty()) return;
+  std::cout << "\nprofile:\n";
+  for (const Profile& profile : profiles) {
+    // Why there is none, without profile_text's pointer to a diagnosis that `show` does not print.
+    std::string text = profile.record.contains("unavailable")
+                           ? "no profile: " + profile.record["unavailable"].get<std::string>()
+                           : profile_text(profile.record);
+    for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
+      text.insert(at + 1, "    ");
+    std::cout << fmt::format("  #{} on workload {}: {}\n", profile.candidate_id, profile.workload,
+                             text);
+  }
+}
+
 int run_show(const RunsFlags& flags) {
   Workspace workspace(flags.workspace);
   Database& db = workspace.database();
@@ -78,8 +111,11 @@ int run_show(const RunsFlags& flags) {
 
   const auto candidates = db.candidates_of(run->id);
   std::map<int64_t, std::optional<Evaluation>> evaluations;
-  for (const Candidate& candidate : candidates)
+  std::map<int64_t, const Candidate*> by_id;
+  for (const Candidate& candidate : candidates) {
     evaluations[candidate.id] = db.evaluation_of(candidate.id);
+    by_id[candidate.id] = &candidate;
+  }
   std::optional<double> reference;
   if (!candidates.empty() && evaluations[candidates.front().id])
     reference = evaluations[candidates.front().id]->median_ms;
@@ -121,19 +157,17 @@ int run_show(const RunsFlags& flags) {
                                winner["label"].get<std::string>(),
                                winner["agent"].get<std::string>(), best_text(summary));
       std::vector<std::string> steps;
-      for (const auto& step : summary->at("lineage"))
-        steps.push_back(fmt::format("#{} {} {}{}", step["candidate"].get<int64_t>(),
-                                    step["agent"].get<std::string>(),
-                                    step["operation"].get<std::string>(),
-                                    step["changes"].get<std::string>().empty()
-                                        ? ""
-                                        : " (" + step["changes"].get<std::string>() + ")"));
+      for (const auto& step : summary->at("lineage")) {
+        const auto candidate = by_id.find(step["candidate"].get<int64_t>());
+        steps.push_back(lineage_step(step, candidate == by_id.end() ? nullptr : candidate->second));
+      }
       std::cout << fmt::format("lineage: {}\n", fmt::join(steps, " -> "));
     }
   } else {
     std::cout << "\nno summary yet (the run has not finished; `kernelarc optimize --resume` "
                  "continues it)\n";
   }
+  print_profiles(db, run->id);
   return 0;
 }
 

@@ -263,7 +263,8 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   // proposed then), else a new one written after its solution object.
   auto candidate_for = [&](const std::string& agent, std::optional<int64_t> parent,
                            std::vector<int64_t> inspired, const Solution* solution,
-                           const std::string& template_name, const KnobPoint& point) {
+                           const std::string& template_name, const KnobPoint& point,
+                           const std::string& note = "") {
     const int64_t seq = state.next_seq++;
     if (seq < static_cast<int64_t>(state.stored.size())) {
       const Candidate& stored = state.stored[seq];
@@ -285,6 +286,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
         objects.put(solution ? solution_to_json(*solution).dump() : std::string("null"));
     candidate.template_name = template_name;
     candidate.knob_point = knob_point_to_json(point);
+    candidate.note = note;
     return db.add_candidate(run_id, candidate);
   };
 
@@ -619,8 +621,9 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       } else {
         pending.solution = state.bound.at(proposal.template_name)
                                ->instantiate(proposal.point, target_.extra_files);
-        pending.candidate_id = candidate_for(name, parent, inspired, &pending.solution,
-                                             proposal.template_name, proposal.point);
+        pending.candidate_id =
+            candidate_for(name, parent, inspired, &pending.solution, proposal.template_name,
+                          proposal.point, proposed->note.value_or(""));
       }
       pending.seq = state.next_seq - 1;
       state.known[key] = {pending.candidate_id, name,         proposal.template_name,

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "optimize/conclusions.h"
+#include "optimize/shape_class.h"
 
 namespace kernelarc {
 
@@ -51,7 +52,7 @@ std::vector<SkillHint> skill_hints(SkillStore& store, const SkillCondition& cond
         changes.push_back({{"knob", change.knob}, {"from", change.from}, {"to", change.to}});
       hints.push_back({skill.id, skill.template_name,
                        knob_changes_from_json(changes, fmt::format("skill {}", skill.id)),
-                       skill.rank()});
+                       skill.rank() * shape_similarity(skill.shape_class, condition.shape_class)});
     }
   }
   std::stable_sort(hints.begin(), hints.end(),

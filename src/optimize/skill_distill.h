@@ -15,7 +15,7 @@ namespace kernelarc {
 /// Where a run's skills apply.
 struct SkillCondition {
   std::string family;       ///< the problem's op_family
-  std::string shape_class;  ///< the evaluated workloads in words
+  std::string shape_class;  ///< the evaluated workloads' sizes (shape_class_of)
   std::string device;       ///< the device's name ("cpu", "NVIDIA H200")
   std::string problem;      ///< the definition's name, for the evidence
 };
@@ -25,8 +25,10 @@ std::vector<SkillObservation> skill_observations(const OptimizeSummary& summary,
                                                  const SkillCondition& condition);
 
 /// The active skills of the family on the device for these templates, strongest first, at
-/// most `limit`, as hints (weight = the skill's rank; skills that do not rank above 0 are left
-/// out).
+/// most `limit`, as hints. Weight = the skill's rank x shape_similarity of its shape class to
+/// the condition's, so that skills learned on the closest shapes come first; equal weights keep
+/// the order of `templates`, then the store's (by rank, then id). Skills that do not rank above
+/// 0 are left out.
 std::vector<SkillHint> skill_hints(SkillStore& store, const SkillCondition& condition,
                                    const std::vector<std::string>& templates, int limit = 8);
 

@@ -17,7 +17,7 @@ struct SkillHint {
   int64_t skill_id = 0;
   std::string template_name;
   std::vector<KnobChange> changes;
-  double weight = 0;  ///< confidence x ln(effect): > 0, higher is stronger
+  double weight = 0;  ///< confidence x ln(effect) x shape similarity: > 0, higher is stronger
 };
 
 /// Stored in the run's config so that a resume reuses the hints the run started with.

@@ -78,6 +78,11 @@ class Database {
   /// Sums over the run's syntheses.
   SynthesisTotals synthesis_totals(int64_t run_id);
 
+  /// Stores a profile of a candidate on a workload, replacing an earlier one of the same pair.
+  void record_profile(const Profile& profile);
+  /// The profiles of the run's candidates, by candidate seq, then workload.
+  std::vector<Profile> profiles_of(int64_t run_id);
+
  private:
   sqlite::Connection& connection();
   /// Throws an InputError unless the run exists.

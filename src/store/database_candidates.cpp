@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* kCandidateColumns =
     "c.id, c.run_id, c.seq, c.agent, c.parent_id, c.inspired_by, c.solution_key, c.template, "
-    "c.knob_point, c.proposed_at";
+    "c.knob_point, c.note, c.proposed_at";
 
 Candidate candidate_from_row(const sqlite::Statement& row, const std::filesystem::path& file) {
   Candidate candidate;
@@ -24,7 +24,8 @@ Candidate candidate_from_row(const sqlite::Statement& row, const std::filesystem
   candidate.solution_key = row.text(6);
   candidate.template_name = row.text(7);
   candidate.knob_point = json_column(row, 8, file, "candidates.knob_point");
-  candidate.proposed_at = row.text(9);
+  candidate.note = row.text(9);
+  candidate.proposed_at = row.text(10);
   return candidate;
 }
 
@@ -49,9 +50,9 @@ int64_t Database::add_candidate(int64_t run_id, const NewCandidate& candidate) {
   connection()
       .prepare(
           "INSERT INTO candidates (run_id, seq, agent, parent_id, inspired_by, solution_key, "
-          "template, knob_point) "
+          "template, knob_point, note) "
           "VALUES (?1, (SELECT COALESCE(MAX(seq) + 1, 0) FROM candidates WHERE run_id = ?1), "
-          "?2, ?3, ?4, ?5, ?6, ?7)")
+          "?2, ?3, ?4, ?5, ?6, ?7, ?8)")
       .bind(1, run_id)
       .bind(2, candidate.agent)
       .bind_nullable(3, candidate.parent_id)
@@ -59,6 +60,7 @@ int64_t Database::add_candidate(int64_t run_id, const NewCandidate& candidate) {
       .bind(5, candidate.solution_key)
       .bind(6, candidate.template_name)
       .bind(7, candidate.knob_point.dump())
+      .bind(8, candidate.note)
       .run();
   const int64_t candidate_id = connection().last_insert_id();
   transaction.commit();

@@ -43,6 +43,7 @@ struct NewCandidate {
   std::string solution_key;          ///< object store key of the solution JSON
   std::string template_name;
   nlohmann::json knob_point = nlohmann::json::object();
+  std::string note;  ///< why it was proposed, when the agent said ("" when not)
 };
 
 struct Candidate {
@@ -55,6 +56,7 @@ struct Candidate {
   std::string solution_key;
   std::string template_name;
   nlohmann::json knob_point;
+  std::string note;
   std::string proposed_at;
 };
 
@@ -103,6 +105,15 @@ struct SynthesisTotals {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   double cost_usd = 0;
+};
+
+/// An Nsight Compute profile of a candidate on one workload: diagnosis/ncu_runner.h's record,
+/// a profile or why there is none.
+struct Profile {
+  int64_t candidate_id = 0;
+  std::string workload;  ///< the workload's uuid
+  nlohmann::ordered_json record;
+  std::string created_at;  ///< set by the store; ignored when recording
 };
 
 struct Budget {

@@ -77,6 +77,18 @@ constexpr const char* kCreateSyntheses =
       cost_usd REAL NOT NULL,
       from_cache INTEGER NOT NULL))sql";
 
+// Version 3: why a candidate was proposed, and Nsight Compute profiles of candidates (one per
+// candidate and workload; a later profile replaces an earlier one).
+constexpr const char* kVersion3[] = {
+    "ALTER TABLE candidates ADD COLUMN note TEXT NOT NULL DEFAULT ''",
+    R"sql(CREATE TABLE profiles (
+      candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+      workload TEXT NOT NULL,
+      record TEXT NOT NULL,
+      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+      PRIMARY KEY (candidate_id, workload)))sql",
+};
+
 bool has_version_table(sqlite::Connection& connection) {
   sqlite::Statement query = connection.prepare(
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
@@ -100,6 +112,7 @@ void ensure_store_schema(sqlite::Connection& connection) {
   if (!has_version_table(connection)) {
     for (const char* sql : kCreateTables) connection.execute(sql);
     connection.execute(kCreateSyntheses);
+    for (const char* sql : kVersion3) connection.execute(sql);
     connection.prepare("INSERT INTO schema_version (id, version) VALUES (1, ?)")
         .bind(1, kStoreSchemaVersion)
         .run();
@@ -116,8 +129,10 @@ void ensure_store_schema(sqlite::Connection& connection) {
     throw InputError(fmt::format("{}: schema_version: expected a version >= 1, got {}",
                                  connection.file().string(), version));
   }
-  if (version < 2) {
-    connection.execute(kCreateSyntheses);
+  if (version < 2) connection.execute(kCreateSyntheses);
+  if (version < 3)
+    for (const char* sql : kVersion3) connection.execute(sql);
+  if (version < kStoreSchemaVersion) {
     connection.prepare("UPDATE schema_version SET version = ? WHERE id = 1")
         .bind(1, kStoreSchemaVersion)
         .run();

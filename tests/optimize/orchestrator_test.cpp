@@ -321,6 +321,14 @@ TEST_F(OrchestratorTest, AgentsFollowTheDiagnosisSuggestionsDeterministically) {
     const auto summary = optimize(workspace, options, evaluator);
     raises[suggested].push_back(rows_per_task_raises(workspace.database(), summary.run_id));
     runs[suggested].push_back(sequence(workspace.database(), summary.run_id));
+    // A step that followed a suggestion is stored with it; no other step has a note.
+    int noted = 0;
+    for (const Candidate& candidate : workspace.database().candidates_of(summary.run_id)) {
+      if (candidate.note.empty()) continue;
+      EXPECT_EQ(candidate.note, "diagnosis: raise ROWS_PER_TASK (few rows per task)");
+      ++noted;
+    }
+    EXPECT_EQ(noted > 0, !suggested.empty()) << noted << " notes";
   }
   EXPECT_EQ(runs[""][0], runs[""][1]);
   EXPECT_EQ(runs["raise"][0], runs["raise"][1]);

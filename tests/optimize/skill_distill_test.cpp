@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/test_support.h"
+#include "optimize/shape_class.h"
 #include "optimize/skill_distill.h"
 
 namespace kernelarc {
@@ -55,6 +56,57 @@ TEST(SkillDistill, HintsComeFromActiveSkillsOfTheTemplatesStrongestFirst) {
   EXPECT_GT(hints[0].weight, hints[1].weight);
   EXPECT_TRUE(skill_hints(store, kCondition, {"another_template"}).empty());
   EXPECT_EQ(skill_hints(store, kCondition, {"rowreduce_cpu"}, 1).size(), 1u);
+}
+
+SkillCondition condition_at(const std::string& shape_class) {
+  SkillCondition condition = kCondition;
+  condition.shape_class = shape_class;
+  return condition;
+}
+
+TEST(SkillDistill, HintsFromCloserShapesComeFirst) {
+  TempDir dir;
+  SkillStore store(dir.path() / "knowledge.sqlite");
+  const std::string at_4096 = "rmsnorm_f32: batch_size=1..16384 hidden_size=4096";
+  const std::string at_8192 = "rmsnorm_f32: batch_size=1..16384 hidden_size=8192";
+  // Equal effects give equal ranks; only the shapes tell the two skills apart.
+  OptimizeSummary summary;
+  summary.run_id = 1;
+  summary.conclusions = {conclusion("VEC", 4, 8, {1.3, 1.2, 1.4}, 2, 5)};
+  store.record(skill_observations(summary, condition_at(at_4096)).front());
+  summary.conclusions = {conclusion("THREADS", 0, 2, {1.3, 1.2, 1.4}, 2, 5)};
+  store.record(skill_observations(summary, condition_at(at_8192)).front());
+
+  const auto near_4096 = skill_hints(store, condition_at(at_4096), {"rowreduce_cpu"});
+  ASSERT_EQ(near_4096.size(), 2u);
+  EXPECT_EQ(near_4096[0].changes[0].knob, "VEC");
+  EXPECT_GT(near_4096[0].weight, near_4096[1].weight);
+  const auto near_8192 = skill_hints(store, condition_at(at_8192), {"rowreduce_cpu"});
+  ASSERT_EQ(near_8192.size(), 2u);
+  EXPECT_EQ(near_8192[0].changes[0].knob, "THREADS");
+  EXPECT_DOUBLE_EQ(near_8192[0].weight, near_4096[0].weight);
+}
+
+TEST(SkillDistill, SkillsOfUnreadableShapesStayBetweenNearAndFarOnes) {
+  TempDir dir;
+  SkillStore store(dir.path() / "knowledge.sqlite");
+  OptimizeSummary summary;
+  summary.run_id = 1;
+  const std::pair<const char*, const char*> skills[] = {
+      {"THREADS", "rmsnorm_f32: batch_size=1..16384 hidden_size=65536"},
+      {"VEC", "rmsnorm_f32: all 6 workloads"},
+      {"UNROLL", "rmsnorm_f32: batch_size=1..16384 hidden_size=4096"}};
+  for (const auto& [knob, shape] : skills) {
+    summary.conclusions = {conclusion(knob, 1, 2, {1.3, 1.2, 1.4}, 2, 5)};
+    store.record(skill_observations(summary, condition_at(shape)).front());
+  }
+  const auto hints = skill_hints(
+      store, condition_at("rmsnorm_f32: batch_size=1..16384 hidden_size=4096"), {"rowreduce_cpu"});
+  ASSERT_EQ(hints.size(), 3u);
+  EXPECT_EQ(hints[0].changes[0].knob, "UNROLL");
+  EXPECT_EQ(hints[1].changes[0].knob, "VEC");
+  EXPECT_EQ(hints[2].changes[0].knob, "THREADS");
+  EXPECT_DOUBLE_EQ(hints[1].weight, hints[0].weight * kUnknownShapeSimilarity);
 }
 
 }  // namespace

@@ -1,9 +1,7 @@
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include "core/test_support.h"
 #include "store/database.h"
-#include "store/schema.h"
 #include "store_test_support.h"
 
 namespace kernelarc {
@@ -45,27 +43,6 @@ TEST(DatabaseSyntheses, StoresOnePerCandidateAndSumsARun) {
   EXPECT_EQ(totals.output_tokens, 680);
   EXPECT_DOUBLE_EQ(totals.cost_usd, 0.5);
   EXPECT_EQ(db.synthesis_totals(other_run).calls, 1);
-}
-
-// A workspace written before code synthesizers existed gains the table on open.
-TEST(DatabaseSyntheses, UpgradesAVersionOneWorkspace) {
-  TempDir dir;
-  const auto file = dir / "kernelarc.db";
-  int64_t candidate = 0;
-  {
-    Database db(file);
-    candidate = db.add_candidate(db.create_run(sample_run()), sample_candidate("explore", "key"));
-  }
-  sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(file.c_str(), &raw), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(raw, "DROP TABLE syntheses; UPDATE schema_version SET version = 1",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(raw);
-
-  Database db(file);
-  db.record_synthesis(candidate, sample_synthesis("", false));
-  EXPECT_TRUE(db.synthesis_of(candidate));
 }
 
 }  // namespace
