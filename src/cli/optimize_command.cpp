@@ -135,9 +135,7 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
     out << fmt::format("speedup over the baseline: {:.2f}x ({:.2f}-{:.2f})\n",
                        summary.speedup->value, summary.speedup->low, summary.speedup->high);
   std::vector<std::string> steps;
-  for (const LineageStep& step : summary.lineage)
-    steps.push_back(fmt::format("#{} {} {}{}", step.candidate_id, step.agent, step.operation,
-                                step.changes.empty() ? "" : " (" + step.changes + ")"));
+  for (const LineageStep& step : summary.lineage) steps.push_back(lineage_step_text(step));
   out << fmt::format("lineage: {}\n", fmt::join(steps, " -> "));
 }
 

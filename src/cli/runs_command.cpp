@@ -13,6 +13,7 @@
 #include "cli/table.h"
 #include "core/error.h"
 #include "diagnosis/ncu_runner.h"
+#include "optimize/orchestrator.h"
 #include "store/workspace.h"
 #include "synth/knob_point.h"
 
@@ -57,19 +58,13 @@ std::string outcome(const std::optional<Evaluation>& evaluation, std::optional<d
   return text;
 }
 
-/// A lineage step: candidate, agent, operation, knob changes and why it was proposed. A note
-/// that starts with the operation's name ("diagnosis: raise VEC ...") drops that repetition.
+/// A step of a stored lineage; summaries stored before notes were kept take the candidate's.
 std::string lineage_step(const nlohmann::json& step, const Candidate* candidate) {
-  const auto operation = step["operation"].get<std::string>();
-  const auto changes = step["changes"].get<std::string>();
-  std::string text =
-      fmt::format("#{} {} {}{}", step["candidate"].get<int64_t>(), step["agent"].get<std::string>(),
-                  operation, changes.empty() ? "" : " (" + changes + ")");
-  if (candidate == nullptr || candidate->note.empty()) return text;
-  std::string_view note = candidate->note;
-  if (const std::string prefix = operation + ": "; note.starts_with(prefix))
-    note.remove_prefix(prefix.size());
-  return fmt::format("{}: {}", text, note);
+  LineageStep parsed{step["candidate"].get<int64_t>(), step["agent"].get<std::string>(),
+                     step["operation"].get<std::string>(), step["changes"].get<std::string>(),
+                     step.value("note", std::string())};
+  if (parsed.note.empty() && candidate != nullptr) parsed.note = candidate->note;
+  return lineage_step_text(parsed);
 }
 
 void print_profiles(Database& db, int64_t run_id) {

@@ -832,9 +832,11 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       std::string changes;
       if (node.parent && !is_code(node.template_name))
         changes = changes_text(knob_changes(agent.tree().node(*node.parent).point, node.point));
-      summary.lineage.insert(
-          summary.lineage.begin(),
-          {state.candidate_of_node.at(*at), agent.name(), operation_name(node.operation), changes});
+      const int64_t candidate_id = state.candidate_of_node.at(*at);
+      const auto stored = db.find_candidate(candidate_id);
+      summary.lineage.insert(summary.lineage.begin(),
+                             {candidate_id, agent.name(), operation_name(node.operation), changes,
+                              stored ? stored->note : ""});
       at = node.parent ? std::optional<NodeRef>({at->first, *node.parent}) : std::nullopt;
     }
   }
@@ -890,7 +892,8 @@ nlohmann::json summary_to_json(const OptimizeSummary& summary) {
     json["lineage"].push_back({{"candidate", step.candidate_id},
                                {"agent", step.agent},
                                {"operation", step.operation},
-                               {"changes", step.changes}});
+                               {"changes", step.changes},
+                               {"note", step.note}});
   json["conclusions"] = nlohmann::json::array();
   for (const Conclusion& conclusion : summary.conclusions)
     json["conclusions"].push_back(conclusion_to_json(conclusion));
@@ -903,6 +906,16 @@ nlohmann::json summary_to_json(const OptimizeSummary& summary) {
                          {"output_tokens", summary.synthesis.output_tokens},
                          {"cost_usd", summary.synthesis.cost_usd}};
   return json;
+}
+
+std::string lineage_step_text(const LineageStep& step) {
+  std::string text = fmt::format("#{} {} {}{}", step.candidate_id, step.agent, step.operation,
+                                 step.changes.empty() ? "" : " (" + step.changes + ")");
+  if (step.note.empty()) return text;
+  std::string_view note = step.note;
+  if (const std::string prefix = step.operation + ": "; note.starts_with(prefix))
+    note.remove_prefix(prefix.size());
+  return fmt::format("{}: {}", text, note);
 }
 
 }  // namespace kernelarc

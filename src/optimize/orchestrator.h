@@ -132,7 +132,13 @@ struct LineageStep {
   std::string agent;
   std::string operation;
   std::string changes;  ///< knob changes from its parent ("" for a start)
+  std::string note;     ///< why its agent proposed it, when it knows ("" otherwise)
 };
+
+/// "#9 memory diagnosis (VEC 4->8): raise VEC (...)": the candidate, its agent and operation,
+/// its knob changes and its note; a note that starts with the operation's name ("diagnosis:
+/// raise VEC ...") drops that repetition.
+std::string lineage_step_text(const LineageStep& step);
 
 struct OptimizeSummary {
   int64_t run_id = 0;

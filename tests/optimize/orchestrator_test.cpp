@@ -329,6 +329,15 @@ TEST_F(OrchestratorTest, AgentsFollowTheDiagnosisSuggestionsDeterministically) {
       ++noted;
     }
     EXPECT_EQ(noted > 0, !suggested.empty()) << noted << " notes";
+    // The winner's lineage carries each step's stored note, and prints it without repeating
+    // the operation's name.
+    for (const LineageStep& step : summary.lineage) {
+      EXPECT_EQ(step.note, workspace.database().find_candidate(step.candidate_id)->note);
+      if (step.operation == "diagnosis")
+        EXPECT_NE(lineage_step_text(step).find("): raise ROWS_PER_TASK (few rows per task)"),
+                  std::string::npos)
+            << lineage_step_text(step);
+    }
   }
   EXPECT_EQ(runs[""][0], runs[""][1]);
   EXPECT_EQ(runs["raise"][0], runs["raise"][1]);
