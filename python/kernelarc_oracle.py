@@ -310,10 +310,14 @@ def make_cache_flusher(problem):
     return (lambda: buffer.zero_()), description
 
 
+class BaselineDisagrees(Exception):
+    """The definition's baseline code computes something else than its reference."""
+
+
 def baseline_function(problem, job, values):
     """The function timed as the baseline and what it is: the definition's baseline code once it
-    agrees with the reference on `values` within the workload's tolerance, else the reference.
-    A disagreement is returned as a message in place of the function."""
+    agrees with the reference on `values` within the workload's tolerance (BaselineDisagrees
+    otherwise), or the reference when the definition names none."""
     if not problem.definition.get("baseline"):
         return problem.module.run, "the reference"
     module = load_baseline(problem.definition)
@@ -324,7 +328,8 @@ def baseline_function(problem, job, values):
     for name, reference in expected.items():
         why = disagreement(torch, got[name], reference, job["tolerance"])
         if why:
-            return f"the baseline code disagrees with the reference on '{name}': {why}", None
+            raise BaselineDisagrees(
+                f"the baseline code disagrees with the reference on '{name}': {why}")
     return module.run, "the definition's baseline code"
 
 
@@ -358,10 +363,10 @@ def timing_job(problem, job):
         return {"unavailable": "reference failed: " + describe_exception(error)}
     try:
         function, source = baseline_function(problem, job, values)
+    except BaselineDisagrees as error:
+        return {"unavailable": str(error)}
     except Exception as error:
         return {"unavailable": "baseline code failed: " + describe_exception(error)}
-    if isinstance(function, str):
-        return {"unavailable": function}
     baseline = f"{baseline} ({source})"
     if job["baseline"] == "compiled":
         # Dynamo caches compiled code on the function; after a second shape it recompiles with

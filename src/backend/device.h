@@ -69,5 +69,7 @@ std::string host_cpu_model();
 /// `trace_activity` CUPTI is never loaded and calls are timed with CUDA events: for a process
 /// profiled by Nsight Compute, whose own collection conflicts with CUPTI activity tracing.
 std::unique_ptr<Device> make_cuda_device(int ordinal, bool trace_activity = true);
+/// The device a `--device` flag names: cpu, cuda (ordinal 0) or cuda:N. InputError otherwise.
+std::unique_ptr<Device> make_device(const std::string& name, bool trace_activity = true);
 
 }  // namespace kernelarc

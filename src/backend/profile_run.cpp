@@ -1,6 +1,5 @@
 #include "backend/profile_run.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -12,47 +11,14 @@
 #include <iostream>
 #include <sstream>
 
-#include "backend/cuda_cubin_kernel.h"
-#include "backend/cuda_launch.h"
 #include "backend/device.h"
 #include "backend/shared_arena.h"
 #include "backend/worker_execute.h"
-#include "backend/worker_integrity.h"
 #include "backend/worker_protocol.h"
 #include "core/error.h"
 
 namespace kernelarc {
 namespace {
-
-std::unique_ptr<Device> make_profiled_device(const std::string& name) {
-  if (name == "cpu") return make_cpu_device();
-  const std::string ordinal = name == "cuda" ? "0" : name.substr(name.rfind(':') + 1);
-  if (!name.starts_with("cuda") || ordinal.empty() ||
-      ordinal.find_first_not_of("0123456789") != std::string::npos) {
-    throw InputError("--device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
-  }
-  return make_cuda_device(std::stoi(ordinal), /*trace_activity=*/false);
-}
-
-/// The candidate, loaded by the worker's rules (a library may not shadow the runtime).
-EntryPoint load_entry(const std::filesystem::path& library, const std::string& symbol) {
-  EntryPoint entry;
-  std::string error;
-  if (is_launch_plan(library)) {
-    entry.kernel = load_cubin_kernel(library, error);
-    if (!entry.kernel) throw InputError(library.string() + ": " + error);
-    return entry;
-  }
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) throw InputError(dlerror());
-  if (std::string shadow = shadowed_symbol(handle); !shadow.empty()) throw InputError(shadow);
-  entry.run = reinterpret_cast<ka_run_fn>(dlsym(handle, symbol.c_str()));
-  if (!entry.run) {
-    throw InputError("entry point \"" + symbol + "\" not found in " + library.string());
-  }
-  entry.last_error = reinterpret_cast<ka_last_error_fn>(dlsym(handle, "ka_last_error"));
-  return entry;
-}
 
 ExecuteRequest read_request(const std::filesystem::path& path) {
   std::ifstream file(path);
@@ -63,7 +29,7 @@ ExecuteRequest read_request(const std::filesystem::path& path) {
 }
 
 int run(const ProfileRunOptions& options) {
-  std::unique_ptr<Device> device = make_profiled_device(options.device);
+  std::unique_ptr<Device> device = make_device(options.device, /*trace_activity=*/false);
   const ExecuteRequest request = read_request(options.request);
   ArenaMapping arena(options.arena);
   if (std::string problem = request_problem(request, arena.bytes().size()); !problem.empty())
@@ -74,7 +40,11 @@ int run(const ProfileRunOptions& options) {
   // starts), before the candidate.
   const SandboxStatus sandbox = enter_worker_sandbox(options.sandbox);
   std::cout << "kernelarc profile-run: sandbox " << sandbox.to_json().dump() << std::endl;
-  const EntryPoint entry = load_entry(options.library, options.symbol);
+  EntryPoint entry;
+  if (const ExecuteResult loaded =
+          load_entry_point(*device, options.library.string(), options.symbol, entry);
+      loaded.outcome != CallOutcome::Ok)
+    throw InputError(options.library.string() + ": " + loaded.message);
   BufferPool pool(*device);
   uint64_t call_counter = 0;
   const ExecuteResult result =

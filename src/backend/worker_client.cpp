@@ -10,8 +10,6 @@
 #include <cstring>
 #include <variant>
 
-extern char** environ;
-
 #include "backend/process.h"
 #include "backend/shared_arena.h"
 #include "backend/worker.h"
@@ -68,17 +66,6 @@ std::filesystem::path create_scratch_directory() {
   throw InternalError(
       "cannot create the worker's scratch directory in /dev/shm, $TMPDIR or /tmp: " +
       std::string(std::strerror(errno)));
-}
-
-/// This process's environment without the variables that look like secrets (API keys of the
-/// LLM layer): the worker runs candidate code.
-std::vector<std::string> worker_environment() {
-  std::vector<std::string> entries;
-  for (char** entry = environ; entry && *entry; ++entry) {
-    std::string_view text(*entry);
-    if (!is_secret_variable(text.substr(0, text.find('=')))) entries.emplace_back(text);
-  }
-  return entries;
 }
 
 }  // namespace
@@ -178,7 +165,7 @@ struct Worker::Impl {
       std::filesystem::create_directories(path, ignored);
       spawn.argv.insert(spawn.argv.end(), {"--readable", std::filesystem::absolute(path).string()});
     }
-    spawn.environment = worker_environment();
+    spawn.environment = environment_without_secrets();
     // What an earlier worker's candidates left there is not for the next ones.
     std::error_code ignored;
     for (std::filesystem::directory_iterator it(scratch, ignored), end; !ignored && it != end;

@@ -1,5 +1,7 @@
 #include "backend/worker_execute.h"
 
+#include <dlfcn.h>
+
 #include <filesystem>
 #include <new>
 #include <random>
@@ -8,8 +10,10 @@
 #include <vector>
 
 #include "backend/cuda_device.h"
+#include "backend/cuda_launch.h"
 #include "backend/guard_zones.h"
 #include "backend/input_perturbation.h"
+#include "backend/worker_integrity.h"
 #include "backend/worker_protocol.h"
 #include "core/rng.h"
 
@@ -250,6 +254,50 @@ ExecuteResult execute_request(Device& device, BufferPool& pool, std::span<std::b
   ExecuteResult result = guarded_calls(device, pool, arena, request, entry, call_counter);
   result.device_status_before = std::move(status_before);
   if (info) result.device_status_after = info->gpu_status().to_json();
+  return result;
+}
+
+ExecuteResult load_entry_point(Device& device, const std::string& library,
+                               const std::string& symbol, EntryPoint& entry) {
+  ExecuteResult result;
+  if (is_launch_plan(library)) {
+    if (!cuda_device_info(device)) {
+      result.outcome = CallOutcome::LoadFailed;
+      result.message =
+          library + ": a launch plan runs only on a CUDA device, not on " + device.kind();
+      return result;
+    }
+    std::string error;
+    std::unique_ptr<CubinKernel> kernel = load_cubin_kernel(library, error);
+    if (!kernel) {
+      result.outcome = CallOutcome::LoadFailed;
+      result.message = error;
+      return result;
+    }
+    entry = EntryPoint{};
+    entry.kernel = std::move(kernel);
+    return result;
+  }
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    result.outcome = CallOutcome::LoadFailed;
+    result.message = dlerror();
+    return result;
+  }
+  if (std::string shadow = shadowed_symbol(handle); !shadow.empty()) {
+    result.outcome = CallOutcome::Tampered;
+    result.message = shadow;
+    return result;
+  }
+  void* run = dlsym(handle, symbol.c_str());
+  if (!run) {
+    result.outcome = CallOutcome::LoadFailed;
+    result.message = "entry point \"" + symbol + "\" not found in " + library;
+    return result;
+  }
+  entry = EntryPoint{};
+  entry.run = reinterpret_cast<ka_run_fn>(run);
+  entry.last_error = reinterpret_cast<ka_last_error_fn>(dlsym(handle, "ka_last_error"));
   return result;
 }
 

@@ -30,6 +30,14 @@ struct EntryPoint {
   std::string error_text() const;
 };
 
+/// Loads a candidate by the worker's rules into `entry`: a launch plan's cubin into the CUDA
+/// context of `device` (a CUDA device only), or a library's `symbol`, refused as Tampered when
+/// the library shadows the runtime's symbols. Earlier libraries stay loaded: dlclose of a library
+/// whose OpenMP threads or thread-local destructors are still live can crash the process. The
+/// outcome is Ok, LoadFailed or Tampered, with the reason; `entry` is replaced only on Ok.
+ExecuteResult load_entry_point(Device& device, const std::string& library,
+                               const std::string& symbol, EntryPoint& entry);
+
 /// Device buffers kept from one request to the next, one per tensor position, so that
 /// repeated requests of the same shapes allocate nothing (cudaMalloc costs far more than a
 /// call, and synchronizes the device). Each has room to be shifted to a new address per call,

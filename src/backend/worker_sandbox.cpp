@@ -21,6 +21,8 @@
 #include <set>
 #include <string>
 
+extern char** environ;
+
 namespace kernelarc {
 namespace {
 
@@ -340,6 +342,15 @@ bool is_secret_variable(std::string_view name) {
   for (std::string_view word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"})
     if (upper.find(word) != std::string::npos) return true;
   return false;
+}
+
+std::vector<std::string> environment_without_secrets() {
+  std::vector<std::string> entries;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    std::string_view text(*entry);
+    if (!is_secret_variable(text.substr(0, text.find('=')))) entries.emplace_back(text);
+  }
+  return entries;
 }
 
 SandboxStatus enter_worker_sandbox(const SandboxOptions& options) {

@@ -59,4 +59,8 @@ std::vector<std::filesystem::path> readable_roots(
 /// PASSWORD or CREDENTIAL, in any case); such variables never reach the worker.
 bool is_secret_variable(std::string_view name);
 
+/// This process's environment ("NAME=value" entries) without the secret variables: what a
+/// process that runs candidate code (the worker, ncu and its target) is started with.
+std::vector<std::string> environment_without_secrets();
+
 }  // namespace kernelarc

@@ -1,5 +1,4 @@
 // worker_main: the child side of the worker protocol (see worker_protocol.h).
-#include <dlfcn.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -23,17 +22,6 @@
 
 namespace kernelarc {
 namespace {
-
-std::unique_ptr<Device> make_device(const std::string& name) {
-  if (name == "cpu") return make_cpu_device();
-  if (name == "cuda") return make_cuda_device(0);
-  if (name.rfind("cuda:", 0) == 0) {
-    std::string ordinal = name.substr(5);
-    if (!ordinal.empty() && ordinal.find_first_not_of("0123456789") == std::string::npos)
-      return make_cuda_device(std::stoi(ordinal));
-  }
-  throw InputError("--device: expected cpu, cuda or cuda:N, got \"" + name + "\"");
-}
 
 class WorkerServer {
  public:
@@ -101,52 +89,7 @@ class WorkerServer {
   }
 
   ExecuteResult load(const std::string& library, const std::string& symbol) {
-    if (is_launch_plan(library)) return load_plan(library);
-    ExecuteResult result;
-    // Earlier libraries stay loaded: dlclose of a library whose OpenMP threads or
-    // thread-local destructors are still live can crash the worker.
-    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      result.outcome = CallOutcome::LoadFailed;
-      result.message = dlerror();
-      return result;
-    }
-    if (std::string shadow = shadowed_symbol(handle); !shadow.empty()) {
-      result.outcome = CallOutcome::Tampered;
-      result.message = shadow;
-      return result;
-    }
-    void* run = dlsym(handle, symbol.c_str());
-    if (!run) {
-      result.outcome = CallOutcome::LoadFailed;
-      result.message = "entry point \"" + symbol + "\" not found in " + library;
-      return result;
-    }
-    entry_ = EntryPoint{};
-    entry_.run = reinterpret_cast<ka_run_fn>(run);
-    entry_.last_error = reinterpret_cast<ka_last_error_fn>(dlsym(handle, "ka_last_error"));
-    return result;
-  }
-
-  /// A device-only candidate: its cubin goes into the CUDA context the device created.
-  ExecuteResult load_plan(const std::string& plan) {
-    ExecuteResult result;
-    if (!cuda_device_info(*device_)) {
-      result.outcome = CallOutcome::LoadFailed;
-      result.message =
-          plan + ": a launch plan runs only on a CUDA device, not on " + device_->kind();
-      return result;
-    }
-    std::string error;
-    std::unique_ptr<CubinKernel> kernel = load_cubin_kernel(plan, error);
-    if (!kernel) {
-      result.outcome = CallOutcome::LoadFailed;
-      result.message = error;
-      return result;
-    }
-    entry_ = EntryPoint{};
-    entry_.kernel = std::move(kernel);
-    return result;
+    return load_entry_point(*device_, library, symbol, entry_);
   }
 
   /// A candidate that changed the worker's code or relocation tables makes the request's

@@ -14,6 +14,7 @@
 #include "backend/worker.h"
 #include "backend/worker_protocol.h"
 #include "backend/worker_sandbox.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/expr.h"
 #include "core/paths.h"
@@ -22,9 +23,8 @@
 #include "eval/compare.h"
 #include "eval/solution_build.h"
 #include "eval/speed_of_light.h"
+#include "eval/workload_run.h"
 #include "oracle/subprocess.h"
-
-extern char** environ;
 
 namespace kernelarc {
 namespace {
@@ -35,17 +35,6 @@ constexpr std::chrono::seconds kVersionTimeout{20};
 bool is_executable_file(const std::filesystem::path& path) {
   std::error_code error;
   return std::filesystem::is_regular_file(path, error) && access(path.c_str(), X_OK) == 0;
-}
-
-/// The environment without the variables that look like secrets: ncu passes its own on to the
-/// candidate.
-std::vector<std::string> environment_without_secrets() {
-  std::vector<std::string> entries;
-  for (char** entry = environ; entry && *entry; ++entry) {
-    std::string_view text(*entry);
-    if (!is_secret_variable(text.substr(0, text.find('=')))) entries.emplace_back(text);
-  }
-  return entries;
 }
 
 int exit_code_of(const CommandResult& result) {
@@ -105,25 +94,6 @@ std::filesystem::path make_scratch_directory() {
                         "): " + std::strerror(errno));
   }
   return pattern;
-}
-
-/// solution.ext["workspace_bytes"], a number or an expression over the axes, as the guard reads
-/// it.
-std::size_t workspace_bytes(const Solution& solution, const AxisValues& axes) {
-  if (!solution.ext.contains("workspace_bytes")) return 0;
-  const auto& value = solution.ext["workspace_bytes"];
-  if (value.is_number_integer()) return value.get<std::size_t>();
-  if (!value.is_string()) {
-    throw_input_error(solution.path.string(), "kernelarc.workspace_bytes",
-                      "expected an integer or an expression over the axes");
-  }
-  return static_cast<std::size_t>(evaluate_expr(value.get<std::string>(), axes));
-}
-
-void write_file(const std::filesystem::path& path, const void* data, std::size_t bytes) {
-  std::ofstream file(path, std::ios::binary);
-  file.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!file) throw InternalError("cannot write " + path.string());
 }
 
 OrderedJson unavailable(std::string why) {
@@ -230,7 +200,7 @@ OrderedJson profile_solution(const Problem& problem, const Workload& workload,
   request.outputs = layout.outputs;
   for (const ArenaTensor& output : layout.outputs)
     request.output_poison.push_back(poison_pattern(output.dtype, 0));
-  request.workspace_bytes = workspace_bytes(solution, axes);
+  request.workspace_bytes = workspace_bytes_for(solution, axes);
   // The protocol wants one timed call; with no CUPTI it costs two CUDA events, which ncu ignores.
   request.warmup = std::max(options.calls, 1) - 1;
   request.iterations = 1;
@@ -242,9 +212,10 @@ OrderedJson profile_solution(const Problem& problem, const Workload& workload,
   try {
     std::vector<std::byte> arena(layout.bytes);
     write_inputs(arena, layout, definition, *oracle.inputs(problem, workload, 0));
-    write_file(scratch / "arena", arena.data(), arena.size());
-    const std::string request_text = request_to_json(request).dump();
-    write_file(scratch / "request.json", request_text.data(), request_text.size());
+    write_file_atomically(
+        scratch / "arena",
+        std::string_view(reinterpret_cast<const char*>(arena.data()), arena.size()));
+    write_file_atomically(scratch / "request.json", request_to_json(request).dump());
     const auto workspace = std::filesystem::absolute(guard.workspace);
     const std::vector<std::string> target{
         (options.executable.empty() ? self_executable() : options.executable).string(),

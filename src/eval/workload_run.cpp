@@ -20,6 +20,8 @@ uint64_t seed_for(uint64_t seed, const std::string& uuid) {
   return Rng(seed ^ std::stoull(content_hash(uuid).substr(0, 16), nullptr, 16)).next();
 }
 
+}  // namespace
+
 std::size_t workspace_bytes_for(const Solution& solution, const AxisValues& axes) {
   if (!solution.ext.contains("workspace_bytes")) return 0;
   const auto& value = solution.ext["workspace_bytes"];
@@ -34,8 +36,6 @@ std::size_t workspace_bytes_for(const Solution& solution, const AxisValues& axes
     throw_input_error(solution.path.string(), "kernelarc.workspace_bytes", error.what());
   }
 }
-
-}  // namespace
 
 WorkloadRun::WorkloadRun(const GuardOptions& options, const Problem& problem,
                          const Workload& workload, const Solution& solution, Oracle& oracle,

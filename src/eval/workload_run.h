@@ -14,6 +14,10 @@
 
 namespace kernelarc {
 
+/// solution.ext["workspace_bytes"] at these axes: an integer or an expression over the axes; 0
+/// when absent. InputError naming the solution file otherwise.
+std::size_t workspace_bytes_for(const Solution& solution, const AxisValues& axes);
+
 class WorkloadRun {
  public:
   WorkloadRun(const GuardOptions& options, const Problem& problem, const Workload& workload,
