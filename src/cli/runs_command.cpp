@@ -51,7 +51,7 @@ int run_list(const RunsFlags& flags) {
 /// A candidate's outcome in a few characters: its geometric-mean time and speedup over the
 /// run's first candidate (the baseline when there is one), or its failing status.
 std::string outcome(const std::optional<Evaluation>& evaluation, std::optional<double> reference) {
-  if (!evaluation) return "not evaluated";
+  if (!evaluation) return "not evaluated in the search";
   if (evaluation->status != "PASSED" || !evaluation->median_ms) return evaluation->status;
   std::string text = fmt::format("{:.4f} ms", *evaluation->median_ms);
   if (reference) text += fmt::format(" {:.2f}x", *reference / *evaluation->median_ms);

@@ -22,6 +22,7 @@
 #include "eval/arena_layout.h"
 #include "eval/compare.h"
 #include "eval/solution_build.h"
+#include "eval/solution_variants.h"
 #include "eval/speed_of_light.h"
 #include "eval/workload_run.h"
 #include "oracle/subprocess.h"
@@ -187,7 +188,8 @@ OrderedJson profile_solution(const Problem& problem, const Workload& workload,
     probe_options.executable = guard.worker_executable;
     arch = Worker(probe_options).device_arch();
   }
-  const BuildResult build = build_solution(solution, definition, guard, arch);
+  const Solution runnable = solution_for_workload(solution, definition, workload);
+  const BuildResult build = build_solution(runnable, definition, guard, arch);
   if (!build.ok) {
     OrderedJson record = unavailable("the solution did not build: " + build.log);
     record["workload"] = workload.uuid;
@@ -200,7 +202,7 @@ OrderedJson profile_solution(const Problem& problem, const Workload& workload,
   request.outputs = layout.outputs;
   for (const ArenaTensor& output : layout.outputs)
     request.output_poison.push_back(poison_pattern(output.dtype, 0));
-  request.workspace_bytes = workspace_bytes_for(solution, axes);
+  request.workspace_bytes = workspace_bytes_for(runnable, axes);
   // The protocol wants one timed call; with no CUPTI it costs two CUDA events, which ncu ignores.
   request.warmup = std::max(options.calls, 1) - 1;
   request.iterations = 1;

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "eval/occupancy.h"
 #include "eval/solution_build.h"
+#include "eval/solution_variants.h"
 #include "eval/speed_of_light.h"
 #include "eval/workload_run.h"
 
@@ -120,7 +121,18 @@ void Guard::prepare_builds() {
 
 bool Guard::prebuild(const Definition& definition, const Solution& solution) const {
   try {
-    return build_solution(solution, definition, options_, impl_->device_arch).ok;
+    const auto variants = parse_variants(solution, definition);
+    if (!build_solution(resolve_variant(solution, variants, std::nullopt), definition, options_,
+                        impl_->device_arch)
+             .ok)
+      return false;
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      if (!build_solution(resolve_variant(solution, variants, i), definition, options_,
+                          impl_->device_arch)
+               .ok)
+        return false;
+    }
+    return true;
   } catch (const InputError&) {
     return false;  // evaluate() reports it with the candidate's traces
   }
@@ -141,55 +153,98 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
 
   OrderedJson environment;
   prepare_builds();
-  auto build = build_solution(solution, problem.definition, options_, impl_->device_arch);
-  environment["compiler"] = build.compiler;
+  // One build per variant in use (kernelarc.variants; a solution without them is one build).
+  const auto variants = parse_variants(solution, problem.definition);
+  struct VariantBuild {
+    std::optional<std::size_t> variant;
+    Solution solution;
+    BuildResult build;
+  };
+  std::vector<VariantBuild> builds;
+  std::vector<std::size_t> build_of_workload;
+  for (const auto* workload : selected) {
+    const auto variant =
+        select_variant(solution, variants, resolve_axes(problem.definition, *workload));
+    auto same = std::find_if(builds.begin(), builds.end(),
+                             [&](const VariantBuild& b) { return b.variant == variant; });
+    if (same == builds.end()) {
+      Solution resolved = resolve_variant(solution, variants, variant);
+      BuildResult build =
+          build_solution(resolved, problem.definition, options_, impl_->device_arch);
+      builds.push_back({variant, std::move(resolved), std::move(build)});
+      same = std::prev(builds.end());
+    }
+    build_of_workload.push_back(static_cast<std::size_t>(same - builds.begin()));
+  }
+  environment["compiler"] = builds.empty() ? "" : builds.front().build.compiler;
   environment["oracle"] = impl_->oracle.description();
 
   std::vector<Trace> traces;
-  auto new_trace = [&](const Workload& workload) {
+  auto new_trace = [&](const Workload& workload, const VariantBuild& built) {
     Trace trace;
     trace.definition = problem.definition.name;
     trace.solution = solution.name;
     trace.workload = workload.raw;
     trace.timestamp = utc_timestamp();
     trace.environment = environment;
-    trace.extra["build"] = {
-        {"cached", build.cached}, {"seconds", build.seconds}, {"key", build.cache_key}};
+    trace.extra["build"] = {{"cached", built.build.cached},
+                            {"seconds", built.build.seconds},
+                            {"key", built.build.cache_key}};
+    if (!variants.empty()) {
+      trace.extra["variant"] = {
+          {"index", built.variant ? OrderedJson(*built.variant) : OrderedJson(nullptr)},
+          {"when", built.variant ? variants[*built.variant].when : "otherwise"},
+          {"knobs", built.solution.ext.value("knobs", OrderedJson::object())}};
+    }
     return trace;
   };
-  if (!build.ok) {
-    for (const auto* workload : selected) {
-      auto trace = new_trace(*workload);
-      trace.status = EvalStatus::CompileError;
-      trace.log = build.log;
-      traces.push_back(std::move(trace));
+
+  double setup_seconds = 0;
+  std::optional<std::size_t> loaded_build;
+  ExecuteResult loaded;
+  // Loads the variant's library into the worker unless it is the one loaded already.
+  auto load = [&](std::size_t index) {
+    if (loaded_build == index) return;
+    const auto start = std::chrono::steady_clock::now();
+    VariantBuild& built = builds[index];
+    loaded = impl_->worker.load(built.build.library, built.build.symbol);
+    if (loaded.outcome == CallOutcome::LoadFailed && built.build.cached) {
+      // A cached binary that no longer loads (cut short by a crash or a full disk) is built
+      // again once; a library that cannot load for its own reasons fails the same way twice.
+      std::error_code ignored;
+      std::filesystem::remove_all(built.build.library.parent_path(), ignored);
+      built.build =
+          build_solution(built.solution, problem.definition, options_, impl_->device_arch);
+      if (built.build.ok) loaded = impl_->worker.load(built.build.library, built.build.symbol);
     }
-    return traces;
-  }
+    loaded_build = index;
+    setup_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (impl_->device_description.empty() && loaded.outcome == CallOutcome::Ok)
+      impl_->device_description = impl_->worker.device_description();
+  };
 
-  const auto setup_start = std::chrono::steady_clock::now();
-  impl_->oracle.prepare(problem, options_.correctness_trials + 1);
-  auto loaded = impl_->worker.load(build.library, build.symbol);
-  if (loaded.outcome == CallOutcome::LoadFailed && build.cached) {
-    // A cached binary that no longer loads (cut short by a crash or a full disk) is built again
-    // once; a library that cannot load for its own reasons fails the same way a second time.
-    std::error_code ignored;
-    std::filesystem::remove_all(build.library.parent_path(), ignored);
-    build = build_solution(solution, problem.definition, options_, impl_->device_arch);
-    loaded = build.ok ? impl_->worker.load(build.library, build.symbol) : loaded;
-  }
-  const double setup_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
-  if (impl_->device_description.empty() && loaded.outcome == CallOutcome::Ok) {
-    impl_->device_description = impl_->worker.device_description();
-  }
-  environment["hardware"] = impl_->device_description;
-  environment["sandbox"] = impl_->worker.sandbox_status();
-
-  for (const auto* workload : selected) {
-    auto trace = new_trace(*workload);
-    traces.push_back(std::move(trace));
+  bool oracle_prepared = false;
+  for (std::size_t w = 0; w < selected.size(); ++w) {
+    const Workload* workload = selected[w];
+    VariantBuild& built = builds[build_of_workload[w]];
+    traces.push_back(new_trace(*workload, built));
     Trace& current = traces.back();
+    if (!built.build.ok) {
+      current.status = EvalStatus::CompileError;
+      current.log = built.build.log;
+      continue;
+    }
+    if (!oracle_prepared) {
+      const auto start = std::chrono::steady_clock::now();
+      impl_->oracle.prepare(problem, options_.correctness_trials + 1);
+      setup_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      oracle_prepared = true;
+    }
+    load(build_of_workload[w]);
+    current.environment["hardware"] = impl_->device_description;
+    current.environment["sandbox"] = impl_->worker.sandbox_status();
     if (const auto error = impl_->oracle.reference_error(problem, *workload)) {
       current.status = EvalStatus::InvalidReference;
       current.log = *error;
@@ -202,7 +257,8 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
                                 call_outcome_name(loaded.outcome), loaded.message);
       continue;
     }
-    WorkloadRun run(options_, problem, *workload, solution, impl_->oracle, impl_->worker, current);
+    WorkloadRun run(options_, problem, *workload, built.solution, impl_->oracle, impl_->worker,
+                    current);
     bool correct = false;
     {
       PhaseTimer timer(current.extra, "correctness");

@@ -14,6 +14,7 @@
 #include "optimize/agent.h"
 #include "optimize/code_moves.h"
 #include "optimize/conclusions.h"
+#include "optimize/shape_dispatch.h"
 #include "search/budget_bandit.h"
 
 namespace kernelarc {
@@ -782,6 +783,48 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     const State::Known& known = state.known.at(state.key_of_candidate.at(id));
     entries.push_back({id, known.agent, label_of(known), *solution_of(id), {}, {}, 0});
   }
+  // Where other measured points of the top candidate's template beat it at a shape beyond
+  // noise, a per-shape dispatch of the top candidate competes as one more finalist.
+  struct DispatchEntry {
+    int64_t candidate_id = 0;
+    int64_t base_id = 0;
+    std::size_t variants = 0;
+    std::string plan;
+  };
+  std::optional<DispatchEntry> dispatch;
+  if (!ranked.empty()) {
+    const State::Known& top = state.known.at(state.key_of_candidate.at(ranked.front().second));
+    if (!is_code(top.template_name)) {
+      std::vector<DispatchSource> sources;
+      for (const auto& [key, known] : state.known)
+        if (known.template_name == top.template_name && known.measurement)
+          sources.push_back({known.candidate_id, &*known.measurement});
+      const DispatchPlan plan = plan_shape_dispatch(target_.problem->workloads,
+                                                    {top.candidate_id, &*top.measurement}, sources);
+      if (!plan.choices.empty()) {
+        const auto variants = dispatch_variants(plan, [&](int64_t id) { return *solution_of(id); });
+        const Solution solution = with_variants(*solution_of(top.candidate_id), variants);
+        std::vector<int64_t> inspired;
+        for (const DispatchPlan::Choice& choice : plan.choices)
+          if (std::find(inspired.begin(), inspired.end(), choice.candidate_id) == inspired.end())
+            inspired.push_back(choice.candidate_id);
+        const std::string text = dispatch_plan_text(plan);
+        const int64_t id = candidate_for(
+            "dispatch", top.candidate_id, inspired, &solution, top.template_name, top.point,
+            "per-shape dispatch of #" + std::to_string(top.candidate_id) + ": " + text);
+        dispatch = DispatchEntry{id, top.candidate_id, variants.size(), text};
+        progress_->message(fmt::format("candidate {}: #{} with {} shape variant(s) ({})", id,
+                                       top.candidate_id, variants.size(), text));
+        entries.push_back({id,
+                           "dispatch",
+                           fmt::format("{} + {} shape variant(s)", label_of(top), variants.size()),
+                           solution,
+                           {},
+                           {},
+                           0});
+      }
+    }
+  }
   if (!ranked.empty())
     progress_->message(
         fmt::format("re-measuring the top {} and the baseline side by side, {} "
@@ -824,8 +867,10 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       summary.speedup = speedup_of(summary.baseline->measurement, winner.measurement);
       summary.kept_baseline = summary.speedup->high < 1.0;
     }
-    // The winner's lineage through its agent's tree, root first.
-    std::optional<NodeRef> at = state.node_of_candidate.at(winner.candidate_id);
+    // The winner's lineage through its agent's tree, root first; a dispatch's through its base.
+    const bool dispatched = dispatch && winner.candidate_id == dispatch->candidate_id;
+    std::optional<NodeRef> at =
+        state.node_of_candidate.at(dispatched ? dispatch->base_id : winner.candidate_id);
     while (at) {
       const Agent& agent = *state.agents[at->first];
       const SearchNode& node = agent.tree().node(at->second);
@@ -839,6 +884,10 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
                               stored ? stored->note : ""});
       at = node.parent ? std::optional<NodeRef>({at->first, *node.parent}) : std::nullopt;
     }
+    if (dispatched)
+      summary.lineage.push_back({dispatch->candidate_id, "dispatch", "dispatch",
+                                 fmt::format("{} shape variant(s)", dispatch->variants),
+                                 dispatch->plan});
   }
   summary.conclusions = state.conclusions;
   summary.synthesis = state.synthesis;
@@ -846,8 +895,9 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   // search and the route beats the default beyond both intervals: the skill a warm start
   // needs most.
   if (!summary.finalists.empty()) {
-    const State::Known& winner =
-        state.known.at(state.key_of_candidate.at(summary.finalists.front().candidate_id));
+    int64_t winner_id = summary.finalists.front().candidate_id;
+    if (dispatch && winner_id == dispatch->candidate_id) winner_id = dispatch->base_id;
+    const State::Known& winner = state.known.at(state.key_of_candidate.at(winner_id));
     const auto bound = state.bound.find(winner.template_name);
     const KnobPoint start =
         bound == state.bound.end() ? KnobPoint{} : bound->second->space().space().default_point();

@@ -3,6 +3,7 @@
 // determinism, resume, the board and the budget can be checked exactly and quickly.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -250,6 +251,61 @@ TEST_F(OrchestratorTest, ACrashedRunResumesToTheSameCandidatesWithoutMeasuringAn
   EXPECT_TRUE(workspace.database().unevaluated_candidates(run_id).empty());
   ASSERT_FALSE(summary.finalists.empty());
   EXPECT_EQ(summary.finalists.front().label, straight_summary.finalists.front().label);
+}
+
+TEST_F(OrchestratorTest, WhereEachShapeHasItsOwnBestPointTheWinnerDispatchesByShape) {
+  OptimizeOptions options;
+  options.budget = 40;
+  std::vector<std::vector<Proposed>> sequences;
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    evaluator.shape_dependent_ = true;
+    const auto summary = optimize(workspace, options, evaluator);
+    sequences.push_back(sequence(workspace.database(), summary.run_id));
+    EXPECT_EQ(summary.evaluated, 40);
+    EXPECT_EQ(workspace.database().budget_of(summary.run_id).used, 41);
+    // The dispatch is the last candidate, a child of the top candidate, measured only in the
+    // final rounds: 1 baseline + 40 + (baseline, 3 finalists, the dispatch) x 3.
+    const auto candidates = workspace.database().candidates_of(summary.run_id);
+    ASSERT_EQ(candidates.size(), 42u);
+    const Candidate& dispatch = candidates.back();
+    EXPECT_EQ(dispatch.agent, "dispatch");
+    ASSERT_TRUE(dispatch.parent_id);
+    EXPECT_FALSE(dispatch.inspired_by.empty());
+    EXPECT_NE(dispatch.note.find("per-shape dispatch of #" + std::to_string(*dispatch.parent_id)),
+              std::string::npos)
+        << dispatch.note;
+    EXPECT_EQ(evaluator.calls_, 1 + 40 + 5 * 3);
+    // Each of its shapes runs the point measured fastest there, so it wins the final rounds.
+    ASSERT_FALSE(summary.finalists.empty());
+    const Finalist& winner = summary.finalists.front();
+    EXPECT_EQ(winner.candidate_id, dispatch.id);
+    EXPECT_EQ(winner.agent, "dispatch");
+    ASSERT_TRUE(winner.solution.ext.contains("variants"));
+    EXPECT_EQ(winner.solution.ext["variants"].size(), dispatch.inspired_by.size());
+    for (const Finalist& other : summary.finalists) EXPECT_GE(winner.fitness, other.fitness);
+    // A variant's shape runs exactly the time of the candidate it came from.
+    for (const auto& [uuid, time] : winner.measurement.times) {
+      double fastest = std::numeric_limits<double>::infinity();
+      for (const Candidate& candidate : candidates) {
+        const auto evaluation = workspace.database().evaluation_of(candidate.id);
+        if (candidate.agent == "baseline" || !evaluation || evaluation->status != "PASSED")
+          continue;
+        const auto blob = nlohmann::json::parse(workspace.objects().get(evaluation->traces_key));
+        const auto measured = measurement_from_json(blob.at("measurement"), "test");
+        fastest = std::min(fastest, measured.times.at(uuid).median_ms);
+      }
+      // (or the top candidate, when the fastest was within the 0.1% noise of the landscape)
+      EXPECT_LE(time.median_ms, fastest * 1.0025) << uuid;
+    }
+    ASSERT_FALSE(summary.lineage.empty());
+    EXPECT_EQ(summary.lineage.back().operation, "dispatch");
+    EXPECT_EQ(summary.lineage.back().candidate_id, dispatch.id);
+    EXPECT_EQ(summary.lineage[summary.lineage.size() - 2].candidate_id, *dispatch.parent_id);
+  }
+  EXPECT_EQ(sequences[0], sequences[1]);
 }
 
 TEST_F(OrchestratorTest, ABaselineNoCandidateBeatsStaysTheBestSolution) {

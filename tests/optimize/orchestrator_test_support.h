@@ -6,9 +6,12 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/hash.h"
+#include "eval/solution_variants.h"
 #include "eval/stats.h"
 #include "optimize/orchestrator.h"
 
@@ -36,20 +39,17 @@ class LandscapeEvaluator : public CandidateEvaluator {
            static_cast<double>(std::stoul(content_hash(code).substr(0, 4), nullptr, 16)) / 65536.0;
       fails = code.find("WRONG") != std::string::npos;
     } else if (solution.ext.contains("knobs")) {
-      ms = 1;
-      std::string point;
-      for (const auto& [name, value] : solution.ext["knobs"].items()) {
-        const std::string entry = name + "=" + value.dump();
-        point += entry + ",";
-        ms += 0.5 * static_cast<double>(std::stoul(content_hash(entry).substr(0, 4), nullptr, 16)) /
-              65536.0;
-      }
-      fails = std::stoul(content_hash(point).substr(0, 2), nullptr, 16) % 16 == 0;
+      fails = point_time(solution, "").second;
     }
     std::vector<Trace> traces;
     for (const Workload& workload : problem_.workloads) {
       Trace trace;
       trace.workload = workload.raw;
+      if (solution.ext.contains("knobs") && !solution.ext.contains("synthesized")) {
+        // A dispatching solution runs, at each workload, the knobs its variants select there.
+        const Solution runs = solution_for_workload(solution, problem_.definition, workload);
+        std::tie(ms, fails) = point_time(runs, shape_dependent_ ? workload.uuid : "");
+      }
       if (fails) {
         trace.status = EvalStatus::IncorrectNumerical;
         trace.log = "landscape: this point is wrong";
@@ -71,12 +71,29 @@ class LandscapeEvaluator : public CandidateEvaluator {
 
   int calls_ = 0;
   int final_calls_ = 0;  ///< of them, through the full guard
+  /// When set, a knob value's cost also depends on the workload, so each shape has its own best
+  /// point (whether a point fails does not).
+  bool shape_dependent_ = false;
   std::optional<int> crash_after_;
   double baseline_ms_ = 10;  ///< what a solution without knobs (the baseline) takes
   std::string bottleneck_;   ///< the diagnosis of every passed trace ("" for none)
   OrderedJson suggestions_ = OrderedJson::array();  ///< and its knob suggestions
 
  private:
+  /// A single-point solution's time and whether it fails; `salt` varies the costs by shape.
+  static std::pair<double, bool> point_time(const Solution& solution, const std::string& salt) {
+    double ms = 1;
+    std::string point;
+    for (const auto& [name, value] : solution.ext["knobs"].items()) {
+      const std::string entry = name + "=" + value.dump();
+      point += entry + ",";
+      ms += 0.5 *
+            static_cast<double>(std::stoul(content_hash(entry + salt).substr(0, 4), nullptr, 16)) /
+            65536.0;
+    }
+    return {ms, std::stoul(content_hash(point).substr(0, 2), nullptr, 16) % 16 == 0};
+  }
+
   const Problem& problem_;
 };
 
