@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/table.h"
+#include "optimize/search_setup.h"
 #include "synth/bound_template.h"
 #include "synth/representative_points.h"
 
@@ -39,6 +40,20 @@ std::optional<double> cublaslt_default_ms(const std::vector<TemplateMatch>& matc
       return traces[0].latency_ms->median;
   }
   return std::nullopt;
+}
+
+/// The problem's bundled solution (solutions/naive or basic) at `workload`, same guard: what
+/// kernelarc's search starts from and its speedups are measured against.
+std::optional<std::pair<std::string, double>> bundled_ms(const std::string& dir,
+                                                         const Problem& problem,
+                                                         const Workload& workload, Guard& guard) {
+  const auto bundled = bundled_baseline_dir(dir);
+  if (!bundled) return std::nullopt;
+  const Solution solution = load_solution(*bundled);
+  const auto traces = guard.evaluate(problem, solution, std::span<const Workload>(&workload, 1));
+  if (traces.size() != 1 || traces[0].status != EvalStatus::Passed || !traces[0].latency_ms)
+    return std::nullopt;
+  return std::pair{bundled->filename().string(), traces[0].latency_ms->median};
 }
 
 bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& library,
@@ -99,9 +114,9 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
   tried.print(std::cout);
 
   const bool gemm = problem.definition.ext.op_family == "gemm";
-  std::vector<std::string> header{"workload",    "template",     "best_point",   "median_ms",
-                                  "ci95_ms",     "sol_ms",       "sol_fraction", "eager_ms",
-                                  "compiled_ms", "vs_best_torch"};
+  std::vector<std::string> header{"workload",    "template",      "best_point",   "median_ms",
+                                  "ci95_ms",     "sol_ms",        "sol_fraction", "eager_ms",
+                                  "compiled_ms", "vs_best_torch", "bundled_ms",   "vs_bundled"};
   if (gemm) header.insert(header.end(), {"cublaslt_default_ms", "vs_cublaslt"});
   TextTable table(header);
   bool complete = true;
@@ -138,6 +153,9 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
         ms(trace.eager_ms),
         ms(trace.compiled_ms),
         baseline ? fmt::format("{:.2f}x", *baseline / latency.median) : "-"};
+    const auto bundled = bundled_ms(dir, problem, workload, fast.guard());
+    row.push_back(bundled ? fmt::format("{:.4f} ({})", bundled->second, bundled->first) : "-");
+    row.push_back(bundled ? fmt::format("{:.2f}x", bundled->second / latency.median) : "-");
     if (gemm) {
       const auto library_ms = cublaslt_default_ms(matches, problem, workload, fast.guard());
       row.push_back(ms(library_ms));
@@ -163,7 +181,8 @@ int run_template_sweep(const SweepFlags& flags) {
       "template sweep on {}: per point every workload through the guard (no baselines); per "
       "workload the fastest passing point re-measured with the baselines. sol_fraction = "
       "T_SOL / median (calibrated bandwidth or peak); vs_best_torch = the faster of eager and "
-      "torch.compile / median.\n",
+      "torch.compile / median; vs_bundled = the problem's bundled solution (naive or basic), "
+      "same guard, / median.\n",
       flags.guard.device);
   bool all = true;
   for (const std::string& problem : flags.problems)

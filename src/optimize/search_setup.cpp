@@ -6,10 +6,8 @@
 
 namespace kernelarc {
 
-namespace {
-
-std::optional<std::filesystem::path> baseline_dir(const std::filesystem::path& problem_dir,
-                                                  const std::string& choice) {
+std::optional<std::filesystem::path> bundled_baseline_dir(const std::filesystem::path& problem_dir,
+                                                          const std::string& choice) {
   if (choice == "none") return std::nullopt;
   if (!choice.empty()) return choice;
   for (const char* name : {"naive", "basic"}) {
@@ -18,8 +16,6 @@ std::optional<std::filesystem::path> baseline_dir(const std::filesystem::path& p
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 SearchSetup::SearchSetup(const std::filesystem::path& problem_dir, SearchSetupOptions options)
     : options_(std::move(options)), problem_(load_problem(problem_dir)) {
@@ -35,7 +31,7 @@ SearchSetup::SearchSetup(const std::filesystem::path& problem_dir, SearchSetupOp
       why += fmt::format("; {}: {}", match.kernel->name, match.reason);
     throw InputError(fmt::format("{}: nothing to search: {}", problem_dir.string(), why));
   }
-  if (const auto dir = baseline_dir(problem_dir, options_.baseline)) {
+  if (const auto dir = bundled_baseline_dir(problem_dir, options_.baseline)) {
     baseline_ = load_solution(*dir);
     if (baseline_->definition != problem_.definition.name)
       throw InputError(fmt::format("--baseline {}: a solution of {}, not of {}", dir->string(),

@@ -27,6 +27,11 @@ struct SearchSetupOptions {
   bool require_templates = true;
 };
 
+/// The bundled solution a problem is measured against: `choice` when given ("none" = none),
+/// else the problem's solutions/naive, else solutions/basic, else none.
+std::optional<std::filesystem::path> bundled_baseline_dir(const std::filesystem::path& problem_dir,
+                                                          const std::string& choice = "");
+
 class SearchSetup {
  public:
   /// Loads the problem and the library and binds every template that serves the problem.

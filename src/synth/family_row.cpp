@@ -1,6 +1,7 @@
-// The row binder: rmsnorm, layernorm, softmax and logsumexp over the last axis of [..., C]
-// tensors, with an optional fused element-wise prologue (e.g. a residual add) whose value may
-// also be written out. See docs/TEMPLATES.md ("Family: row reductions").
+// The row binder: rmsnorm, layernorm, softmax, logsumexp and per-row (per-token) float8
+// quantization over the last axis of [..., C] tensors, with an optional fused element-wise
+// prologue (e.g. a residual add) whose value may also be written out. See docs/TEMPLATES.md
+// ("Family: row reductions").
 #include "synth/family_row.h"
 
 #include <algorithm>
@@ -14,12 +15,13 @@ namespace kernelarc {
 
 namespace {
 
-constexpr const char* kFamilies[] = {"rmsnorm", "layernorm", "softmax", "logsumexp"};
+constexpr const char* kFamilies[] = {"rmsnorm", "layernorm", "softmax", "logsumexp", "quantize"};
 
 RowOp op_of(std::string_view family) {
   if (family == "rmsnorm") return RowOp::RmsNorm;
   if (family == "layernorm") return RowOp::LayerNorm;
   if (family == "softmax") return RowOp::Softmax;
+  if (family == "quantize") return RowOp::Quantize;
   return RowOp::LogSumExp;
 }
 
@@ -111,13 +113,46 @@ void classify_inputs(const Definition& def, RowProblem& row) {
     mismatch(def, "inputs", "expected an input of shape " + shape_text(row.row_shape));
 }
 
+/// Quantize's format and granularity: {"format": "float8_e4m3fn"|"float8_e5m2",
+/// "granularity": "per_token"}.
+void read_quantize_params(const Definition& def, RowProblem& row) {
+  const OrderedJson& params = def.ext.op_params;
+  const std::string base = "kernelarc.op_params";
+  const auto format = params.find("format");
+  if (format == params.end() || !format->is_string())
+    mismatch(def, base + ".format", "expected \"float8_e4m3fn\" or \"float8_e5m2\"");
+  if (*format == "float8_e4m3fn") {
+    row.fp8_max = 448.0;
+  } else if (*format == "float8_e5m2") {
+    row.fp8_max = 57344.0;
+  } else {
+    mismatch(def, base + ".format",
+             "expected \"float8_e4m3fn\" or \"float8_e5m2\", got " + format->dump());
+  }
+  const auto granularity = params.find("granularity");
+  if (granularity != params.end() && *granularity != "per_token")
+    mismatch(
+        def, base + ".granularity",
+        "the row templates quantize per token (one scale per row), got " + granularity->dump());
+}
+
 void read_op_params(const Definition& def, RowProblem& row) {
   const OrderedJson& params = def.ext.op_params;
   const std::string base = "kernelarc.op_params";
   if (!params.is_object()) mismatch(def, base, "expected an object");
+  const bool quantize = row.op == RowOp::Quantize;
   for (const auto& [key, value] : params.items()) {
-    if (key != "eps" && key != "prologue" && key != "prologue_output")
-      mismatch(def, base + "." + key, "unknown field (expected eps, prologue, prologue_output)");
+    const bool known = key == "eps" || key == "prologue" || key == "prologue_output" ||
+                       (quantize && (key == "format" || key == "granularity"));
+    if (!known)
+      mismatch(def, base + "." + key,
+               quantize ? "unknown field (expected format, granularity, prologue)"
+                        : "unknown field (expected eps, prologue, prologue_output)");
+  }
+  if (quantize) {
+    read_quantize_params(def, row);
+    if (params.contains("prologue_output"))
+      mismatch(def, base + ".prologue_output", "a quantize writes no prologue output");
   }
   if (params.contains("eps")) {
     if (!is_norm(row.op)) mismatch(def, base + ".eps", "a " + row.family + " takes no eps");
@@ -159,7 +194,41 @@ void read_op_params(const Definition& def, RowProblem& row) {
   }
 }
 
+/// Quantize's two outputs: the row in the float8 format and the float32 scale of each row.
+void find_quantize_outputs(const Definition& def, RowProblem& row) {
+  if (def.outputs.size() != 2)
+    mismatch(def, "outputs",
+             "expected 2 outputs (the quantized rows and the scale of each row), got " +
+                 std::to_string(def.outputs.size()));
+  std::vector<std::string> per_row = row.row_shape;
+  per_row.pop_back();
+  const DType format = row.fp8_max == 448.0 ? DType::Float8E4M3FN : DType::Float8E5M2;
+  for (std::size_t i = 0; i < def.outputs.size(); ++i) {
+    const TensorSpec& spec = def.outputs[i];
+    const std::string field = "outputs." + spec.name;
+    if (!spec.is_scalar() && *spec.shape == row.row_shape) {
+      if (spec.dtype != format)
+        mismatch(def, field + ".dtype",
+                 "expected " + std::string(dtype_name(format)) +
+                     " (kernelarc.op_params.format), got " + std::string(dtype_name(spec.dtype)));
+      row.output = tensor_of(spec, static_cast<int>(i));
+    } else if (!spec.is_scalar() && *spec.shape == per_row) {
+      if (spec.dtype != DType::Float32)
+        mismatch(def, field + ".dtype",
+                 "expected float32 (the scale), got " + std::string(dtype_name(spec.dtype)));
+      row.scale_output = tensor_of(spec, static_cast<int>(i));
+    } else {
+      mismatch(def, field,
+               "expected shape " + shape_text(row.row_shape) + " (the quantized rows) or " +
+                   shape_text(per_row) + " (the scales)");
+    }
+  }
+  if (!row.scale_output || row.output.name.empty())
+    mismatch(def, "outputs", "expected one output of each shape (the quantized rows, the scales)");
+}
+
 void find_output(const Definition& def, RowProblem& row) {
+  if (row.op == RowOp::Quantize) return find_quantize_outputs(def, row);
   const std::size_t expected = row.prologue_output ? 2 : 1;
   if (def.outputs.size() != expected) {
     mismatch(def, "outputs",
@@ -197,8 +266,9 @@ class RowBinder : public FamilyBinder {
     const std::string& family = def.ext.op_family;
     const auto families = this->families();
     if (std::find(families.begin(), families.end(), family) == families.end())
-      mismatch(def, "kernelarc.op_family",
-               "expected rmsnorm, layernorm, softmax or logsumexp, got \"" + family + "\"");
+      mismatch(
+          def, "kernelarc.op_family",
+          "expected rmsnorm, layernorm, softmax, logsumexp or quantize, got \"" + family + "\"");
     if (!kernel.serves(family))
       mismatch(def, "kernelarc.op_family",
                "template " + kernel.name + " does not serve \"" + family + "\"");
@@ -223,6 +293,7 @@ class RowBinder : public FamilyBinder {
       max_bytes = std::max<int64_t>(max_bytes, static_cast<int64_t>(dtype_size(t.dtype)));
     binding.constants["MAX_ELEM_BYTES"] = max_bytes;
     binding.constants["NUM_ROW_INPUTS"] = static_cast<int64_t>(row.row_inputs.size());
+    binding.constants["NUM_VECTORS"] = int64_t{row.weight.has_value()} + row.bias.has_value();
     return binding;
   }
 };

@@ -1,6 +1,6 @@
-// The row-reduction families (rmsnorm, layernorm, softmax, logsumexp) as the row binder sees a
-// problem once it has checked it: which tensor plays which role, and the fused prologue. The
-// binder (family_row.cpp) builds it from a definition; the header generator
+// The row-reduction families (rmsnorm, layernorm, softmax, logsumexp, per-row quantize) as the
+// row binder sees a problem once it has checked it: which tensor plays which role, and the fused
+// prologue. The binder (family_row.cpp) builds it from a definition; the header generator
 // (family_row_header.cpp) turns it into ka_problem.h.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 namespace kernelarc {
 
-enum class RowOp { RmsNorm, LayerNorm, Softmax, LogSumExp };
+enum class RowOp { RmsNorm, LayerNorm, Softmax, LogSumExp, Quantize };
 
 /// A tensor of the definition with its position in the ABI argument list.
 struct RowTensor {
@@ -34,7 +34,11 @@ struct RowProblem {
   std::optional<RowTensor> weight, bias;
   RowTensor output;                          ///< [..., C], or [...] for logsumexp
   std::optional<RowTensor> prologue_output;  ///< [..., C], receives the prologue value
-  ElementwiseExpr prologue;                  ///< over row inputs and scalars
+  /// Quantize: the per-row dequantization scale, float32 [...]; `output` holds the row in the
+  /// float8 format, x / scale with scale = max(|x|) / fp8_max, saturated and rounded to nearest.
+  std::optional<RowTensor> scale_output;
+  double fp8_max = 0;        ///< the format's largest finite value (448 for e4m3fn, 57344 for e5m2)
+  ElementwiseExpr prologue;  ///< over row inputs and scalars
   int n_inputs = 0, n_outputs = 0;
   std::vector<std::string> axes;  ///< every axis of the definition, in order (kernel params)
 };

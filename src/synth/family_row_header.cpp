@@ -59,6 +59,28 @@ KA_HD void ka_row_store(T* p, const float (&in)[N]) {
 }
 )";
 
+// Float8 outputs (quantize): one byte per element, converted with saturation to the largest
+// finite value and rounding to nearest even, as torch's .clamp(-max, max).to(float8) does.
+// The cvt instruction converts pairs and needs sm_89 or later.
+const char* kCudaFloat8 = R"(
+struct KaFp8E4M3 {
+  unsigned char bits;
+};
+struct KaFp8E5M2 {
+  unsigned char bits;
+};
+__device__ __forceinline__ void ka_row_from_float(float x, KaFp8E4M3& y) {
+  unsigned short pair;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(x));
+  y.bits = static_cast<unsigned char>(pair & 0xff);
+}
+__device__ __forceinline__ void ka_row_from_float(float x, KaFp8E5M2& y) {
+  unsigned short pair;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(x));
+  y.bits = static_cast<unsigned char>(pair & 0xff);
+}
+)";
+
 const char* kCpuPrelude = R"(#define KA_HD inline
 #include <cstdint>
 #include <cstdio>
@@ -155,6 +177,7 @@ class HeaderWriter {
         "{}).\n#pragma once\n#define KA_TARGET_CUDA {}\n#define KA_TARGET_CPU {}\n",
         def_.name, row_.family, kernel_.name, cuda_ ? 1 : 0, cuda_ ? 0 : 1);
     out_ += cuda_ ? kCudaPrelude : kCpuPrelude;
+    if (cuda_ && row_.op == RowOp::Quantize) out_ += kCudaFloat8;
     out_ += kAlignedHelper;
     write_macros();
     write_args();
@@ -164,7 +187,12 @@ class HeaderWriter {
   }
 
  private:
-  std::string type(const RowTensor& t) const { return header_element_type(t.dtype, cuda_); }
+  std::string type(const RowTensor& t) const { return element_type(t.dtype); }
+  std::string element_type(DType dtype) const {
+    if (cuda_ && dtype == DType::Float8E4M3FN) return "KaFp8E4M3";
+    if (cuda_ && dtype == DType::Float8E5M2) return "KaFp8E5M2";
+    return header_element_type(dtype, cuda_);
+  }
 
   void write_macros() {
     const auto flag = [](bool on) { return on ? 1 : 0; };
@@ -172,11 +200,13 @@ class HeaderWriter {
         "\n#define KA_OP_RMSNORM {}\n#define KA_OP_LAYERNORM {}\n#define KA_OP_SOFTMAX {}\n"
         "#define KA_OP_LOGSUMEXP {}\n#define KA_EPS {}\n#define KA_HAS_WEIGHT {}\n"
         "#define KA_HAS_BIAS {}\n#define KA_HAS_PROLOGUE_OUTPUT {}\n"
-        "#define KA_MAX_ELEM_BYTES {}\n#define KA_NUM_ROW_INPUTS {}\n",
+        "#define KA_MAX_ELEM_BYTES {}\n#define KA_NUM_ROW_INPUTS {}\n"
+        "#define KA_OP_QUANTIZE {}\n#define KA_FP8_MAX {}\n",
         flag(row_.op == RowOp::RmsNorm), flag(row_.op == RowOp::LayerNorm),
         flag(row_.op == RowOp::Softmax), flag(row_.op == RowOp::LogSumExp), float_literal(row_.eps),
         flag(row_.weight.has_value()), flag(row_.bias.has_value()),
-        flag(row_.prologue_output.has_value()), max_elem_bytes(), row_.row_inputs.size());
+        flag(row_.prologue_output.has_value()), max_elem_bytes(), row_.row_inputs.size(),
+        flag(row_.op == RowOp::Quantize), float_literal(row_.fp8_max));
   }
 
   std::size_t max_elem_bytes() const {
@@ -207,6 +237,7 @@ class HeaderWriter {
     out_ += fmt::format("  {}* out_;\n", type(row_.output));
     if (row_.prologue_output)
       out_ += fmt::format("  {}* prologue_out_;\n", type(*row_.prologue_output));
+    if (row_.scale_output) out_ += "  float* scale_out_;\n";
     out_ += "  long long rows_, cols_;\n\n";
     out_ += "  KA_HD long long rows() const { return rows_; }\n";
     out_ += "  KA_HD long long cols() const { return cols_; }\n";
@@ -255,7 +286,13 @@ class HeaderWriter {
       out_ +=
           "  KA_HD void store_row_value(long long row, float value) const {\n"
           "    ka_row_from_float(value, out_[row]);\n  }\n";
-    } else {
+    }
+    if (row_.scale_output) {
+      out_ +=
+          "  KA_HD void store_row_scale(long long row, float scale) const {\n"
+          "    scale_out_[row] = scale;\n  }\n";
+    }
+    if (row_.op != RowOp::LogSumExp) {
       out_ +=
           "  template <int N>\n"
           "  KA_HD void store_row(long long row, long long col, const float (&y)[N]) const {\n"
@@ -295,6 +332,7 @@ class HeaderWriter {
     if (row_.bias) parts.push_back(input(*row_.bias));
     parts.push_back(output(row_.output));
     if (row_.prologue_output) parts.push_back(output(*row_.prologue_output));
+    if (row_.scale_output) parts.push_back(output(*row_.scale_output));
     parts.push_back(rows_expression(axis));
     parts.push_back(axis(row_.row_shape.back()));
     return fmt::format("{}", fmt::join(parts, ", "));
@@ -303,11 +341,9 @@ class HeaderWriter {
   void write_kernel_params() {
     std::vector<std::string> params;
     for (const TensorSpec& spec : def_.inputs)
-      params.push_back(
-          fmt::format("const {}* ka_in_{}", header_element_type(spec.dtype, true), spec.name));
+      params.push_back(fmt::format("const {}* ka_in_{}", element_type(spec.dtype), spec.name));
     for (const TensorSpec& spec : def_.outputs)
-      params.push_back(
-          fmt::format("{}* ka_out_{}", header_element_type(spec.dtype, true), spec.name));
+      params.push_back(fmt::format("{}* ka_out_{}", element_type(spec.dtype), spec.name));
     for (const std::string& axis : row_.axes) params.push_back("long long ka_axis_" + axis);
     out_ += fmt::format(
         "\n// Inputs, outputs (definition order), then one long long per axis ({}).\n"

@@ -17,7 +17,7 @@ const std::string kProblems = std::string(KERNELARC_SOURCE_DIR) + "/problems/";
 KernelTemplate row_template(const std::string& target, TemplateBuild build) {
   return KernelTemplate{.name = "row_test",
                         .target = target,
-                        .families = {"rmsnorm", "layernorm", "softmax", "logsumexp"},
+                        .families = {"rmsnorm", "layernorm", "softmax", "logsumexp", "quantize"},
                         .build = build,
                         .knobs = KnobSpace({Knob::int_set("VEC", {1, 2, 4, 8})}, {})};
 }
@@ -68,8 +68,9 @@ OrderedJson tensor(const std::vector<std::string>& shape, const std::string& dty
 
 const std::vector<std::string> kRow = {"batch", "hidden"};
 
-TEST(RowBinder, ServesTheFourFamilies) {
-  const std::vector<std::string> expected = {"rmsnorm", "layernorm", "softmax", "logsumexp"};
+TEST(RowBinder, ServesTheFiveFamilies) {
+  const std::vector<std::string> expected = {"rmsnorm", "layernorm", "softmax", "logsumexp",
+                                             "quantize"};
   EXPECT_EQ(make_row_binder()->families(), expected);
 }
 
@@ -149,6 +150,59 @@ TEST(RowBinder, BindsLogsumexpToOneValuePerRow) {
   EXPECT_FALSE(contains(binding.header, "void store_row("));
 }
 
+TEST(RowBinder, BindsPerTokenFloat8QuantizeToRowsAndScales) {
+  const FamilyBinding binding =
+      bind_problem("cuda/fp8_quant_per_token_bf16_h7168", cuda_template());
+  const std::string& h = binding.header;
+  EXPECT_EQ(binding.sizes.at("ROWS"), "num_tokens");
+  EXPECT_TRUE(contains(h, "#define KA_OP_QUANTIZE 1"));
+  EXPECT_TRUE(contains(h, "#define KA_FP8_MAX 448.0f"));
+  EXPECT_TRUE(contains(h, "cvt.rn.satfinite.e4m3x2.f32"));
+  EXPECT_TRUE(contains(h, "KaFp8E4M3* out_;"));
+  EXPECT_TRUE(contains(h, "float* scale_out_;"));
+  EXPECT_TRUE(contains(h, "void store_row_scale(long long row, float scale)"));
+  EXPECT_TRUE(contains(h, "void store_row("));
+  EXPECT_TRUE(contains(h, "KaFp8E4M3* ka_out_x_fp8, float* ka_out_scale"));
+  EXPECT_TRUE(contains(h, "KaArgs{ka_in_x, ka_out_x_fp8, ka_out_scale,"));
+  // The other row ops carry the macro switched off and no float8 code.
+  const std::string norm = bind_problem("cuda/rmsnorm_bf16", cuda_template()).header;
+  EXPECT_TRUE(contains(norm, "#define KA_OP_QUANTIZE 0"));
+  EXPECT_FALSE(contains(norm, "KaFp8E4M3"));
+
+  const Definition e5m2 =
+      make_definition("quantize", {{"x", tensor(kRow, "float16")}},
+                      {{"q", tensor(kRow, "float8_e5m2")}, {"s", tensor({"batch"})}},
+                      {{"format", "float8_e5m2"}, {"granularity", "per_token"}});
+  const std::string h5 = bind(e5m2, cuda_template()).header;
+  EXPECT_TRUE(contains(h5, "#define KA_FP8_MAX 57344.0f"));
+  EXPECT_TRUE(contains(h5, "KaFp8E5M2* out_;"));
+}
+
+TEST(RowBinder, RejectsQuantizeDefinitionsItCannotServe) {
+  const OrderedJson outputs = {{"q", tensor(kRow, "float8_e4m3fn")}, {"s", tensor({"batch"})}};
+  const auto error = [&](const OrderedJson& outs, const OrderedJson& params) {
+    return input_error_of([&] {
+      bind(make_definition("quantize", {{"x", tensor(kRow, "bfloat16")}}, outs, params),
+           cuda_template());
+    });
+  };
+  EXPECT_TRUE(contains(error(outputs, {{"format", "int8"}}),
+                       "kernelarc.op_params.format: expected \"float8_e4m3fn\" or"));
+  EXPECT_TRUE(contains(error(outputs, OrderedJson::object()), "kernelarc.op_params.format"));
+  EXPECT_TRUE(contains(error(outputs, {{"format", "float8_e4m3fn"}, {"granularity", "per_tensor"}}),
+                       "kernelarc.op_params.granularity: the row templates quantize per token"));
+  EXPECT_TRUE(contains(error(outputs, {{"format", "float8_e5m2"}}),
+                       "outputs.q.dtype: expected float8_e5m2"));
+  EXPECT_TRUE(
+      contains(error({{"q", tensor(kRow, "float8_e4m3fn")}, {"s", tensor({"batch"}, "bfloat16")}},
+                     {{"format", "float8_e4m3fn"}}),
+               "outputs.s.dtype: expected float32 (the scale)"));
+  EXPECT_TRUE(contains(error({{"q", tensor(kRow, "float8_e4m3fn")}}, {{"format", "float8_e4m3fn"}}),
+                       "outputs: expected 2 outputs"));
+  EXPECT_TRUE(contains(error(outputs, {{"format", "float8_e4m3fn"}, {"eps", 1e-6}}),
+                       "kernelarc.op_params.eps: a quantize takes no eps"));
+}
+
 TEST(RowBinder, LayernormVectorsGoByOrderWithoutNames) {
   const Definition def = make_definition(
       "layernorm",
@@ -221,9 +275,13 @@ TEST(RowBinder, RejectsMisshapedOutputAndUnknownParams) {
 TEST(RowTemplates, ServeEveryBuiltInProblemAtTheirDefaultPoint) {
   const std::string root = std::string(KERNELARC_SOURCE_DIR) + "/templates/";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"cuda/rownorm", "cuda/rmsnorm_bf16"},   {"cuda/rownorm", "cuda/fused_add_rmsnorm_bf16"},
-      {"cuda/rownorm", "cuda/layernorm_bf16"}, {"cuda/rowsoftmax", "cuda/softmax_f32"},
-      {"cpu/rowreduce", "cpu/rmsnorm_f32"},    {"cpu/rowreduce", "cpu/layernorm_f32"},
+      {"cuda/rownorm", "cuda/rmsnorm_bf16"},
+      {"cuda/rownorm", "cuda/fused_add_rmsnorm_bf16"},
+      {"cuda/rownorm", "cuda/layernorm_bf16"},
+      {"cuda/rowsoftmax", "cuda/softmax_f32"},
+      {"cuda/rownorm", "cuda/fp8_quant_per_token_bf16_h7168"},
+      {"cpu/rowreduce", "cpu/rmsnorm_f32"},
+      {"cpu/rowreduce", "cpu/layernorm_f32"},
       {"cpu/rowreduce", "cpu/softmax_f32"}};
   for (const auto& [dir, problem_dir] : cases) {
     SCOPED_TRACE(dir + " on " + problem_dir);

@@ -1,5 +1,7 @@
 // RMSNorm and LayerNorm over the last axis, with the fused prologue of the binding (e.g. a
-// residual add, whose value may be written out as well). Statistics in float32.
+// residual add, whose value may be written out as well), and per-row float8 quantization, which
+// shares their shape: a reduction over the row (its largest magnitude), then a scaled write.
+// Statistics in float32.
 //
 // CACHE_ROW: the row is read once into registers (MAX_VECS_PER_THREAD packs of VEC per thread);
 // LayerNorm then takes the mean and the sum of squared deviations from the registers (two
@@ -158,6 +160,80 @@ struct RowNorm {
   }
 };
 
+#if KA_OP_QUANTIZE
+/// The row's dequantization scale from its largest magnitude: torch's
+/// amax.clamp(min=1e-12) / fp8_max in float32. ka_max propagates a NaN, as amax does, and the
+/// comparison leaves it NaN.
+__device__ __forceinline__ float quantize_scale(float local_amax, int group) {
+  const float amax = group_max(local_amax, group);
+  return __fdiv_rn(amax < 1e-12f ? 1e-12f : amax, KA_FP8_MAX);
+}
+
+template <int W>
+__device__ __forceinline__ float pack_abs_max(float amax, const float (&x)[W]) {
+#pragma unroll
+  for (int i = 0; i < W; ++i) amax = ka_max(amax, ka_abs(x[i]));
+  return amax;
+}
+
+/// x / scale rounded to nearest, as torch divides, then saturated and rounded by the store.
+/// A full division per element would cost about as much as the memory traffic, so the row's
+/// correctly rounded reciprocal is refined once per element (Markstein: q + (x - q * scale) *
+/// (1 / scale) with fused multiply-adds is the correctly rounded quotient when 1 / scale is).
+/// It needs no overflow: |x| <= amax <= 448 * scale bounds every quotient.
+template <int W>
+__device__ __forceinline__ void write_quantized(const KaArgs& ka, long long row, long long col,
+                                                const float (&x)[W], float scale, float inv_scale) {
+  float y[W];
+#pragma unroll
+  for (int i = 0; i < W; ++i) {
+    const float q = x[i] * inv_scale;
+    y[i] = fmaf(fmaf(-q, scale, x[i]), inv_scale, q);
+  }
+  ka.store_row<W>(row, col, y);
+}
+
+/// Per-row float8 quantization: the row's largest magnitude sets its scale, then every element
+/// is divided by it and stored in the float8 format; the group's first thread stores the scale.
+struct RowQuantize {
+#if CACHE_ROW
+  template <int W>
+  static __device__ __forceinline__ void cached(const KaArgs& ka, const RowSlot& slot) {
+    constexpr int kSlots = kCacheSlots<W>;
+    float x[kSlots][W];
+    long long col[kSlots];
+    load_cached_row<W>(ka, slot, x, col);
+    float amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k)
+      if (col[k] < slot.cols) amax = pack_abs_max(amax, x[k]);
+    const float scale = quantize_scale(amax, slot.group);
+    const float inv_scale = __frcp_rn(scale);
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k)
+      if (col[k] < slot.cols) write_quantized<W>(ka, slot.row, col[k], x[k], scale, inv_scale);
+    if (slot.lane_in_row == 0 && slot.cols > 0) ka.store_row_scale(slot.row, scale);
+  }
+#endif
+
+  template <int W>
+  static __device__ __forceinline__ void streamed(const KaArgs& ka, const RowSlot& slot) {
+    float amax = 0.0f;
+    stream_row<W>(ka, slot, [&](long long, const float(&x)[W]) { amax = pack_abs_max(amax, x); });
+    const float scale = quantize_scale(amax, slot.group);
+    const float inv_scale = __frcp_rn(scale);
+    stream_row<W>(ka, slot, [&](long long col, const float(&x)[W]) {
+      write_quantized<W>(ka, slot.row, col, x, scale, inv_scale);
+    });
+    if (slot.lane_in_row == 0 && slot.cols > 0) ka.store_row_scale(slot.row, scale);
+  }
+};
+#endif
+
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) ka_rownorm(KA_KERNEL_PARAMS) {
+#if KA_OP_QUANTIZE
+  run_row<RowQuantize>(KA_ARGS);
+#else
   run_row<RowNorm>(KA_ARGS);
+#endif
 }
