@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "synth/family.h"
@@ -15,13 +16,15 @@ namespace kernelarc {
 
 namespace {
 
-constexpr const char* kFamilies[] = {"rmsnorm", "layernorm", "softmax", "logsumexp", "quantize"};
+constexpr const char* kFamilies[] = {"rmsnorm",   "layernorm", "softmax",
+                                     "logsumexp", "quantize",  "reduce"};
 
 RowOp op_of(std::string_view family) {
   if (family == "rmsnorm") return RowOp::RmsNorm;
   if (family == "layernorm") return RowOp::LayerNorm;
   if (family == "softmax") return RowOp::Softmax;
   if (family == "quantize") return RowOp::Quantize;
+  if (family == "reduce") return RowOp::Reduce;
   return RowOp::LogSumExp;
 }
 
@@ -136,24 +139,49 @@ void read_quantize_params(const Definition& def, RowProblem& row) {
         "the row templates quantize per token (one scale per row), got " + granularity->dump());
 }
 
+/// Reduce's operation and axis: {"op": "sum"|"mean"|"max"|"min", "dim": -1 or the last axis}.
+void read_reduce_params(const Definition& def, RowProblem& row) {
+  const OrderedJson& params = def.ext.op_params;
+  const std::string base = "kernelarc.op_params";
+  const auto op = params.find("op");
+  const std::map<std::string, RowReduction> known = {{"sum", RowReduction::Sum},
+                                                     {"mean", RowReduction::Mean},
+                                                     {"max", RowReduction::Max},
+                                                     {"min", RowReduction::Min}};
+  if (op == params.end() || !op->is_string() || !known.count(op->get<std::string>()))
+    mismatch(def, base + ".op",
+             "expected \"sum\", \"mean\", \"max\" or \"min\"" +
+                 (op == params.end() ? std::string() : ", got " + op->dump()));
+  row.reduction = known.at(op->get<std::string>());
+  const auto dim = params.find("dim");
+  const auto last = static_cast<int64_t>(row.row_shape.size()) - 1;
+  if (dim != params.end() &&
+      !(dim->is_number_integer() && (dim->get<int64_t>() == -1 || dim->get<int64_t>() == last)))
+    mismatch(def, base + ".dim",
+             "the row templates reduce the last axis (-1 or " + std::to_string(last) + "), got " +
+                 dim->dump());
+}
+
 void read_op_params(const Definition& def, RowProblem& row) {
   const OrderedJson& params = def.ext.op_params;
   const std::string base = "kernelarc.op_params";
   if (!params.is_object()) mismatch(def, base, "expected an object");
   const bool quantize = row.op == RowOp::Quantize;
+  const bool reduce = row.op == RowOp::Reduce;
   for (const auto& [key, value] : params.items()) {
     const bool known = key == "eps" || key == "prologue" || key == "prologue_output" ||
-                       (quantize && (key == "format" || key == "granularity"));
+                       (quantize && (key == "format" || key == "granularity")) ||
+                       (reduce && (key == "op" || key == "dim"));
     if (!known)
       mismatch(def, base + "." + key,
                quantize ? "unknown field (expected format, granularity, prologue)"
+               : reduce ? "unknown field (expected op, dim, prologue)"
                         : "unknown field (expected eps, prologue, prologue_output)");
   }
-  if (quantize) {
-    read_quantize_params(def, row);
-    if (params.contains("prologue_output"))
-      mismatch(def, base + ".prologue_output", "a quantize writes no prologue output");
-  }
+  if (quantize) read_quantize_params(def, row);
+  if (reduce) read_reduce_params(def, row);
+  if ((quantize || reduce) && params.contains("prologue_output"))
+    mismatch(def, base + ".prologue_output", "a " + row.family + " writes no prologue output");
   if (params.contains("eps")) {
     if (!is_norm(row.op)) mismatch(def, base + ".eps", "a " + row.family + " takes no eps");
     const OrderedJson& eps = params["eps"];
@@ -242,7 +270,7 @@ void find_output(const Definition& def, RowProblem& row) {
     check_dtype(def, field, spec.dtype, false);
     if (row.prologue_output && row.prologue_output->index == static_cast<int>(i)) continue;
     std::vector<std::string> shape = row.row_shape;
-    if (row.op == RowOp::LogSumExp) shape.pop_back();
+    if (writes_row_values(row.op)) shape.pop_back();
     if (spec.is_scalar() || *spec.shape != shape)
       mismatch(def, field, "expected shape " + shape_text(shape));
     row.output = tensor_of(spec, static_cast<int>(i));

@@ -1,7 +1,7 @@
-// The row-reduction families (rmsnorm, layernorm, softmax, logsumexp, per-row quantize) as the
-// row binder sees a problem once it has checked it: which tensor plays which role, and the fused
-// prologue. The binder (family_row.cpp) builds it from a definition; the header generator
-// (family_row_header.cpp) turns it into ka_problem.h.
+// The row-reduction families (rmsnorm, layernorm, softmax, logsumexp, per-row quantize and
+// reduce over the last axis) as the row binder sees a problem once it has checked it: which tensor
+// plays which role, and the fused prologue. The binder (family_row.cpp) builds it from a
+// definition; the header generator (family_row_header.cpp) turns it into ka_problem.h.
 #pragma once
 
 #include <optional>
@@ -14,7 +14,15 @@
 
 namespace kernelarc {
 
-enum class RowOp { RmsNorm, LayerNorm, Softmax, LogSumExp, Quantize };
+enum class RowOp { RmsNorm, LayerNorm, Softmax, LogSumExp, Quantize, Reduce };
+
+/// What a reduce over the last axis computes (kernelarc.op_params.op).
+enum class RowReduction { Sum, Mean, Max, Min };
+
+/// One value per row (logsumexp, reduce) rather than a row of values.
+inline bool writes_row_values(RowOp op) {
+  return op == RowOp::LogSumExp || op == RowOp::Reduce;
+}
 
 /// A tensor of the definition with its position in the ABI argument list.
 struct RowTensor {
@@ -37,8 +45,9 @@ struct RowProblem {
   /// Quantize: the per-row dequantization scale, float32 [...]; `output` holds the row in the
   /// float8 format, x / scale with scale = max(|x|) / fp8_max, saturated and rounded to nearest.
   std::optional<RowTensor> scale_output;
-  double fp8_max = 0;        ///< the format's largest finite value (448 for e4m3fn, 57344 for e5m2)
-  ElementwiseExpr prologue;  ///< over row inputs and scalars
+  double fp8_max = 0;  ///< the format's largest finite value (448 for e4m3fn, 57344 for e5m2)
+  RowReduction reduction = RowReduction::Sum;  ///< reduce only
+  ElementwiseExpr prologue;                    ///< over row inputs and scalars
   int n_inputs = 0, n_outputs = 0;
   std::vector<std::string> axes;  ///< every axis of the definition, in order (kernel params)
 };

@@ -201,12 +201,15 @@ class HeaderWriter {
         "#define KA_OP_LOGSUMEXP {}\n#define KA_EPS {}\n#define KA_HAS_WEIGHT {}\n"
         "#define KA_HAS_BIAS {}\n#define KA_HAS_PROLOGUE_OUTPUT {}\n"
         "#define KA_MAX_ELEM_BYTES {}\n#define KA_NUM_ROW_INPUTS {}\n"
-        "#define KA_OP_QUANTIZE {}\n#define KA_FP8_MAX {}\n",
+        "#define KA_OP_QUANTIZE {}\n#define KA_FP8_MAX {}\n#define KA_OP_REDUCE {}\n"
+        "#define KA_REDUCE_SUM 0\n#define KA_REDUCE_MEAN 1\n#define KA_REDUCE_MAX 2\n"
+        "#define KA_REDUCE_MIN 3\n#define KA_REDUCTION {}\n",
         flag(row_.op == RowOp::RmsNorm), flag(row_.op == RowOp::LayerNorm),
         flag(row_.op == RowOp::Softmax), flag(row_.op == RowOp::LogSumExp), float_literal(row_.eps),
         flag(row_.weight.has_value()), flag(row_.bias.has_value()),
         flag(row_.prologue_output.has_value()), max_elem_bytes(), row_.row_inputs.size(),
-        flag(row_.op == RowOp::Quantize), float_literal(row_.fp8_max));
+        flag(row_.op == RowOp::Quantize), float_literal(row_.fp8_max),
+        flag(row_.op == RowOp::Reduce), static_cast<int>(row_.reduction));
   }
 
   std::size_t max_elem_bytes() const {
@@ -221,7 +224,7 @@ class HeaderWriter {
     for (const RowTensor& t : row_.row_inputs) members.push_back("in_" + t.name);
     if (row_.weight) members.push_back("weight_");
     if (row_.bias) members.push_back("bias_");
-    if (row_.op != RowOp::LogSumExp) members.push_back("out_");
+    if (!writes_row_values(row_.op)) members.push_back("out_");
     if (row_.prologue_output) members.push_back("prologue_out_");
     return members;
   }
@@ -282,7 +285,7 @@ class HeaderWriter {
     write_column_loader("load_weight", row_.weight, "weight_", "1.0f");
     write_column_loader("load_bias", row_.bias, "bias_", "0.0f");
 
-    if (row_.op == RowOp::LogSumExp) {
+    if (writes_row_values(row_.op)) {
       out_ +=
           "  KA_HD void store_row_value(long long row, float value) const {\n"
           "    ka_row_from_float(value, out_[row]);\n  }\n";
@@ -292,7 +295,7 @@ class HeaderWriter {
           "  KA_HD void store_row_scale(long long row, float scale) const {\n"
           "    scale_out_[row] = scale;\n  }\n";
     }
-    if (row_.op != RowOp::LogSumExp) {
+    if (!writes_row_values(row_.op)) {
       out_ +=
           "  template <int N>\n"
           "  KA_HD void store_row(long long row, long long col, const float (&y)[N]) const {\n"

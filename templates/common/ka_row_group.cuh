@@ -89,6 +89,12 @@ struct MaxOp {
   }
 };
 
+struct MinOp {
+  __device__ __forceinline__ void operator()(float (&a)[1], const float (&b)[1]) const {
+    a[0] = ka_min(a[0], b[0]);
+  }
+};
+
 __device__ __forceinline__ float group_sum(float value, int group) {
   float state[1] = {value};
   group_reduce(state, SumOp(), group);
@@ -98,6 +104,12 @@ __device__ __forceinline__ float group_sum(float value, int group) {
 __device__ __forceinline__ float group_max(float value, int group) {
   float state[1] = {value};
   group_reduce(state, MaxOp(), group);
+  return state[0];
+}
+
+__device__ __forceinline__ float group_min(float value, int group) {
+  float state[1] = {value};
+  group_reduce(state, MinOp(), group);
   return state[0];
 }
 

@@ -45,8 +45,10 @@ const KernelTemplate& find_template(const std::string& name) {
   throw std::runtime_error("no template " + name);
 }
 
-/// Every (template, problem) pair of one target whose op family the template serves; cheap, since
-/// gtest lists the cases when ctest discovers them.
+/// Every (template, problem) pair of one target where the template serves the problem (its op
+/// family, and its binder accepts the problem: a column sum is of the "reduce" family, which the
+/// row templates serve only over the last axis); cheap, since gtest lists the cases when ctest
+/// discovers them.
 std::vector<TemplateCase> cases(const std::string& target) {
   std::vector<TemplateCase> result;
   std::vector<std::filesystem::path> problems;
@@ -56,8 +58,10 @@ std::vector<TemplateCase> cases(const std::string& target) {
   for (const KernelTemplate& kernel : library()) {
     if (kernel.target != target) continue;
     for (const auto& dir : problems) {
-      if (kernel.serves(load_definition(dir / "definition.json").ext.op_family))
-        result.push_back({kernel.name, dir});
+      const Problem problem = load_problem(dir);
+      if (!kernel.serves(problem.definition.ext.op_family)) continue;
+      for (const TemplateMatch& match : match_templates(library(), problem, target))
+        if (match.kernel->name == kernel.name && match.bound) result.push_back({kernel.name, dir});
     }
   }
   return result;

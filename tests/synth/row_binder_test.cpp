@@ -15,11 +15,12 @@ using testing::input_error_of;
 const std::string kProblems = std::string(KERNELARC_SOURCE_DIR) + "/problems/";
 
 KernelTemplate row_template(const std::string& target, TemplateBuild build) {
-  return KernelTemplate{.name = "row_test",
-                        .target = target,
-                        .families = {"rmsnorm", "layernorm", "softmax", "logsumexp", "quantize"},
-                        .build = build,
-                        .knobs = KnobSpace({Knob::int_set("VEC", {1, 2, 4, 8})}, {})};
+  return KernelTemplate{
+      .name = "row_test",
+      .target = target,
+      .families = {"rmsnorm", "layernorm", "softmax", "logsumexp", "quantize", "reduce"},
+      .build = build,
+      .knobs = KnobSpace({Knob::int_set("VEC", {1, 2, 4, 8})}, {})};
 }
 
 const KernelTemplate& cuda_template() {
@@ -68,9 +69,9 @@ OrderedJson tensor(const std::vector<std::string>& shape, const std::string& dty
 
 const std::vector<std::string> kRow = {"batch", "hidden"};
 
-TEST(RowBinder, ServesTheFiveFamilies) {
-  const std::vector<std::string> expected = {"rmsnorm", "layernorm", "softmax", "logsumexp",
-                                             "quantize"};
+TEST(RowBinder, ServesTheSixFamilies) {
+  const std::vector<std::string> expected = {"rmsnorm",   "layernorm", "softmax",
+                                             "logsumexp", "quantize",  "reduce"};
   EXPECT_EQ(make_row_binder()->families(), expected);
 }
 
@@ -203,6 +204,38 @@ TEST(RowBinder, RejectsQuantizeDefinitionsItCannotServe) {
                        "kernelarc.op_params.eps: a quantize takes no eps"));
 }
 
+TEST(RowBinder, BindsAReduceOverTheLastAxisToOneValuePerRow) {
+  const std::string sum = bind_problem("cuda/row_sum_bf16_h8192", cuda_template()).header;
+  EXPECT_TRUE(contains(sum, "#define KA_OP_REDUCE 1"));
+  EXPECT_TRUE(contains(sum, "#define KA_REDUCTION 0"));  // KA_REDUCE_SUM
+  EXPECT_TRUE(contains(sum, "KA_HD void store_row_value(long long row, float value)"));
+  EXPECT_FALSE(contains(sum, "void store_row("));
+  const Definition max =
+      make_definition("reduce", {{"x", tensor(kRow, "float16")}},
+                      {{"m", tensor({"batch"}, "bfloat16")}}, {{"op", "max"}, {"dim", 1}});
+  const std::string h = bind(max, cuda_template()).header;
+  EXPECT_TRUE(contains(h, "#define KA_REDUCTION 2"));  // KA_REDUCE_MAX
+  EXPECT_TRUE(contains(h, "__nv_bfloat16* out_;"));
+}
+
+TEST(RowBinder, RejectsReducesItCannotServe) {
+  const auto error = [&](const OrderedJson& outputs, const OrderedJson& params) {
+    return input_error_of([&] {
+      bind(make_definition("reduce", {{"x", tensor(kRow)}}, outputs, params), cuda_template());
+    });
+  };
+  const OrderedJson per_row = {{"s", tensor({"batch"})}};
+  EXPECT_TRUE(contains(error(per_row, {{"op", "prod"}}),
+                       "kernelarc.op_params.op: expected \"sum\", \"mean\", \"max\" or \"min\", "
+                       "got \"prod\""));
+  EXPECT_TRUE(contains(error(per_row, {{"op", "sum"}, {"dim", 0}}),
+                       "kernelarc.op_params.dim: the row templates reduce the last axis"));
+  EXPECT_TRUE(
+      contains(error({{"s", tensor(kRow)}}, {{"op", "sum"}}), "outputs.s: expected shape [batch]"));
+  EXPECT_TRUE(contains(error(per_row, {{"op", "sum"}, {"keepdim", true}}),
+                       "kernelarc.op_params.keepdim: unknown field (expected op, dim, prologue)"));
+}
+
 TEST(RowBinder, LayernormVectorsGoByOrderWithoutNames) {
   const Definition def = make_definition(
       "layernorm",
@@ -280,6 +313,7 @@ TEST(RowTemplates, ServeEveryBuiltInProblemAtTheirDefaultPoint) {
       {"cuda/rownorm", "cuda/layernorm_bf16"},
       {"cuda/rowsoftmax", "cuda/softmax_f32"},
       {"cuda/rownorm", "cuda/fp8_quant_per_token_bf16_h7168"},
+      {"cuda/rownorm", "cuda/row_sum_bf16_h8192"},
       {"cpu/rowreduce", "cpu/rmsnorm_f32"},
       {"cpu/rowreduce", "cpu/layernorm_f32"},
       {"cpu/rowreduce", "cpu/softmax_f32"}};

@@ -1,6 +1,7 @@
 // RMSNorm and LayerNorm over the last axis, with the fused prologue of the binding (e.g. a
-// residual add, whose value may be written out as well), and per-row float8 quantization, which
-// shares their shape: a reduction over the row (its largest magnitude), then a scaled write.
+// residual add, whose value may be written out as well), per-row float8 quantization, which
+// shares their shape (a reduction over the row, its largest magnitude, then a scaled write),
+// and plain reductions of the row to one value (sum, mean, max, min).
 // Statistics in float32.
 //
 // CACHE_ROW: the row is read once into registers (MAX_VECS_PER_THREAD packs of VEC per thread);
@@ -230,9 +231,68 @@ struct RowQuantize {
 };
 #endif
 
+#if KA_OP_REDUCE
+/// Sum, mean, max or min of the row in float32, one value per row (NaN propagates, as torch's).
+struct RowReduce {
+  static __device__ __forceinline__ float identity() {
+    return KA_REDUCTION == KA_REDUCE_MAX   ? ka_neg_inf()
+           : KA_REDUCTION == KA_REDUCE_MIN ? -ka_neg_inf()
+                                           : 0.0f;
+  }
+
+  template <int W>
+  static __device__ __forceinline__ float fold(float acc, const float (&x)[W]) {
+#pragma unroll
+    for (int i = 0; i < W; ++i) {
+      if constexpr (KA_REDUCTION == KA_REDUCE_MAX) {
+        acc = ka_max(acc, x[i]);
+      } else if constexpr (KA_REDUCTION == KA_REDUCE_MIN) {
+        acc = ka_min(acc, x[i]);
+      } else {
+        acc += x[i];
+      }
+    }
+    return acc;
+  }
+
+  /// Combines the group's partial results and lets the group's first thread store the row's.
+  static __device__ __forceinline__ void finish(const KaArgs& ka, const RowSlot& slot, float acc) {
+    float value = KA_REDUCTION == KA_REDUCE_MAX   ? group_max(acc, slot.group)
+                  : KA_REDUCTION == KA_REDUCE_MIN ? group_min(acc, slot.group)
+                                                  : group_sum(acc, slot.group);
+    if constexpr (KA_REDUCTION == KA_REDUCE_MEAN) value /= static_cast<float>(ka.cols());
+    if (slot.lane_in_row == 0 && slot.cols > 0) ka.store_row_value(slot.row, value);
+  }
+
+#if CACHE_ROW
+  template <int W>
+  static __device__ __forceinline__ void cached(const KaArgs& ka, const RowSlot& slot) {
+    constexpr int kSlots = kCacheSlots<W>;
+    float x[kSlots][W];
+    long long col[kSlots];
+    load_cached_row<W>(ka, slot, x, col);
+    float acc = identity();
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k)
+      if (col[k] < slot.cols) acc = fold(acc, x[k]);
+    finish(ka, slot, acc);
+  }
+#endif
+
+  template <int W>
+  static __device__ __forceinline__ void streamed(const KaArgs& ka, const RowSlot& slot) {
+    float acc = identity();
+    stream_row<W>(ka, slot, [&](long long, const float(&x)[W]) { acc = fold(acc, x); });
+    finish(ka, slot, acc);
+  }
+};
+#endif
+
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) ka_rownorm(KA_KERNEL_PARAMS) {
 #if KA_OP_QUANTIZE
   run_row<RowQuantize>(KA_ARGS);
+#elif KA_OP_REDUCE
+  run_row<RowReduce>(KA_ARGS);
 #else
   run_row<RowNorm>(KA_ARGS);
 #endif
