@@ -61,6 +61,7 @@ class FamilyBinder {
 std::unique_ptr<FamilyBinder> make_row_binder();          // rmsnorm, layernorm, softmax, logsumexp
 std::unique_ptr<FamilyBinder> make_elementwise_binder();  // elementwise, activation
 std::unique_ptr<FamilyBinder> make_gemm_binder();         // gemm
+std::unique_ptr<FamilyBinder> make_rope_binder();         // rope
 
 /// The binder serving `family`, or nullptr.
 const FamilyBinder* find_family_binder(std::string_view family);

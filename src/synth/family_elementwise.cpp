@@ -142,30 +142,6 @@ std::vector<std::string> axis_names(const Definition& def) {
   return names;
 }
 
-// The values every workload shares: const axes and expr axes over them.
-AxisValues static_axes(const Definition& def) {
-  AxisValues known;
-  for (const Axis& axis : def.axes)
-    if (axis.kind == AxisKind::Const) known[axis.name] = axis.value;
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (const Axis& axis : def.axes) {
-      if (axis.kind != AxisKind::Expr || known.contains(axis.name)) continue;
-      try {
-        const std::set<std::string> uses = expr_variables(axis.expression);
-        if (!std::all_of(uses.begin(), uses.end(),
-                         [&](const std::string& use) { return known.contains(use); }))
-          continue;
-        known[axis.name] = evaluate_expr(axis.expression, known);
-        progress = true;
-      } catch (const ExprError&) {
-        // The definition loader reports broken axis expressions; such an axis is not static.
-      }
-    }
-  }
-  return known;
-}
-
 std::optional<int64_t> static_value(std::string_view expression, const AxisValues& known) {
   try {
     const std::set<std::string> uses = expr_variables(expression);

@@ -11,6 +11,7 @@ const FamilyBinder* find_family_binder(std::string_view family) {
     all.push_back(make_row_binder());
     all.push_back(make_elementwise_binder());
     all.push_back(make_gemm_binder());
+    all.push_back(make_rope_binder());
     return all;
   }();
   for (const auto& binder : binders) {

@@ -2,8 +2,32 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 namespace kernelarc {
+
+AxisValues static_axes(const Definition& def) {
+  AxisValues known;
+  for (const Axis& axis : def.axes)
+    if (axis.kind == AxisKind::Const) known[axis.name] = axis.value;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (const Axis& axis : def.axes) {
+      if (axis.kind != AxisKind::Expr || known.contains(axis.name)) continue;
+      try {
+        const std::set<std::string> uses = expr_variables(axis.expression);
+        if (!std::all_of(uses.begin(), uses.end(),
+                         [&](const std::string& use) { return known.contains(use); }))
+          continue;
+        known[axis.name] = evaluate_expr(axis.expression, known);
+        progress = true;
+      } catch (const ExprError&) {
+        // The definition loader reports broken axis expressions; such an axis is not static.
+      }
+    }
+  }
+  return known;
+}
 
 void mismatch(const Definition& def, std::string_view field, std::string_view problem) {
   std::string message = def.path.empty() ? def.name : def.path.string();

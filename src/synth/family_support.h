@@ -1,5 +1,6 @@
-// Helpers shared by the family binders (family_row*, family_elementwise*, family_gemm*): the
-// mismatch error they all raise, and the dtype classes and names of their generated headers.
+// Helpers shared by the family binders (family_row*, family_elementwise*, family_gemm*,
+// family_rope): the mismatch error they all raise, the dtype classes and names of their generated
+// headers, and the pack helpers of CUDA headers.
 #pragma once
 
 #include <string>
@@ -13,6 +14,9 @@ namespace kernelarc {
 
 /// Throws TemplateMismatch "<definition path, or name when it has none>: <field>: <problem>".
 [[noreturn]] void mismatch(const Definition& def, std::string_view field, std::string_view problem);
+
+/// The axis values every workload shares: const axes, and expr axes over them.
+AxisValues static_axes(const Definition& def);
 
 /// "[a, b, c]": a shape as the mismatch messages quote it.
 std::string shape_text(const std::vector<std::string>& shape);
@@ -29,5 +33,10 @@ std::string header_element_type(DType dtype, bool cuda);
 
 /// The ka_dtype enumerator of abi.h ("KA_BFLOAT16").
 std::string abi_dtype_name(DType dtype);
+
+/// The start of a CUDA ka_problem.h with aligned packs (the row and rope families): KA_HD,
+/// the float conversions of float, __half and __nv_bfloat16, ka_row_load<N> / ka_row_store<N>
+/// of N elements as one aligned unit, and ka_row_aligned(p, n).
+std::string cuda_pack_prelude();
 
 }  // namespace kernelarc
