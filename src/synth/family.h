@@ -62,6 +62,7 @@ std::unique_ptr<FamilyBinder> make_row_binder();          // rmsnorm, layernorm,
 std::unique_ptr<FamilyBinder> make_elementwise_binder();  // elementwise, activation
 std::unique_ptr<FamilyBinder> make_gemm_binder();         // gemm
 std::unique_ptr<FamilyBinder> make_rope_binder();         // rope
+std::unique_ptr<FamilyBinder> make_transpose_binder();    // transpose
 
 /// The binder serving `family`, or nullptr.
 const FamilyBinder* find_family_binder(std::string_view family);

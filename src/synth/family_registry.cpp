@@ -12,6 +12,7 @@ const FamilyBinder* find_family_binder(std::string_view family) {
     all.push_back(make_elementwise_binder());
     all.push_back(make_gemm_binder());
     all.push_back(make_rope_binder());
+    all.push_back(make_transpose_binder());
     return all;
   }();
   for (const auto& binder : binders) {

@@ -227,14 +227,7 @@ class RopeBinder : public FamilyBinder {
   std::vector<std::string> families() const override { return {"rope"}; }
 
   FamilyBinding bind(const Definition& def, const KernelTemplate& kernel) const override {
-    if (!kernel.serves(def.ext.op_family))
-      mismatch(def, "kernelarc.op_family",
-               "template " + kernel.name + " does not serve \"" + def.ext.op_family + "\"");
-    if (kernel.target != "cuda" || kernel.build != TemplateBuild::Nvrtc)
-      mismatch(def, "kernelarc.op_family",
-               "the rope binder generates headers for CUDA kernels launched by the backend "
-               "(nvrtc); template " +
-                   kernel.name + " is not one");
+    require_nvrtc_template(def, kernel, "rope");
     const RopeProblem rope = read_problem(def);
     FamilyBinding binding;
     binding.header = RopeHeader(rope, def, kernel).write();

@@ -38,6 +38,19 @@ void mismatch(const Definition& def, std::string_view field, std::string_view pr
   throw TemplateMismatch(message);
 }
 
+void require_nvrtc_template(const Definition& def, const KernelTemplate& kernel,
+                            std::string_view binder) {
+  if (!kernel.serves(def.ext.op_family))
+    mismatch(def, "kernelarc.op_family",
+             "template " + kernel.name + " does not serve \"" + def.ext.op_family + "\"");
+  if (kernel.target != "cuda" || kernel.build != TemplateBuild::Nvrtc)
+    mismatch(def, "kernelarc.op_family",
+             "the " + std::string(binder) +
+                 " binder generates headers for CUDA kernels launched by the backend (nvrtc); "
+                 "template " +
+                 kernel.name + " is not one");
+}
+
 std::string shape_text(const std::vector<std::string>& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + shape[i];

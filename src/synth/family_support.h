@@ -15,6 +15,11 @@ namespace kernelarc {
 /// Throws TemplateMismatch "<definition path, or name when it has none>: <field>: <problem>".
 [[noreturn]] void mismatch(const Definition& def, std::string_view field, std::string_view problem);
 
+/// Mismatch unless `kernel` serves the problem's op family and is a CUDA kernel launched by the
+/// backend (nvrtc): what the families whose headers only that form reads (rope, transpose) need.
+void require_nvrtc_template(const Definition& def, const KernelTemplate& kernel,
+                            std::string_view binder);
+
 /// The axis values every workload shares: const axes, and expr axes over them.
 AxisValues static_axes(const Definition& def);
 
