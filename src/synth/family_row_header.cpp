@@ -50,11 +50,28 @@ KA_HD void ka_row_load(const T* p, float (&out)[N]) {
   for (int i = 0; i < N; ++i) out[i] = ka_row_to_float(pack.v[i]);
 }
 
+// A pack of 2 to 16 bytes as the unsigned integer one store instruction writes.
+template <int BYTES> struct KaRowBits {};
+template <> struct KaRowBits<2> { typedef unsigned short type; };
+template <> struct KaRowBits<4> { typedef unsigned int type; };
+template <> struct KaRowBits<8> { typedef uint2 type; };
+template <> struct KaRowBits<16> { typedef uint4 type; };
+
 template <int N, typename T>
 KA_HD void ka_row_store(T* p, const float (&in)[N]) {
   KaRowPack<T, N> pack;
 #pragma unroll
   for (int i = 0; i < N; ++i) ka_row_from_float(in[i], pack.v[i]);
+  constexpr int kBytes = static_cast<int>(sizeof(T)) * N;
+#ifdef __CUDA_ARCH__
+  // A plain assignment of the pack may be split into narrower stores where the compiler merges
+  // branches; __stwb (the default write-back policy) keeps it one instruction.
+  if constexpr (kBytes == 2 || kBytes == 4 || kBytes == 8 || kBytes == 16) {
+    typedef typename KaRowBits<kBytes>::type bits_t;
+    __stwb(reinterpret_cast<bits_t*>(p), *reinterpret_cast<const bits_t*>(&pack));
+    return;
+  }
+#endif
   *reinterpret_cast<KaRowPack<T, N>*>(p) = pack;
 }
 )";
