@@ -804,14 +804,10 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       if (!plan.choices.empty()) {
         const auto variants = dispatch_variants(plan, [&](int64_t id) { return *solution_of(id); });
         const Solution solution = with_variants(*solution_of(top.candidate_id), variants);
-        std::vector<int64_t> inspired;
-        for (const DispatchPlan::Choice& choice : plan.choices)
-          if (std::find(inspired.begin(), inspired.end(), choice.candidate_id) == inspired.end())
-            inspired.push_back(choice.candidate_id);
         const std::string text = dispatch_plan_text(plan);
         const int64_t id = candidate_for(
-            "dispatch", top.candidate_id, inspired, &solution, top.template_name, top.point,
-            "per-shape dispatch of #" + std::to_string(top.candidate_id) + ": " + text);
+            "dispatch", top.candidate_id, dispatch_sources(plan), &solution, top.template_name,
+            top.point, "per-shape dispatch of #" + std::to_string(top.candidate_id) + ": " + text);
         dispatch = DispatchEntry{id, top.candidate_id, variants.size(), text};
         progress_->message(fmt::format("candidate {}: #{} with {} shape variant(s) ({})", id,
                                        top.candidate_id, variants.size(), text));
@@ -861,6 +857,12 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   }
   std::stable_sort(summary.finalists.begin(), summary.finalists.end(),
                    [](const Finalist& a, const Finalist& b) { return a.fitness > b.fitness; });
+  // The winner as the search found it: a dispatch stands for the candidate it dispatches.
+  const bool dispatched = dispatch && !summary.finalists.empty() &&
+                          summary.finalists.front().candidate_id == dispatch->candidate_id;
+  const int64_t searched_winner =
+      dispatched ? dispatch->base_id
+                 : (summary.finalists.empty() ? 0 : summary.finalists.front().candidate_id);
   if (!summary.finalists.empty()) {
     Finalist& winner = summary.finalists.front();
     if (summary.baseline) {
@@ -868,9 +870,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       summary.kept_baseline = summary.speedup->high < 1.0;
     }
     // The winner's lineage through its agent's tree, root first; a dispatch's through its base.
-    const bool dispatched = dispatch && winner.candidate_id == dispatch->candidate_id;
-    std::optional<NodeRef> at =
-        state.node_of_candidate.at(dispatched ? dispatch->base_id : winner.candidate_id);
+    std::optional<NodeRef> at = state.node_of_candidate.at(searched_winner);
     while (at) {
       const Agent& agent = *state.agents[at->first];
       const SearchNode& node = agent.tree().node(at->second);
@@ -895,9 +895,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   // search and the route beats the default beyond both intervals: the skill a warm start
   // needs most.
   if (!summary.finalists.empty()) {
-    int64_t winner_id = summary.finalists.front().candidate_id;
-    if (dispatch && winner_id == dispatch->candidate_id) winner_id = dispatch->base_id;
-    const State::Known& winner = state.known.at(state.key_of_candidate.at(winner_id));
+    const State::Known& winner = state.known.at(state.key_of_candidate.at(searched_winner));
     const auto bound = state.bound.find(winner.template_name);
     const KnobPoint start =
         bound == state.bound.end() ? KnobPoint{} : bound->second->space().space().default_point();

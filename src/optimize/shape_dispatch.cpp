@@ -1,5 +1,6 @@
 #include "optimize/shape_dispatch.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -35,6 +36,14 @@ DispatchPlan plan_shape_dispatch(const std::vector<Workload>& workloads, const D
   return plan;
 }
 
+std::vector<int64_t> dispatch_sources(const DispatchPlan& plan) {
+  std::vector<int64_t> sources;
+  for (const DispatchPlan::Choice& choice : plan.choices)
+    if (std::find(sources.begin(), sources.end(), choice.candidate_id) == sources.end())
+      sources.push_back(choice.candidate_id);
+  return sources;
+}
+
 std::string exact_shape_condition(const Workload& workload) {
   std::vector<std::string> terms;
   for (const auto& [axis, value] : workload.axes)
@@ -44,16 +53,11 @@ std::string exact_shape_condition(const Workload& workload) {
 
 std::vector<SolutionVariant> dispatch_variants(
     const DispatchPlan& plan, const std::function<Solution(int64_t)>& solution_of) {
-  // Candidates in the order they first serve a workload, so the variants read like the plan.
-  std::vector<int64_t> order;
   std::map<int64_t, std::vector<std::string>> conditions;
-  for (const DispatchPlan::Choice& choice : plan.choices) {
-    auto& list = conditions[choice.candidate_id];
-    if (list.empty()) order.push_back(choice.candidate_id);
-    list.push_back(exact_shape_condition(*choice.workload));
-  }
+  for (const DispatchPlan::Choice& choice : plan.choices)
+    conditions[choice.candidate_id].push_back(exact_shape_condition(*choice.workload));
   std::vector<SolutionVariant> variants;
-  for (int64_t id : order) {
+  for (int64_t id : dispatch_sources(plan)) {
     const Solution solution = solution_of(id);
     const auto& shapes = conditions.at(id);
     std::string when =

@@ -41,6 +41,10 @@ struct DispatchPlan {
 DispatchPlan plan_shape_dispatch(const std::vector<Workload>& workloads, const DispatchSource& base,
                                  const std::vector<DispatchSource>& sources);
 
+/// The candidates the plan borrows points from, each once, in the order they first serve a
+/// workload.
+std::vector<int64_t> dispatch_sources(const DispatchPlan& plan);
+
 /// "batch_size == 1 and hidden_size == 4096": a condition that holds at exactly this workload's
 /// shape (its var axes).
 std::string exact_shape_condition(const Workload& workload);

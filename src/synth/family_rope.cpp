@@ -195,25 +195,14 @@ class RopeHeader {
   }
 
   void write_kernel_params() {
-    std::vector<std::string> params;
-    for (const TensorSpec& spec : def_.inputs)
-      params.push_back(fmt::format("const {}* ka_in_{}", type(spec), spec.name));
-    for (const TensorSpec& spec : def_.outputs)
-      params.push_back(fmt::format("{}* ka_out_{}", type(spec), spec.name));
-    std::vector<std::string> axes;
-    for (const Axis& axis : def_.axes) {
-      params.push_back("long long ka_axis_" + axis.name);
-      axes.push_back(axis.name);
-    }
+    out_ +=
+        kernel_params_define(def_, [](DType dtype) { return header_element_type(dtype, true); });
     std::vector<std::string> init;
     for (const RotatedTensor& r : rope_.rotated)
       init.insert(init.end(), {"ka_in_" + r.input->name, "ka_out_" + r.output->name,
                                "ka_axis_" + r.input->shape->at(1)});
     init.insert(init.end(), {"ka_in_cos", "ka_in_sin", "ka_axis_" + rope_.tokens_axis});
-    out_ += fmt::format(
-        "\n// Inputs, outputs (definition order), then one long long per axis ({}).\n"
-        "#define KA_KERNEL_PARAMS {}\n#define KA_ARGS (KaArgs{{{}}})\n",
-        fmt::join(axes, ", "), fmt::join(params, ", "), fmt::join(init, ", "));
+    out_ += fmt::format("#define KA_ARGS (KaArgs{{{}}})\n", fmt::join(init, ", "));
   }
 
   const RopeProblem& rope_;

@@ -310,7 +310,6 @@ class RowBinder : public FamilyBinder {
     find_output(def, row);
     row.n_inputs = static_cast<int>(def.inputs.size());
     row.n_outputs = static_cast<int>(def.outputs.size());
-    for (const Axis& axis : def.axes) row.axes.push_back(axis.name);
 
     FamilyBinding binding;
     binding.header = generate_row_header(row, def, kernel);

@@ -49,7 +49,6 @@ struct RowProblem {
   RowReduction reduction = RowReduction::Sum;  ///< reduce only
   ElementwiseExpr prologue;                    ///< over row inputs and scalars
   int n_inputs = 0, n_outputs = 0;
-  std::vector<std::string> axes;  ///< every axis of the definition, in order (kernel params)
 };
 
 /// ka_problem.h for `problem` served by `kernel` (its target and build pick the form).

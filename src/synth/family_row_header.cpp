@@ -43,13 +43,6 @@ struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) KaRowPack {
   T v[N];
 };
 
-template <int N, typename T>
-KA_HD void ka_row_load(const T* p, float (&out)[N]) {
-  const KaRowPack<T, N> pack = *reinterpret_cast<const KaRowPack<T, N>*>(p);
-#pragma unroll
-  for (int i = 0; i < N; ++i) out[i] = ka_row_to_float(pack.v[i]);
-}
-
 // A pack of 2 to 16 bytes as the unsigned integer one store instruction writes.
 template <int BYTES> struct KaRowBits {};
 template <> struct KaRowBits<2> { typedef unsigned short type; };
@@ -57,11 +50,14 @@ template <> struct KaRowBits<4> { typedef unsigned int type; };
 template <> struct KaRowBits<8> { typedef uint2 type; };
 template <> struct KaRowBits<16> { typedef uint4 type; };
 
+// N elements moved unchanged, as one aligned access (two for 32 bytes).
 template <int N, typename T>
-KA_HD void ka_row_store(T* p, const float (&in)[N]) {
-  KaRowPack<T, N> pack;
-#pragma unroll
-  for (int i = 0; i < N; ++i) ka_row_from_float(in[i], pack.v[i]);
+KA_HD KaRowPack<T, N> ka_pack_load(const T* p) {
+  return *reinterpret_cast<const KaRowPack<T, N>*>(p);
+}
+
+template <int N, typename T>
+KA_HD void ka_pack_store(T* p, const KaRowPack<T, N>& pack) {
   constexpr int kBytes = static_cast<int>(sizeof(T)) * N;
 #ifdef __CUDA_ARCH__
   // A plain assignment of the pack may be split into narrower stores where the compiler merges
@@ -73,6 +69,21 @@ KA_HD void ka_row_store(T* p, const float (&in)[N]) {
   }
 #endif
   *reinterpret_cast<KaRowPack<T, N>*>(p) = pack;
+}
+
+template <int N, typename T>
+KA_HD void ka_row_load(const T* p, float (&out)[N]) {
+  const KaRowPack<T, N> pack = ka_pack_load<N>(p);
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = ka_row_to_float(pack.v[i]);
+}
+
+template <int N, typename T>
+KA_HD void ka_row_store(T* p, const float (&in)[N]) {
+  KaRowPack<T, N> pack;
+#pragma unroll
+  for (int i = 0; i < N; ++i) ka_row_from_float(in[i], pack.v[i]);
+  ka_pack_store<N>(p, pack);
 }
 )";
 
@@ -358,16 +369,7 @@ class HeaderWriter {
   }
 
   void write_kernel_params() {
-    std::vector<std::string> params;
-    for (const TensorSpec& spec : def_.inputs)
-      params.push_back(fmt::format("const {}* ka_in_{}", element_type(spec.dtype), spec.name));
-    for (const TensorSpec& spec : def_.outputs)
-      params.push_back(fmt::format("{}* ka_out_{}", element_type(spec.dtype), spec.name));
-    for (const std::string& axis : row_.axes) params.push_back("long long ka_axis_" + axis);
-    out_ += fmt::format(
-        "\n// Inputs, outputs (definition order), then one long long per axis ({}).\n"
-        "#define KA_KERNEL_PARAMS {}\n",
-        fmt::join(row_.axes, ", "), fmt::join(params, ", "));
+    out_ += kernel_params_define(def_, [&](DType dtype) { return element_type(dtype); });
     out_ +=
         fmt::format("#define KA_ARGS (KaArgs{{{}}})\n",
                     args_initialiser([](const RowTensor& t) { return "ka_in_" + t.name; },

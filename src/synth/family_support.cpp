@@ -1,5 +1,8 @@
 #include "synth/family_support.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -49,6 +52,23 @@ void require_nvrtc_template(const Definition& def, const KernelTemplate& kernel,
                  " binder generates headers for CUDA kernels launched by the backend (nvrtc); "
                  "template " +
                  kernel.name + " is not one");
+}
+
+std::string kernel_params_define(const Definition& def,
+                                 const std::function<std::string(DType)>& element_type) {
+  std::vector<std::string> params, axes;
+  for (const TensorSpec& spec : def.inputs)
+    params.push_back(fmt::format("const {}* ka_in_{}", element_type(spec.dtype), spec.name));
+  for (const TensorSpec& spec : def.outputs)
+    params.push_back(fmt::format("{}* ka_out_{}", element_type(spec.dtype), spec.name));
+  for (const Axis& axis : def.axes) {
+    params.push_back("long long ka_axis_" + axis.name);
+    axes.push_back(axis.name);
+  }
+  return fmt::format(
+      "\n// Inputs, outputs (definition order), then one long long per axis ({}).\n"
+      "#define KA_KERNEL_PARAMS {}\n",
+      fmt::join(axes, ", "), fmt::join(params, ", "));
 }
 
 std::string shape_text(const std::vector<std::string>& shape) {

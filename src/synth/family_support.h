@@ -3,6 +3,7 @@
 // headers, and the pack helpers of CUDA headers.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,13 @@ std::string header_element_type(DType dtype, bool cuda);
 
 /// The ka_dtype enumerator of abi.h ("KA_BFLOAT16").
 std::string abi_dtype_name(DType dtype);
+
+/// The parameter list of a kernel the backend launches (nvrtc), as its `#define
+/// KA_KERNEL_PARAMS` line with a comment: `const T* ka_in_<name>` per input and `T* ka_out_<name>`
+/// per output in definition order (T = element_type(dtype)), then `long long ka_axis_<name>` per
+/// axis of the definition, in declaration order.
+std::string kernel_params_define(const Definition& def,
+                                 const std::function<std::string(DType)>& element_type);
 
 /// The start of a CUDA ka_problem.h with aligned packs (the row and rope families): KA_HD,
 /// the float conversions of float, __half and __nv_bfloat16, ka_row_load<N> / ka_row_store<N>

@@ -23,59 +23,6 @@ const char* bits_type(std::size_t bytes) {
   }
 }
 
-const char* kAccess = R"(
-// N elements as one unsigned integer of N * KA_ELEM_BYTES bytes (at most 16: one instruction).
-template <int BYTES> struct ka_bits;
-template <> struct ka_bits<1> { typedef unsigned char type; };
-template <> struct ka_bits<2> { typedef unsigned short type; };
-template <> struct ka_bits<4> { typedef unsigned int type; };
-template <> struct ka_bits<8> { typedef uint2 type; };
-template <> struct ka_bits<16> { typedef uint4 type; };
-
-// N elements; to_bits() assembles them with shifts into the integer one store instruction
-// takes (written element by element through a pointer, the compiler splits the store).
-template <int N>
-struct KaPack {
-  typedef typename ka_bits<N * KA_ELEM_BYTES>::type bits_t;
-  KaElem v[N];
-
-  __device__ __forceinline__ static KaPack from_bits(bits_t bits) {
-    KaPack p;
-#pragma unroll
-    for (int i = 0; i < N; ++i) p.v[i] = reinterpret_cast<const KaElem*>(&bits)[i];
-    return p;
-  }
-  __device__ __forceinline__ bits_t to_bits() const {
-    constexpr int kBits = 8 * KA_ELEM_BYTES;
-    constexpr int kHalf = N * KA_ELEM_BYTES > 8 ? N / 2 : N;  // elements per 64-bit word
-    unsigned long long lo = 0, hi = 0;
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      const unsigned long long e = static_cast<unsigned long long>(v[i]);
-      if (i < kHalf) {
-        lo |= e << (kBits * i % 64);
-      } else {
-        hi |= e << (kBits * (i - kHalf) % 64);
-      }
-    }
-    if constexpr (N * KA_ELEM_BYTES == 16) {
-      return make_uint4(static_cast<unsigned>(lo), static_cast<unsigned>(lo >> 32),
-                        static_cast<unsigned>(hi), static_cast<unsigned>(hi >> 32));
-    } else if constexpr (N * KA_ELEM_BYTES == 8) {
-      return make_uint2(static_cast<unsigned>(lo), static_cast<unsigned>(lo >> 32));
-    } else {
-      return static_cast<bits_t>(lo);
-    }
-  }
-};
-
-template <typename T>
-__device__ __forceinline__ bool ka_aligned(const T* p, int n) {
-  const unsigned long long bytes = sizeof(T) * n < 16 ? sizeof(T) * n : 16;
-  return reinterpret_cast<unsigned long long>(p) % bytes == 0;
-}
-)";
-
 class TransposeBinder : public FamilyBinder {
  public:
   std::vector<std::string> families() const override { return {"transpose"}; }
@@ -118,8 +65,12 @@ class TransposeBinder : public FamilyBinder {
         "#define KA_TARGET_CUDA 1\n#define KA_TARGET_CPU 0\n"
         "typedef {} KaElem;  // {}\n#define KA_ELEM_BYTES {}\n",
         def.name, kernel.name, out.name, in.name, bits_type(bytes), dtype_name(in.dtype), bytes);
-    text += kAccess;
+    text += cuda_pack_prelude();
     text += R"(
+// N elements of the tensor, moved as one access (at most 16 bytes by the knob constraints).
+template <int N>
+using KaPack = KaRowPack<KaElem, N>;
+
 struct KaArgs {
   const KaElem* in_;
   KaElem* out_;
@@ -129,33 +80,22 @@ struct KaArgs {
   __device__ __forceinline__ long long cols() const { return cols_; }
   // Packs of n along both axes: whole packs per input row and per output row, pointers aligned.
   __device__ __forceinline__ bool vector_ok(int n) const {
-    return rows_ % n == 0 && cols_ % n == 0 && ka_aligned(in_, n) && ka_aligned(out_, n);
+    return rows_ % n == 0 && cols_ % n == 0 && ka_row_aligned(in_, n) && ka_row_aligned(out_, n);
   }
   // Input elements [col, col + N) of `row`; output elements [row, row + N) of output row `col`.
   template <int N>
   __device__ __forceinline__ KaPack<N> load(long long row, long long col) const {
-    return KaPack<N>::from_bits(
-        *reinterpret_cast<const typename KaPack<N>::bits_t*>(in_ + row * cols_ + col));
+    return ka_pack_load<N>(in_ + row * cols_ + col);
   }
   template <int N>
   __device__ __forceinline__ void store(long long col, long long row, const KaPack<N>& p) const {
-    // One st.global of the whole pack: a plain assignment may be split into word stores.
-    __stwb(reinterpret_cast<typename KaPack<N>::bits_t*>(out_ + col * rows_ + row), p.to_bits());
+    ka_pack_store<N>(out_ + col * rows_ + row, p);
   }
 };
 )";
-    std::vector<std::string> params = {fmt::format("const KaElem* ka_in_{}", in.name),
-                                       fmt::format("KaElem* ka_out_{}", out.name)};
-    std::vector<std::string> axes;
-    for (const Axis& axis : def.axes) {
-      params.push_back("long long ka_axis_" + axis.name);
-      axes.push_back(axis.name);
-    }
-    text += fmt::format(
-        "\n// Input, output, then one long long per axis ({}).\n#define KA_KERNEL_PARAMS {}\n"
-        "#define KA_ARGS (KaArgs{{ka_in_{}, ka_out_{}, ka_axis_{}, ka_axis_{}}})\n",
-        fmt::join(axes, ", "), fmt::join(params, ", "), in.name, out.name, in.shape->at(0),
-        in.shape->at(1));
+    text += kernel_params_define(def, [](DType) { return std::string("KaElem"); });
+    text += fmt::format("#define KA_ARGS (KaArgs{{ka_in_{}, ka_out_{}, ka_axis_{}, ka_axis_{}}})\n",
+                        in.name, out.name, in.shape->at(0), in.shape->at(1));
     return text;
   }
 };

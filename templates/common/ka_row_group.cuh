@@ -117,18 +117,25 @@ __device__ __forceinline__ float group_min(float value, int group) {
 template <int W>
 constexpr int kCacheSlots = MAX_VECS_PER_THREAD* VEC / W;
 
-/// Reads this thread's packs of the row into the register cache; col[k] is the first column of
-/// pack k (past slot.cols when the row ends before it, and then x[k] is left unread).
+/// This thread's packs of the row, read into the register cache: x[k] is the pack that starts at
+/// column col[k]; has(k) is false for a pack past the row's end, which is left unread.
 template <int W>
-__device__ __forceinline__ void load_cached_row(const KaArgs& ka, const RowSlot& slot,
-                                                float (&x)[kCacheSlots<W>][W],
-                                                long long (&col)[kCacheSlots<W>]) {
+struct CachedRow {
+  float x[kCacheSlots<W>][W];
+  long long col[kCacheSlots<W>];
+  long long cols;
+
+  __device__ __forceinline__ CachedRow(const KaArgs& ka, const RowSlot& slot) : cols(slot.cols) {
 #pragma unroll
-  for (int k = 0; k < kCacheSlots<W>; ++k) {
-    col[k] = (static_cast<long long>(k) * kThreadsPerRow + slot.lane_in_row) * W;
-    if (col[k] < slot.cols) ka.load_row<W>(slot.row, col[k], x[k]);
+    for (int k = 0; k < kCacheSlots<W>; ++k) {
+      col[k] = (static_cast<long long>(k) * kThreadsPerRow + slot.lane_in_row) * W;
+      if (col[k] < cols) ka.load_row<W>(slot.row, col[k], x[k]);
+    }
   }
-}
+  __device__ __forceinline__ bool has(int k) const {
+    return col[k] < cols;
+  }
+};
 
 /// One pass over a streamed row: `visit(col, x)` for each pack of this thread, the loads of
 /// kPassUnroll packs issued together.

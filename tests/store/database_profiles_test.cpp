@@ -34,11 +34,7 @@ TEST(DatabaseProfiles, KeepsACandidatesNote) {
 TEST(DatabaseProfiles, StoresOnePerCandidateAndWorkloadInTheirOrder) {
   TempDir dir;
   Database db(dir / "kernelarc.db");
-  const int64_t run = db.create_run(sample_run());
-  const int64_t other_run = db.create_run(sample_run());
-  const int64_t first = db.add_candidate(run, sample_candidate("explore", "key"));
-  const int64_t second = db.add_candidate(run, sample_candidate("explore", "key"));
-  const int64_t elsewhere = db.add_candidate(other_run, sample_candidate("explore", "key"));
+  const auto [run, other_run, first, second, elsewhere] = testing::two_runs(db);
   db.record_profile({second, "w-large", sample_record(41.5), ""});
   db.record_profile({first, "w-small", sample_record(12.0), ""});
   db.record_profile({first, "w-large", {{"unavailable", "ncu was not found"}}, ""});

@@ -18,11 +18,7 @@ Synthesis sample_synthesis(std::string failure, bool cached) {
 TEST(DatabaseSyntheses, StoresOnePerCandidateAndSumsARun) {
   TempDir dir;
   Database db(dir / "kernelarc.db");
-  const int64_t run = db.create_run(sample_run());
-  const int64_t other_run = db.create_run(sample_run());
-  const int64_t first = db.add_candidate(run, sample_candidate("explore", "key"));
-  const int64_t second = db.add_candidate(run, sample_candidate("explore", "key"));
-  const int64_t elsewhere = db.add_candidate(other_run, sample_candidate("explore", "key"));
+  const auto [run, other_run, first, second, elsewhere] = testing::two_runs(db);
   db.record_synthesis(first, sample_synthesis("", false));
   db.record_synthesis(second, sample_synthesis("no code block in the answer", true));
   db.record_synthesis(elsewhere, sample_synthesis("", false));

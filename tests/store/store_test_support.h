@@ -28,6 +28,22 @@ inline NewCandidate sample_candidate(const std::string& agent, const std::string
   return candidate;
 }
 
+/// Two candidates of one run and one of another: what per-run queries must keep apart.
+struct TwoRuns {
+  int64_t run = 0, other_run = 0;
+  int64_t first = 0, second = 0, elsewhere = 0;
+};
+
+inline TwoRuns two_runs(Database& db) {
+  TwoRuns runs;
+  runs.run = db.create_run(sample_run());
+  runs.other_run = db.create_run(sample_run());
+  runs.first = db.add_candidate(runs.run, sample_candidate("explore", "key"));
+  runs.second = db.add_candidate(runs.run, sample_candidate("explore", "key"));
+  runs.elsewhere = db.add_candidate(runs.other_run, sample_candidate("explore", "key"));
+  return runs;
+}
+
 inline Evaluation passed_evaluation(const std::string& traces_key, double median_ms) {
   Evaluation evaluation;
   evaluation.status = "PASSED";

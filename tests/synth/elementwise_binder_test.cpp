@@ -4,21 +4,20 @@
 #include <string>
 
 #include "../core/test_support.h"
+#include "binder_test_support.h"
 #include "synth/family.h"
 
 namespace kernelarc {
 namespace {
+
+using testing::contains;
 
 using testing::input_error_of;
 
 const std::string kProblems = std::string(KERNELARC_SOURCE_DIR) + "/problems/";
 
 KernelTemplate elementwise_template(const std::string& target, TemplateBuild build) {
-  return KernelTemplate{.name = "elementwise_test",
-                        .target = target,
-                        .families = {"elementwise", "activation"},
-                        .build = build,
-                        .knobs = KnobSpace({Knob::int_set("VEC", {1, 2, 4, 8})}, {})};
+  return testing::stub_template("elementwise_test", {"elementwise", "activation"}, target, build);
 }
 
 const KernelTemplate& cuda_template() {
@@ -33,10 +32,6 @@ const KernelTemplate& cpu_template() {
 
 FamilyBinding bind(const Definition& def, const KernelTemplate& kernel = cuda_template()) {
   return make_elementwise_binder()->bind(def, kernel);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 std::string reference(const OrderedJson& inputs) {

@@ -3,10 +3,13 @@
 #include <string>
 
 #include "../core/test_support.h"
+#include "binder_test_support.h"
 #include "synth/family.h"
 
 namespace kernelarc {
 namespace {
+
+using testing::contains;
 
 using testing::input_error_of;
 
@@ -41,10 +44,6 @@ FamilyBinding bind(const Definition& def, const KernelTemplate& kernel) {
 
 FamilyBinding bind_problem(const std::string& problem, const KernelTemplate& kernel) {
   return bind(load_definition(kProblems + problem + "/definition.json"), kernel);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 OrderedJson tensor(const std::vector<std::string>& shape, const std::string& dtype = "bfloat16") {

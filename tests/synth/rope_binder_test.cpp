@@ -5,24 +5,19 @@
 #include <string>
 
 #include "../core/test_support.h"
+#include "binder_test_support.h"
 #include "synth/family.h"
 
 namespace kernelarc {
 namespace {
 
+using testing::contains;
+
 using testing::input_error_of;
 
 KernelTemplate rope_template(const std::string& target = "cuda",
                              TemplateBuild build = TemplateBuild::Nvrtc) {
-  return KernelTemplate{.name = "rope_test",
-                        .target = target,
-                        .families = {"rope"},
-                        .build = build,
-                        .knobs = KnobSpace({Knob::int_set("VEC", {1, 2, 4, 8})}, {})};
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+  return testing::stub_template("rope_test", {"rope"}, target, build);
 }
 
 /// A rope definition over [T, H, D] with D = 2 * R: `inputs` and `outputs` as JSON.

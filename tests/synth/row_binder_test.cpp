@@ -4,23 +4,23 @@
 #include <string>
 
 #include "../core/test_support.h"
+#include "binder_test_support.h"
 #include "synth/bound_template.h"
 #include "synth/family.h"
 
 namespace kernelarc {
 namespace {
 
+using testing::contains;
+
 using testing::input_error_of;
 
 const std::string kProblems = std::string(KERNELARC_SOURCE_DIR) + "/problems/";
 
 KernelTemplate row_template(const std::string& target, TemplateBuild build) {
-  return KernelTemplate{
-      .name = "row_test",
-      .target = target,
-      .families = {"rmsnorm", "layernorm", "softmax", "logsumexp", "quantize", "reduce"},
-      .build = build,
-      .knobs = KnobSpace({Knob::int_set("VEC", {1, 2, 4, 8})}, {})};
+  return testing::stub_template(
+      "row_test", {"rmsnorm", "layernorm", "softmax", "logsumexp", "quantize", "reduce"}, target,
+      build);
 }
 
 const KernelTemplate& cuda_template() {
@@ -39,10 +39,6 @@ FamilyBinding bind(const Definition& def, const KernelTemplate& kernel) {
 
 FamilyBinding bind_problem(const std::string& problem, const KernelTemplate& kernel) {
   return bind(load_definition(kProblems + problem + "/definition.json"), kernel);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 /// A definition with rows [batch, hidden] built from tensor and op_params JSON.

@@ -83,29 +83,26 @@ struct RowNorm {
 #if CACHE_ROW
   template <int W>
   static __device__ __forceinline__ void cached(const KaArgs& ka, const RowSlot& slot) {
-    constexpr int kSlots = kCacheSlots<W>;
-    float x[kSlots][W];
-    long long col[kSlots];
-    load_cached_row<W>(ka, slot, x, col);
+    CachedRow<W> cache(ka, slot);
 #if PRELOAD_WEIGHT
-    float w[kSlots][W], b[kSlots][W];
+    float w[kCacheSlots<W>][W], b[kCacheSlots<W>][W];
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      if (col[k] >= slot.cols) continue;
-      ka.load_weight<W>(col[k], w[k]);
-      ka.load_bias<W>(col[k], b[k]);
+    for (int k = 0; k < kCacheSlots<W>; ++k) {
+      if (!cache.has(k)) continue;
+      ka.load_weight<W>(cache.col[k], w[k]);
+      ka.load_bias<W>(cache.col[k], b[k]);
     }
 #endif
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      if (col[k] >= slot.cols) continue;
-      ka.store_prologue<W>(slot.row, col[k], x[k]);
+    for (int k = 0; k < kCacheSlots<W>; ++k) {
+      if (!cache.has(k)) continue;
+      ka.store_prologue<W>(slot.row, cache.col[k], cache.x[k]);
 #if KA_OP_LAYERNORM
 #pragma unroll
-      for (int i = 0; i < W; ++i) sum += x[k][i];
+      for (int i = 0; i < W; ++i) sum += cache.x[k][i];
 #else
-      sum += sum_of_squares(x[k]);
+      sum += sum_of_squares(cache.x[k]);
 #endif
     }
     const float inv_cols = 1.0f / static_cast<float>(ka.cols());
@@ -114,22 +111,22 @@ struct RowNorm {
     mean = group_sum(sum, slot.group) * inv_cols;
     float deviations = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      if (col[k] >= slot.cols) continue;
+    for (int k = 0; k < kCacheSlots<W>; ++k) {
+      if (!cache.has(k)) continue;
 #pragma unroll
-      for (int i = 0; i < W; ++i) deviations += (x[k][i] - mean) * (x[k][i] - mean);
+      for (int i = 0; i < W; ++i) deviations += (cache.x[k][i] - mean) * (cache.x[k][i] - mean);
     }
     const float rstd = ka_rsqrt(group_sum(deviations, slot.group) * inv_cols + KA_EPS);
 #else
     const float rstd = ka_rsqrt(group_sum(sum, slot.group) * inv_cols + KA_EPS);
 #endif
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      if (col[k] >= slot.cols) continue;
+    for (int k = 0; k < kCacheSlots<W>; ++k) {
+      if (!cache.has(k)) continue;
 #if PRELOAD_WEIGHT
-      write_normalized<W>(ka, slot.row, col[k], x[k], mean, rstd, w[k], b[k]);
+      write_normalized<W>(ka, slot.row, cache.col[k], cache.x[k], mean, rstd, w[k], b[k]);
 #else
-      load_and_write_normalized<W>(ka, slot.row, col[k], x[k], mean, rstd);
+      load_and_write_normalized<W>(ka, slot.row, cache.col[k], cache.x[k], mean, rstd);
 #endif
     }
   }
@@ -200,19 +197,17 @@ struct RowQuantize {
 #if CACHE_ROW
   template <int W>
   static __device__ __forceinline__ void cached(const KaArgs& ka, const RowSlot& slot) {
-    constexpr int kSlots = kCacheSlots<W>;
-    float x[kSlots][W];
-    long long col[kSlots];
-    load_cached_row<W>(ka, slot, x, col);
+    CachedRow<W> cache(ka, slot);
     float amax = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k)
-      if (col[k] < slot.cols) amax = pack_abs_max(amax, x[k]);
+    for (int k = 0; k < kCacheSlots<W>; ++k)
+      if (cache.has(k)) amax = pack_abs_max(amax, cache.x[k]);
     const float scale = quantize_scale(amax, slot.group);
     const float inv_scale = __frcp_rn(scale);
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k)
-      if (col[k] < slot.cols) write_quantized<W>(ka, slot.row, col[k], x[k], scale, inv_scale);
+    for (int k = 0; k < kCacheSlots<W>; ++k)
+      if (cache.has(k))
+        write_quantized<W>(ka, slot.row, cache.col[k], cache.x[k], scale, inv_scale);
     if (slot.lane_in_row == 0 && slot.cols > 0) ka.store_row_scale(slot.row, scale);
   }
 #endif
@@ -267,14 +262,11 @@ struct RowReduce {
 #if CACHE_ROW
   template <int W>
   static __device__ __forceinline__ void cached(const KaArgs& ka, const RowSlot& slot) {
-    constexpr int kSlots = kCacheSlots<W>;
-    float x[kSlots][W];
-    long long col[kSlots];
-    load_cached_row<W>(ka, slot, x, col);
+    CachedRow<W> cache(ka, slot);
     float acc = identity();
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k)
-      if (col[k] < slot.cols) acc = fold(acc, x[k]);
+    for (int k = 0; k < kCacheSlots<W>; ++k)
+      if (cache.has(k)) acc = fold(acc, cache.x[k]);
     finish(ka, slot, acc);
   }
 #endif

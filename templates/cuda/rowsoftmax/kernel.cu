@@ -78,54 +78,51 @@ struct RowSoftmax {
 #if CACHE_ROW
   template <int W>
   static __device__ __forceinline__ void cached(const KaArgs& ka, const RowSlot& slot) {
-    constexpr int kSlots = kCacheSlots<W>;
-    float x[kSlots][W];
-    long long col[kSlots];
-    load_cached_row<W>(ka, slot, x, col);
+    CachedRow<W> cache(ka, slot);
 #if ALGORITHM == KA_ALGORITHM_online
     float state[2] = {ka_neg_inf(), 0.0f};
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      if (col[k] >= slot.cols) continue;
-      ka.store_prologue<W>(slot.row, col[k], x[k]);
-      online_add<W>(state, x[k]);
+    for (int k = 0; k < kCacheSlots<W>; ++k) {
+      if (!cache.has(k)) continue;
+      ka.store_prologue<W>(slot.row, cache.col[k], cache.x[k]);
+      online_add<W>(state, cache.x[k]);
     }
     group_reduce(state, OnlineOp(), slot.group);
     const float max_value = state[0], sum = state[1];
     const float shift = shift_of(max_value);
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k)
-      if (col[k] < slot.cols) write_softmax<W>(ka, slot.row, col[k], x[k], shift, sum);
+    for (int k = 0; k < kCacheSlots<W>; ++k)
+      if (cache.has(k)) write_softmax<W>(ka, slot.row, cache.col[k], cache.x[k], shift, sum);
 #else
     float local_max = ka_neg_inf();
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      if (col[k] >= slot.cols) continue;
-      ka.store_prologue<W>(slot.row, col[k], x[k]);
-      local_max = ka_max(local_max, max_of(x[k]));
+    for (int k = 0; k < kCacheSlots<W>; ++k) {
+      if (!cache.has(k)) continue;
+      ka.store_prologue<W>(slot.row, cache.col[k], cache.x[k]);
+      local_max = ka_max(local_max, max_of(cache.x[k]));
     }
     const float max_value = group_max(local_max, slot.group);
     const float shift = shift_of(max_value);
     float local_sum = 0.0f;
     // The exponentials replace the inputs in the registers: each is computed once.
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      if (col[k] >= slot.cols) continue;
+    for (int k = 0; k < kCacheSlots<W>; ++k) {
+      if (!cache.has(k)) continue;
 #pragma unroll
       for (int i = 0; i < W; ++i) {
-        x[k][i] = ka_exp(x[k][i] - shift);
-        local_sum += x[k][i];
+        cache.x[k][i] = ka_exp(cache.x[k][i] - shift);
+        local_sum += cache.x[k][i];
       }
     }
     const float sum = group_sum(local_sum, slot.group);
 #if KA_OP_SOFTMAX
 #pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      if (col[k] >= slot.cols) continue;
+    for (int k = 0; k < kCacheSlots<W>; ++k) {
+      if (!cache.has(k)) continue;
       float y[W];
 #pragma unroll
-      for (int i = 0; i < W; ++i) y[i] = x[k][i] / sum;
-      ka.store_row<W>(slot.row, col[k], y);
+      for (int i = 0; i < W; ++i) y[i] = cache.x[k][i] / sum;
+      ka.store_row<W>(slot.row, cache.col[k], y);
     }
 #endif
 #endif
