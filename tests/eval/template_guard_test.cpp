@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -112,8 +113,21 @@ void expect_passes_everywhere(const TemplateCase& c, const std::string& device) 
   auto selection = representative_points(bound, 1, 7);
   if (default_point_only()) selection.points = {default_point};
   for (const std::string& skipped : selection.skipped) std::cout << "  skipped " << skipped << '\n';
-  for (const KnobPoint& point : selection.points) {
-    const Solution solution = bound.instantiate(point);
+  std::vector<Solution> solutions;
+  for (const KnobPoint& point : selection.points) solutions.push_back(bound.instantiate(point));
+  // The nvcc-built GEMM templates take 30-60 s per point: compiling every point at once (as a
+  // search compiles ahead) keeps the GPU pass of the whole library within a device session.
+  harness.guard().prepare_builds();
+  std::vector<std::future<bool>> builds;
+  for (const Solution& solution : solutions) {
+    builds.push_back(std::async(std::launch::async, [&harness, &solution] {
+      return harness.guard().prebuild(harness.problem().definition, solution);
+    }));
+  }
+  for (auto& build : builds) build.get();  // a failed build is reported by evaluate() below
+  for (std::size_t i = 0; i < solutions.size(); ++i) {
+    const KnobPoint& point = selection.points[i];
+    const Solution& solution = solutions[i];
     const auto traces =
         harness.guard().evaluate(harness.problem(), solution, harness.problem().workloads);
     for (const Trace& trace : traces) {
