@@ -26,6 +26,7 @@
 #include "cli/optimize_skills.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "diagnosis/diagnosis.h"
 #include "eval/speed_of_light.h"
 
 namespace kernelarc {
@@ -223,6 +224,8 @@ class ProblemBench {
         library_rounds.push_back(measure_.guard().evaluate(problem, *library, workloads));
       time_baselines();
     }
+    if (!winner_rounds.empty())
+      annotate_traces(winner_rounds.back(), problem, *winner, calibration_);
     const Measurement winner_times = pooled_measurement(winner_rounds);
     const Measurement library_times = pooled_measurement(library_rounds);
     if (!winner_rounds.empty() && report_.environment.is_null())
@@ -247,8 +250,18 @@ class ProblemBench {
                            : Contender{std::nullopt, result.status == BenchStatus::NoTemplate
                                                          ? "no template"
                                                          : "no candidate passed the guard"};
+      if (!winner_rounds.empty()) w.diagnosis = winner_diagnosis(winner_rounds.back(), workload);
       result.workloads.push_back(std::move(w));
     }
+  }
+
+  static std::string winner_diagnosis(const std::vector<Trace>& traces, const Workload& workload) {
+    for (const Trace& trace : traces) {
+      if (trace.workload.value("uuid", std::string()) != workload.uuid) continue;
+      if (!trace.extra.is_object() || !trace.extra.contains("diagnosis")) return "";
+      return diagnosis_text(Diagnosis::from_json(trace.extra["diagnosis"]));
+    }
+    return "";
   }
 
   Contender baseline_contender(const Problem& problem, const Workload& workload, Baseline baseline,

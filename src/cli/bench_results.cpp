@@ -78,6 +78,7 @@ std::vector<std::string> problem_notes(const BenchProblem& problem) {
     if (is_gemm(problem)) add("cuBLASLt", w.cublaslt.note);
     add("kernelarc", w.kernelarc.note);
   }
+  for (const BenchWorkload& w : problem.workloads) add("diagnosis " + w.axes, w.diagnosis);
   return notes;
 }
 
@@ -181,7 +182,8 @@ OrderedJson workload_json(const BenchWorkload& w) {
           {"faster_baseline", w.faster_baseline()},
           {"speedup", speedup_json(w.speedup())},
           {"speedup_over_cublaslt", speedup_json(w.speedup_over_cublaslt())},
-          {"sol_score", optional_number(w.sol_score())}};
+          {"sol_score", optional_number(w.sol_score())},
+          {"diagnosis", w.diagnosis}};
 }
 
 BenchWorkload workload_from_json(const OrderedJson& json) {
@@ -194,6 +196,7 @@ BenchWorkload workload_from_json(const OrderedJson& json) {
   w.compiled = contender_from_json(json.at("compiled"));
   w.cublaslt = contender_from_json(json.at("cublaslt"));
   w.kernelarc = contender_from_json(json.at("kernelarc"));
+  w.diagnosis = json.value("diagnosis", std::string());  // absent in reports before it existed
   return w;
 }
 

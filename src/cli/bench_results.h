@@ -43,6 +43,9 @@ struct BenchWorkload {
   Contender compiled;
   Contender cublaslt;  ///< GEMM problems only
   Contender kernelarc;
+  /// The guard's diagnosis of kernelarc's winner in the last round (bottleneck class and the
+  /// numbers behind it); empty without a passing winner.
+  std::string diagnosis;
 
   /// The faster of eager and compiled (T_b): "eager", "compiled" or "" when neither ran.
   std::string faster_baseline() const;

@@ -148,11 +148,16 @@ TEST_F(BenchCli, WallTimeChunkThenResumeCompletesAndRerunReusesTheRuns) {
     EXPECT_TRUE(workload["sol_ms"].is_null());
     EXPECT_NE(workload["sol_note"].get<std::string>().find("no calibration"), std::string::npos);
     EXPECT_TRUE(workload["sol_score"].is_null());
+    // The guard's diagnosis of the winner, in the report and printed with the problem's table.
+    EXPECT_FALSE(workload["diagnosis"].get<std::string>().empty());
   }
+  for (const auto* output : {&first.output, &second.output})
+    EXPECT_NE(output->find("  diagnosis batch_size="), std::string::npos) << *output;
   std::ifstream markdown(dir_ / "out" / "bench.md");
   std::string text((std::istreambuf_iterator<char>(markdown)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("## rmsnorm_f32"), std::string::npos);
   EXPECT_NE(text.find("| workload |"), std::string::npos);
+  EXPECT_NE(text.find("- diagnosis "), std::string::npos) << text;
 
   // Everything is benched: a further --resume measures nothing and keeps the results.
   const auto third = bench(" --resume");
