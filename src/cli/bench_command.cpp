@@ -256,11 +256,9 @@ class ProblemBench {
   }
 
   static std::string winner_diagnosis(const std::vector<Trace>& traces, const Workload& workload) {
-    for (const Trace& trace : traces) {
-      if (trace.workload.value("uuid", std::string()) != workload.uuid) continue;
-      if (!trace.extra.is_object() || !trace.extra.contains("diagnosis")) return "";
-      return diagnosis_text(Diagnosis::from_json(trace.extra["diagnosis"]));
-    }
+    for (const Trace& trace : traces)
+      if (trace.workload.value("uuid", std::string()) == workload.uuid)
+        return trace_diagnosis_text(trace).value_or("");
     return "";
   }
 

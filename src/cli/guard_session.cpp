@@ -158,10 +158,9 @@ bool GuardSession::evaluate_and_report(const Problem& problem, const Solution& s
   out << fmt::format("workloads: {} of {} PASSED\n", passed, traces.size());
   for (const Trace& trace : traces) {
     const Workload* workload = find_workload(problem, trace.workload.value("uuid", std::string()));
-    if (!trace.extra.is_object() || !trace.extra.contains("diagnosis") || workload == nullptr)
-      continue;
-    out << fmt::format("diagnosis {}: {}\n", format_axes(workload->axes),
-                       diagnosis_text(Diagnosis::from_json(trace.extra["diagnosis"])));
+    const auto diagnosis = trace_diagnosis_text(trace);
+    if (!diagnosis || workload == nullptr) continue;
+    out << fmt::format("diagnosis {}: {}\n", format_axes(workload->axes), *diagnosis);
   }
 
   if (!flags_.json_path.empty()) {

@@ -123,14 +123,11 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
                      winner.agent);
   table.print(out);
   const std::string largest_uuid = largest_workload(problem.workloads).uuid;
-  const auto largest =
-      std::find_if(winner.traces.begin(), winner.traces.end(), [&](const Trace& t) {
-        return t.extra.is_object() && t.extra.contains("diagnosis") &&
-               t.workload.value("uuid", std::string()) == largest_uuid;
-      });
-  if (largest != winner.traces.end())
-    out << "diagnosis at the largest workload: "
-        << diagnosis_text(Diagnosis::from_json(largest->extra["diagnosis"])) << '\n';
+  for (const Trace& trace : winner.traces) {
+    const auto diagnosis = trace_diagnosis_text(trace);
+    if (diagnosis && trace.workload.value("uuid", std::string()) == largest_uuid)
+      out << "diagnosis at the largest workload: " << *diagnosis << '\n';
+  }
   if (summary.speedup)
     out << fmt::format("speedup over the baseline: {:.2f}x ({:.2f}-{:.2f})\n",
                        summary.speedup->value, summary.speedup->low, summary.speedup->high);

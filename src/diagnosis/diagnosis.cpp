@@ -278,4 +278,9 @@ std::string diagnosis_text(const Diagnosis& diagnosis) {
   return text;
 }
 
+std::optional<std::string> trace_diagnosis_text(const Trace& trace) {
+  if (!trace.extra.is_object() || !trace.extra.contains("diagnosis")) return std::nullopt;
+  return diagnosis_text(Diagnosis::from_json(trace.extra.at("diagnosis")));
+}
+
 }  // namespace kernelarc

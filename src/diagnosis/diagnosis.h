@@ -145,4 +145,8 @@ void annotate_traces(std::vector<Trace>& traces, const Problem& problem, const S
 /// suggestions.
 std::string diagnosis_text(const Diagnosis& diagnosis);
 
+/// diagnosis_text of the diagnosis annotate_traces attached to `trace`; nullopt when it has none
+/// (a failed workload, or traces never annotated).
+std::optional<std::string> trace_diagnosis_text(const Trace& trace);
+
 }  // namespace kernelarc

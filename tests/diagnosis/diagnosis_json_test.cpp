@@ -36,6 +36,17 @@ TEST(DiagnosisJson, AbsentValuesStayAbsent) {
   EXPECT_EQ(read.bottleneck, Bottleneck::Unknown);
 }
 
+TEST(DiagnosisJson, TraceTextIsTheAttachedDiagnosisOrNothing) {
+  Trace trace;
+  EXPECT_FALSE(trace_diagnosis_text(trace));
+  Diagnosis diagnosis;
+  diagnosis.bottleneck = Bottleneck::Memory;
+  diagnosis.reason = "536.9 MB in 146.7 us";
+  trace.extra["diagnosis"] = diagnosis.to_json();
+  EXPECT_EQ(trace_diagnosis_text(trace), diagnosis_text(diagnosis));
+  EXPECT_EQ(trace_diagnosis_text(trace), "memory-bound: 536.9 MB in 146.7 us");
+}
+
 TEST(DiagnosisJson, BottleneckNames) {
   for (const char* name : {"memory", "compute", "latency", "launch", "unknown"}) {
     const auto bottleneck = bottleneck_from_name(name);
