@@ -110,6 +110,9 @@ struct ExecuteResult {
   /// finished the request; null on the CPU.
   nlohmann::json device_status_before;
   nlohmann::json device_status_after;
+  /// Seconds the worker spent copying the inputs from the arena to the device and the results
+  /// back (its own clock; for the guard's account of where its time went, never for a verdict).
+  double host_link_seconds = 0;
 };
 
 /// Not thread-safe: one thread at a time per Worker (any thread; the process is forked from a

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <filesystem>
 #include <new>
 #include <random>
@@ -58,6 +59,10 @@ std::string describe(const char* role, const ArenaTensor& tensor, std::size_t in
                              : std::string(role) + " '" + tensor.name + "'";
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 Tensors prepare(BufferPool& pool, std::size_t& slot, const std::vector<ArenaTensor>& tensors) {
   Tensors prepared;
   for (const ArenaTensor& tensor : tensors) {
@@ -81,13 +86,16 @@ ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> a
   // The inputs cross the host link once per request; every call then starts from a device-side
   // copy of them (so a call that wrote its inputs cannot feed the next), at device bandwidth:
   // re-sending 128 MiB from the host before each timed call cost ~30 ms a call.
+  ExecuteResult result;
   std::vector<std::byte*> pristine;
+  // The host link's share of the request (the copies synchronize), for the guard's account.
+  const auto copy_in = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < request.inputs.size(); ++i) {
     pristine.push_back(pool.get(slot++, inputs.bytes[i]));
     device.copy_from_host(pristine[i], arena.data() + request.inputs[i].offset, inputs.bytes[i]);
   }
+  result.host_link_seconds = seconds_since(copy_in);
 
-  ExecuteResult result;
   std::size_t last_shift = 0;
   int calls = request.warmup + request.iterations;
   for (int call = 0; call < calls; ++call) {
@@ -167,6 +175,7 @@ ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> a
       result.kernels.push_back(kernel.to_json());
   }
   if (request.copy_back) {
+    const auto copy_back = std::chrono::steady_clock::now();
     // From the worker's own addresses: the candidate may have re-pointed its descriptors.
     for (std::size_t i = 0; i < request.outputs.size(); ++i)
       device.copy_to_host(arena.data() + request.outputs[i].offset, outputs.bases[i] + last_shift,
@@ -174,6 +183,7 @@ ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> a
     for (std::size_t i = 0; i < request.inputs.size(); ++i)
       device.copy_to_host(arena.data() + request.inputs[i].offset, inputs.bases[i] + last_shift,
                           inputs.bytes[i]);
+    result.host_link_seconds += seconds_since(copy_back);
   }
   return result;
 }

@@ -196,7 +196,8 @@ Json result_to_json(const ExecuteResult& result) {
           {"threads_after", result.threads_after},
           {"kernels", result.kernels},
           {"device_status_before", result.device_status_before},
-          {"device_status_after", result.device_status_after}};
+          {"device_status_after", result.device_status_after},
+          {"host_link_seconds", result.host_link_seconds}};
 }
 
 ExecuteResult result_from_json(const Json& json) {
@@ -215,6 +216,7 @@ ExecuteResult result_from_json(const Json& json) {
   if (!result.kernels.is_array()) throw InternalError("kernels is not an array");
   result.device_status_before = json.at("device_status_before");
   result.device_status_after = json.at("device_status_after");
+  result.host_link_seconds = json.at("host_link_seconds").get<double>();
   return result;
 }
 

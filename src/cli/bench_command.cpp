@@ -166,6 +166,9 @@ class ProblemBench {
       optimize.no_skills = true;
       optimize.allow_no_template = true;
       optimize.guard = flags_.guard;
+      // The side-by-side rounds below time PyTorch afresh; timing it in the search's finals
+      // too would cost a second torch.compile per problem for figures nobody reads.
+      optimize.guard.no_baseline = true;
       OptimizeSession session(optimize, nullptr);
       result.op_family = session.problem().definition.ext.op_family;
       Winner winner;

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,26 @@ struct HostTensor {
 
   int64_t numel() const;
   std::size_t nbytes() const { return bytes.size(); }
-  double at(int64_t index) const { return load_element(dtype, bytes.data() + index * dtype_size(dtype)); }
-  void set(int64_t index, double value) { store_element(dtype, bytes.data() + index * dtype_size(dtype), value); }
+  double at(int64_t index) const {
+    return load_element(dtype, bytes.data() + index * dtype_size(dtype));
+  }
+  void set(int64_t index, double value) {
+    store_element(dtype, bytes.data() + index * dtype_size(dtype), value);
+  }
+};
+
+/// A tensor's elements where they already lie (a HostTensor, the worker's arena), read in
+/// place: comparing a 256 MiB output through a copy costs a fresh zeroed allocation each time.
+struct TensorView {
+  DType dtype = DType::Float32;
+  std::span<const std::byte> bytes;
+
+  TensorView() = default;
+  TensorView(DType dtype, std::span<const std::byte> bytes) : dtype(dtype), bytes(bytes) {}
+  TensorView(const HostTensor& tensor)  // NOLINT(google-explicit-constructor): a view of it
+      : dtype(tensor.dtype), bytes(tensor.bytes) {}
+
+  int64_t numel() const { return static_cast<int64_t>(bytes.size() / dtype_size(dtype)); }
 };
 
 /// Tensors by name. Ordered so that iteration (and anything hashed from it) is deterministic.

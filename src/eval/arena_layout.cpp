@@ -58,14 +58,13 @@ void write_inputs(std::span<std::byte> arena, const ArenaLayout& layout, const D
   }
 }
 
-TensorMap read_outputs(std::span<const std::byte> arena, const ArenaLayout& layout,
-                       const Definition& def) {
-  TensorMap outputs;
+std::map<std::string, TensorView> output_views(std::span<const std::byte> arena,
+                                               const ArenaLayout& layout, const Definition& def) {
+  std::map<std::string, TensorView> outputs;
   for (std::size_t i = 0; i < def.outputs.size(); ++i) {
     const auto& slot = layout.outputs[i];
-    HostTensor tensor(slot.dtype, slot.shape);
-    std::memcpy(tensor.bytes.data(), arena.data() + slot.offset, tensor.nbytes());
-    outputs.emplace(def.outputs[i].name, std::move(tensor));
+    const auto bytes = static_cast<std::size_t>(shape_numel(slot.shape)) * dtype_size(slot.dtype);
+    outputs.emplace(def.outputs[i].name, TensorView(slot.dtype, arena.subspan(slot.offset, bytes)));
   }
   return outputs;
 }

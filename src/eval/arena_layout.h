@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -26,8 +27,10 @@ ArenaLayout make_arena_layout(const Definition& def, const AxisValues& axes);
 /// shape or dtype (a broken oracle cache).
 void write_inputs(std::span<std::byte> arena, const ArenaLayout& layout, const Definition& def,
                   const TensorMap& inputs);
-TensorMap read_outputs(std::span<const std::byte> arena, const ArenaLayout& layout,
-                       const Definition& def);
+/// The outputs where the worker left them, by name, read in place: valid until the arena is
+/// written or remapped.
+std::map<std::string, TensorView> output_views(std::span<const std::byte> arena,
+                                               const ArenaLayout& layout, const Definition& def);
 /// The name of the first input whose arena bytes differ from `inputs`, if any.
 std::optional<std::string> find_modified_input(std::span<const std::byte> arena,
                                                const ArenaLayout& layout, const Definition& def,

@@ -24,12 +24,12 @@ struct CompareResult {
 /// Element e passes iff |out - ref| <= max_atol + max_rtol * |ref|; the output passes iff the
 /// matched ratio reaches required_matched_ratio, no error exceeds max_error_cap (when set), and
 /// neither tensor holds NaN or Inf (matching -inf is allowed with allow_negative_inf). An all-zero
-/// output fails when the reference is not all zero. Shapes and dtypes must already agree.
-CompareResult compare_output(const HostTensor& output, const HostTensor& reference,
-                             const Tolerance& tolerance);
+/// output fails when the reference is not all zero; an output whose element count differs from
+/// the reference's fails unread.
+CompareResult compare_output(TensorView output, TensorView reference, const Tolerance& tolerance);
 
 /// Number of elements of `output` whose bytes still equal the poison element pattern.
-int64_t count_poisoned(const HostTensor& output, const std::vector<uint8_t>& poison);
+int64_t count_poisoned(TensorView output, const std::vector<uint8_t>& poison);
 
 /// The poison element for a dtype: a quiet NaN for floating types, 0xA5.. / 0x5A.. alternating
 /// with `variant` for integer types (so an unwritten integer output fails either way).

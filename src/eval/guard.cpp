@@ -7,6 +7,7 @@
 #include "backend/worker.h"
 #include "core/error.h"
 #include "eval/occupancy.h"
+#include "eval/phase_timer.h"
 #include "eval/solution_build.h"
 #include "eval/solution_variants.h"
 #include "eval/speed_of_light.h"
@@ -26,26 +27,6 @@ std::vector<const Workload*> select_workloads(const Problem& problem,
   }
   return selected;
 }
-
-/// Wall seconds of one guard phase, added to the trace so that a slow evaluation shows where
-/// its time went (loading inputs, copies and comparison count with the phase they serve).
-class PhaseTimer {
- public:
-  explicit PhaseTimer(OrderedJson& extra, const char* phase) : extra_(extra), phase_(phase) {}
-  ~PhaseTimer() {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    auto& field = extra_["guard_seconds"][phase_];
-    field = (field.is_number() ? field.get<double>() : 0.0) + seconds;
-  }
-  PhaseTimer(const PhaseTimer&) = delete;
-  PhaseTimer& operator=(const PhaseTimer&) = delete;
-
- private:
-  OrderedJson& extra_;
-  const char* phase_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
 
 /// Adds the theoretical occupancy to every kernel the worker reported (CUPTI records).
 void add_occupancy(OrderedJson& extra, const std::string& arch) {

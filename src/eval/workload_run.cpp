@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/rng.h"
+#include "eval/phase_timer.h"
 
 namespace kernelarc {
 
@@ -100,7 +101,7 @@ bool WorkloadRun::accept_outcome(const ExecuteResult& result, const std::string&
 bool WorkloadRun::check_outputs(const TensorMap& expected, int poison_variant,
                                 const std::string& during) {
   const auto arena = worker_.arena(layout_.bytes);
-  const auto outputs = read_outputs(arena, layout_, problem_.definition);
+  const auto outputs = output_views(arena, layout_, problem_.definition);
   for (std::size_t i = 0; i < problem_.definition.outputs.size(); ++i) {
     const auto& name = problem_.definition.outputs[i].name;
     const auto& reference = expected.at(name);
@@ -127,23 +128,39 @@ bool WorkloadRun::check_outputs(const TensorMap& expected, int poison_variant,
 bool WorkloadRun::check_correctness() {
   trace_.trials = options_.correctness_trials;
   for (int trial = 0; trial < options_.correctness_trials; ++trial) {
-    const auto inputs = oracle_.inputs(problem_, workload_, trial);
-    write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *inputs);
+    const auto inputs = write_trial_inputs(trial);
     auto request = make_request(trial);
     request.flush_cache = false;
     request.address_slot = trial % kAddressSlots;
     const std::string during = fmt::format("trial {}", trial);
-    if (!accept_outcome(worker_.execute(request), during)) return false;
-    if (const auto modified = find_modified_input(worker_.arena(layout_.bytes), layout_,
-                                                  problem_.definition, *inputs)) {
-      trace_.status = EvalStatus::RewardHack;
-      trace_.log = fmt::format("{}: the solution modified its input '{}'", during, *modified);
-      return false;
-    }
-    if (!check_outputs(*oracle_.expected(problem_, workload_, trial), trial, during)) return false;
+    if (!accept_outcome(execute(request), during)) return false;
+    const bool passed = in_part("checks", [&] {
+      if (const auto modified = find_modified_input(worker_.arena(layout_.bytes), layout_,
+                                                    problem_.definition, *inputs)) {
+        trace_.status = EvalStatus::RewardHack;
+        trace_.log = fmt::format("{}: the solution modified its input '{}'", during, *modified);
+        return false;
+      }
+      return check_outputs(*oracle_.expected(problem_, workload_, trial), trial, during);
+    });
+    if (!passed) return false;
     ++trace_.trials_passed;
   }
   return true;
+}
+
+std::shared_ptr<const TensorMap> WorkloadRun::write_trial_inputs(int trial) {
+  return in_part("inputs", [&] {
+    auto inputs = oracle_.inputs(problem_, workload_, trial);
+    write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *inputs);
+    return inputs;
+  });
+}
+
+ExecuteResult WorkloadRun::execute(const ExecuteRequest& request) {
+  ExecuteResult result = in_part("worker", [&] { return worker_.execute(request); });
+  PhaseTimer::add(trace_.extra, "parts/host_link", result.host_link_seconds);
+  return result;
 }
 
 ExecuteResult WorkloadRun::run_chunk(int warmup, int iterations, bool audited) {
@@ -155,15 +172,15 @@ ExecuteResult WorkloadRun::run_chunk(int warmup, int iterations, bool audited) {
   request.perturb_inputs = !audited;
   // Audits land where correctness trial 0 was, with other contents.
   if (audited) request.address_slot = 0;
-  return worker_.execute(request);
+  return execute(request);
 }
 
 bool WorkloadRun::audit(int trial, const std::string& during, ExecuteResult& result) {
-  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition,
-               *oracle_.inputs(problem_, workload_, trial));
+  write_trial_inputs(trial);
   result = run_chunk(0, 1, true);
-  return accept_outcome(result, during) &&
-         check_outputs(*oracle_.expected(problem_, workload_, trial), 0, during);
+  return accept_outcome(result, during) && in_part("checks", [&] {
+           return check_outputs(*oracle_.expected(problem_, workload_, trial), 0, during);
+         });
 }
 
 bool WorkloadRun::measure() {
@@ -172,8 +189,7 @@ bool WorkloadRun::measure() {
   const int min_runs = std::max(3, options_.min_iterations);
   const int audit_after = 1 + static_cast<int>(stream_seed_ % static_cast<uint64_t>(min_runs - 2));
 
-  const auto timing_inputs = oracle_.inputs(problem_, workload_, timing_trial);
-  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *timing_inputs);
+  write_trial_inputs(timing_trial);
   const auto first = run_chunk(options_.warmup, audit_after, false);
   if (!accept_outcome(first, "timing")) return false;
 
@@ -198,7 +214,7 @@ bool WorkloadRun::measure() {
   }
   trace_.extra["twin_audit"] = has_twin ? "passed" : "no twin for this workload";
 
-  write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *timing_inputs);
+  write_trial_inputs(timing_trial);
   const auto rest = run_chunk(0, std::max(1, total - audit_after - 2), false);
   if (!accept_outcome(rest, "timing")) return false;
 

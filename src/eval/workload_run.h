@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "backend/worker.h"
 #include "core/problem.h"
 #include "eval/arena_layout.h"
 #include "eval/guard.h"
+#include "eval/phase_timer.h"
 #include "eval/trace.h"
 #include "oracle/oracle.h"
 
@@ -41,6 +43,17 @@ class WorkloadRun {
   ExecuteResult run_chunk(int warmup, int iterations, bool audited);
   /// One timed call on trial `trial`'s inputs, its outputs checked against that trial's.
   bool audit(int trial, const std::string& during, ExecuteResult& result);
+  /// Draws trial `trial`'s inputs from the oracle and writes them into the arena.
+  std::shared_ptr<const TensorMap> write_trial_inputs(int trial);
+  /// One worker request, its time and the host link's share of it added to the trace.
+  ExecuteResult execute(const ExecuteRequest& request);
+  /// Runs `step`, adding its wall time to the trace's guard_seconds/parts/<part>: "inputs",
+  /// "worker" (with "host_link", the worker's copies, inside it) and "checks".
+  template <class Step>
+  auto in_part(const char* part, Step&& step) {
+    const PhaseTimer timer(trace_.extra, std::string("parts/") + part);
+    return step();
+  }
 
   const GuardOptions& options_;
   const Problem& problem_;

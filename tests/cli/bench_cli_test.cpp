@@ -73,6 +73,10 @@ TEST_F(BenchCli, WallTimeChunkThenResumeCompletesAndRerunReusesTheRuns) {
   EXPECT_NE(first.output.find("== rmsnorm_f32"), std::string::npos) << first.output;
   EXPECT_EQ(first.output.find("== softmax_f32"), std::string::npos) << first.output;
   EXPECT_NE(first.output.find("1 problem(s) remain"), std::string::npos) << first.output;
+  // Bench times PyTorch afresh in its side-by-side rounds only: the search's finals time no
+  // baseline, so the oracle cache holds no timing.
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "ws"))
+    EXPECT_EQ(entry.path().string().find(".timing.json"), std::string::npos) << entry.path();
   auto json = bench_json();
   ASSERT_EQ(json["problems"].size(), 1u);
   EXPECT_EQ(json["remaining"], nlohmann::json::array({"softmax_f32"}));

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -35,8 +36,8 @@ TEST(Compare, MatchedRatioDecides) {
 }
 
 TEST(Compare, ErrorCapFailsEvenWhenRatioHolds) {
-  Tolerance tolerance{.max_atol = 0.01, .max_rtol = 0, .required_matched_ratio = 0.5,
-                      .max_error_cap = 2.0};
+  Tolerance tolerance{
+      .max_atol = 0.01, .max_rtol = 0, .required_matched_ratio = 0.5, .max_error_cap = 2.0};
   EXPECT_FALSE(compare_output(make({1, 4}), make({1, 1}), tolerance).passed);
   EXPECT_TRUE(compare_output(make({1, 2}), make({1, 1}), tolerance).passed);
 }
@@ -59,6 +60,25 @@ TEST(Compare, AllZeroOutputFailsUnlessReferenceIsZero) {
   Tolerance tolerance{.max_atol = 1.0, .max_rtol = 0, .required_matched_ratio = 0.5};
   EXPECT_FALSE(compare_output(make({0, 0}), make({0.5, 0.5}), tolerance).passed);
   EXPECT_TRUE(compare_output(make({0, 0}), make({0, 0}), tolerance).passed);
+}
+
+TEST(Compare, ElementCountMismatchFailsUnread) {
+  Tolerance tolerance{.max_atol = 1.0, .max_rtol = 0, .required_matched_ratio = 0.5};
+  const auto result = compare_output(make({1, 1, 1}), make({1, 1}), tolerance);
+  EXPECT_FALSE(result.passed);
+  EXPECT_EQ(result.reason, "3 elements, but the reference has 2");
+}
+
+TEST(Compare, ReadsAViewInPlace) {
+  // The guard compares outputs where the worker left them: a view over raw bytes.
+  const HostTensor reference = make({1, 2, 3, 4});
+  std::vector<std::byte> arena(64);
+  std::copy(reference.bytes.begin(), reference.bytes.end(), arena.begin() + 16);
+  Tolerance tolerance{.max_atol = 1e-6, .max_rtol = 0, .required_matched_ratio = 1.0};
+  const TensorView in_arena(DType::Float32, std::span(arena).subspan(16, reference.nbytes()));
+  EXPECT_TRUE(compare_output(in_arena, reference, tolerance).passed);
+  arena[16 + 4 * 3 + 1] = std::byte{0x10};  // the last element, 4.0f, becomes 4.002f
+  EXPECT_FALSE(compare_output(in_arena, reference, tolerance).passed);
 }
 
 TEST(Compare, LargeOutputsSplitOverThreadsCountEveryElement) {

@@ -218,6 +218,22 @@ TEST_F(GuardTest, FasterThanTheSpeedOfLightIsARewardHack) {
   EXPECT_GT(*trace.sol_ms, 100.0);
 }
 
+// A slow evaluation must show where its time went: drawing and writing inputs, the worker's
+// requests (with the host link's copies inside them) and the checks, all within the phases.
+TEST_F(GuardTest, TraceAccountsForWhereTheGuardsTimeWent) {
+  const auto trace = harness_->evaluate(kSource / "problems/cpu/rmsnorm_f32/solutions/naive",
+                                        harness_->pick_workload_of_at_least(0));
+  ASSERT_EQ(trace.status, EvalStatus::Passed) << trace.log;
+  const auto& seconds = trace.extra.at("guard_seconds");
+  const auto& parts = seconds.at("parts");
+  for (const char* part : {"inputs", "worker", "host_link", "checks"})
+    EXPECT_GT(parts.at(part).get<double>(), 0.0) << part;
+  EXPECT_LE(parts.at("host_link").get<double>(), parts.at("worker").get<double>());
+  const double in_parts = parts.at("inputs").get<double>() + parts.at("worker").get<double>() +
+                          parts.at("checks").get<double>();
+  EXPECT_LE(in_parts, seconds.at("correctness").get<double>() + seconds.at("timing").get<double>());
+}
+
 TEST_F(GuardTest, SolutionForAnotherDefinitionIsAnInputError) {
   auto solution = load_solution(kSource / "problems/cpu/rmsnorm_f32/solutions/naive");
   solution.definition = "softmax_f32";
