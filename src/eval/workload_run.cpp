@@ -189,7 +189,7 @@ bool WorkloadRun::measure() {
   const int min_runs = std::max(3, options_.min_iterations);
   const int audit_after = 1 + static_cast<int>(stream_seed_ % static_cast<uint64_t>(min_runs - 2));
 
-  write_trial_inputs(timing_trial);
+  const auto timing_inputs = write_trial_inputs(timing_trial);
   const auto first = run_chunk(options_.warmup, audit_after, false);
   if (!accept_outcome(first, "timing")) return false;
 
@@ -214,7 +214,10 @@ bool WorkloadRun::measure() {
   }
   trace_.extra["twin_audit"] = has_twin ? "passed" : "no twin for this workload";
 
-  write_trial_inputs(timing_trial);
+  // The audits overwrote the arena; the timing draw is held, not fetched again.
+  in_part("inputs", [&] {
+    write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *timing_inputs);
+  });
   const auto rest = run_chunk(0, std::max(1, total - audit_after - 2), false);
   if (!accept_outcome(rest, "timing")) return false;
 
