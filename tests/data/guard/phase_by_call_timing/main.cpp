@@ -1,9 +1,10 @@
 // Guard test case "phase_by_call_timing" for problems/cpu/rmsnorm_f32: tells the phases apart by
 // the time between calls. It learns the spacing of its first 10 calls (the correctness trials,
-// which come back to back, a fraction of a millisecond apart here) and skips the work whenever a
-// call comes at a very different spacing, as the timed loop's do (cache flushes between them on
-// a CPU, back-to-back launches on a GPU). The call audited inside the timed loop comes at the
-// loop's spacing too, and its output is the NaN poison. Expected status: INCORRECT_NUMERICAL.
+// which come back to back, about a millisecond apart on the CI machines) and skips the work
+// whenever a call comes at a clearly different spacing, as the timed loop's do (a cache flush
+// before each on a CPU, 10-15 ms apart on the same machines; back-to-back launches on a GPU).
+// The call audited inside the timed loop comes at the loop's spacing too, and its output is the
+// NaN poison. Expected status: INCORRECT_NUMERICAL.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,7 +26,10 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t col
 }
 
 constexpr std::size_t kLearningCalls = 10;
-constexpr double kFactor = 10.0;  // this much closer or farther apart is another phase
+// This much closer or farther apart is another phase. At 10 the detector itself failed one run
+// in five where the loop's calls come only ~10x farther apart than the trials, and then computed
+// honestly; 3 still leaves the trials' own jitter (0.8-1.7 ms around a 1.1 ms median) inside.
+constexpr double kFactor = 3.0;
 
 std::vector<double> g_gaps_ms;  // between the learning calls
 double g_trial_gap_ms = 0.0;    // their median, once learned
