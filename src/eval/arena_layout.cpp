@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "backend/worker_protocol.h"
 #include "core/error.h"
 
 namespace kernelarc {
@@ -14,13 +15,9 @@ std::size_t align_up(std::size_t value) {
   return (value + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-std::size_t tensor_bytes(const ArenaTensor& tensor) {
-  return static_cast<std::size_t>(shape_numel(tensor.shape)) * dtype_size(tensor.dtype);
-}
-
 ArenaTensor place(const TensorSpec& spec, const AxisValues& axes, std::size_t& cursor) {
   ArenaTensor tensor{spec.dtype, resolve_shape(spec, axes), align_up(cursor), spec.name};
-  cursor = tensor.offset + tensor_bytes(tensor);
+  cursor = tensor.offset + arena_tensor_bytes(tensor);
   return tensor;
 }
 
@@ -63,8 +60,8 @@ std::map<std::string, TensorView> output_views(std::span<const std::byte> arena,
   std::map<std::string, TensorView> outputs;
   for (std::size_t i = 0; i < def.outputs.size(); ++i) {
     const auto& slot = layout.outputs[i];
-    const auto bytes = static_cast<std::size_t>(shape_numel(slot.shape)) * dtype_size(slot.dtype);
-    outputs.emplace(def.outputs[i].name, TensorView(slot.dtype, arena.subspan(slot.offset, bytes)));
+    outputs.emplace(def.outputs[i].name,
+                    TensorView(slot.dtype, arena.subspan(slot.offset, arena_tensor_bytes(slot))));
   }
   return outputs;
 }
