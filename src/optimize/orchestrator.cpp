@@ -738,10 +738,11 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       ++state.proposed;
       if (options_.build_ahead > 0 && !pending->synthesis_failure &&
           !db.evaluation_of(pending->candidate_id)) {
-        const Solution* solution = &pending->solution;
+        // The thread gets its own copy: the pending entry is moved into the queue below.
         CandidateEvaluator* evaluator = evaluator_;
-        pending->build = std::async(std::launch::async,
-                                    [evaluator, solution] { evaluator->prebuild(*solution); });
+        pending->build = std::async(std::launch::async, [evaluator, solution = pending->solution] {
+          evaluator->prebuild(solution);
+        });
       }
       state.queue.push_back(std::move(*pending));
     }

@@ -219,6 +219,25 @@ TEST_F(OrchestratorTest, BoardHoldsVerifiedConclusionsAndPlateauRedirects) {
   EXPECT_GT(redirects, 0);
 }
 
+// Compiling ahead happens on other threads while the queue moves on: each must compile the
+// very candidate that is measured next, not what is left of it after the queue took it over.
+TEST_F(OrchestratorTest, CompilesAheadTheSameSolutionsItThenMeasures) {
+  OptimizeOptions options;
+  options.budget = 20;
+  options.build_ahead = 2;
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator evaluator(setup_.problem());
+  ASSERT_EQ(optimize(workspace, options, evaluator).evaluated, 20);
+  // Every candidate but the baseline was compiled ahead, as the solution then measured.
+  const std::set<std::string> prebuilt(evaluator.prebuilt_.begin(), evaluator.prebuilt_.end());
+  EXPECT_EQ(evaluator.prebuilt_.size(), 20u);
+  EXPECT_EQ(prebuilt.size(), 20u);
+  for (const std::string& solution : prebuilt)
+    EXPECT_TRUE(evaluator.evaluated_.count(solution))
+        << "compiled ahead, never measured: " << solution;
+}
+
 TEST_F(OrchestratorTest, ACrashedRunResumesToTheSameCandidatesWithoutMeasuringAnyTwice) {
   OptimizeOptions options;
   options.budget = 36;

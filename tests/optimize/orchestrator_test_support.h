@@ -3,7 +3,9 @@
 // the candidate sequence of a stored run.
 #pragma once
 
+#include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -29,6 +31,7 @@ class LandscapeEvaluator : public CandidateEvaluator {
   std::vector<Trace> evaluate(const Solution& solution) override {
     if (crash_after_ && calls_ == *crash_after_) throw std::runtime_error("simulated crash");
     ++calls_;
+    evaluated_.insert(fingerprint(solution));
     double ms = baseline_ms_;
     bool fails = false;
     if (solution.ext.contains("synthesized")) {
@@ -68,9 +71,23 @@ class LandscapeEvaluator : public CandidateEvaluator {
     return evaluate(solution);
   }
   std::string device_name() const override { return "landscape"; }
+  void prebuild(const Solution& solution) override {
+    const std::lock_guard lock(prebuilt_mutex_);
+    prebuilt_.push_back(fingerprint(solution));
+  }
+
+  /// What identifies a solution's code: its knobs and sources.
+  static std::string fingerprint(const Solution& solution) {
+    std::string text = solution.ext.dump();
+    for (const SourceFile& source : solution.sources) text += source.path + source.content;
+    return text;
+  }
 
   int calls_ = 0;
-  int final_calls_ = 0;  ///< of them, through the full guard
+  std::mutex prebuilt_mutex_;
+  std::vector<std::string> prebuilt_;  ///< what prebuild() was given, in order
+  std::set<std::string> evaluated_;    ///< what evaluate() was given
+  int final_calls_ = 0;                ///< of them, through the full guard
   /// When set, a knob value's cost also depends on the workload, so each shape has its own best
   /// point (whether a point fails does not).
   bool shape_dependent_ = false;
