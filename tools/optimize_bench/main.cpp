@@ -4,13 +4,17 @@
 // orchestrator with the same budget and seeds and prints the winner's time at the largest
 // workload, from the final side-by-side re-measurement, with its 95% interval, and its speedup
 // over the bundled baseline. Every run goes through the guard; nothing here is a test.
+// Finished rows are kept in a file (bench_rows.h), so a benchmark cut short resumes where it
+// stopped. At the end, each configuration is set against the single agent.
+#include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "bench_rows.h"
 #include "bench_support.h"
 #include "core/error.h"
 #include "optimize/search_setup.h"
@@ -26,70 +30,151 @@ struct Config {
   std::string policy;
 };
 
+const std::vector<Config> kConfigs{
+    {"1 agent (explore), mcts", "1", "mcts"}, {"4 agents, mcts", "4", "mcts"},
+    {"6 agents, mcts", "6", "mcts"},          {"6 agents, random", "6", "random"},
+    {"6 agents, beam", "6", "beam"},          {"6 agents, islands", "6", "islands"},
+};
+
 struct Flags : BenchFlags {
   int seeds = 1;
   bool all_workloads = false;
+  std::string results;  ///< the rows file; default <workspace>/optimize_bench.jsonl
 };
 
+std::string interval(const std::optional<double>& low, const std::optional<double>& high,
+                     const char* format) {
+  if (!low || !high) return "-";
+  return fmt::format(fmt::runtime(format), *low, *high);
+}
+
+void print_row(const BenchRow& row, bool stored) {
+  const std::string best = row.best_ms ? fmt::format("{:.4f}", *row.best_ms) : "-";
+  const std::string speedup =
+      row.speedup ? fmt::format("{:.2f}x ({})", *row.speedup,
+                                interval(row.speedup_low, row.speedup_high, "{:.2f}-{:.2f}"))
+                  : "-";
+  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7.0f}{}\n", row.problem,
+                           row.configuration, row.seed, best,
+                           interval(row.ci_low_ms, row.ci_high_ms, "{:.4f}-{:.4f}"), speedup,
+                           row.wall_s, stored ? " (stored)" : "")
+            << std::flush;
+}
+
+BenchRow run_config(const SearchSetup& setup, const OptimizeTarget& target,
+                    GuardEvaluator& evaluator, Workspace& workspace, const Flags& flags,
+                    const Config& config, int seed) {
+  OptimizeOptions options;
+  options.budget = flags.budget;
+  options.agents = parse_agent_list(config.agents);
+  options.policy = config.policy;
+  options.seed = static_cast<uint64_t>(seed);
+  options.build_ahead = flags.device == "cpu" ? 0 : 2;
+  options.final_candidates = 2;
+  options.final_rounds = 2;
+  RecordingProgress progress;
+  const auto started = std::chrono::steady_clock::now();
+  Orchestrator orchestrator(target, evaluator, workspace, options, progress);
+  const OptimizeSummary summary = orchestrator.run();
+  BenchRow row;
+  row.problem = setup.problem().definition.name;
+  row.configuration = config.name;
+  row.seed = seed;
+  row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!summary.finalists.empty()) {
+    const auto& time = summary.finalists.front().measurement.times.at(target.largest_workload);
+    row.best_ms = time.median_ms;
+    row.ci_low_ms = time.ci_low_ms;
+    row.ci_high_ms = time.ci_high_ms;
+  }
+  if (summary.speedup) {
+    row.speedup = summary.speedup->value;
+    row.speedup_low = summary.speedup->low;
+    row.speedup_high = summary.speedup->high;
+  }
+  return row;
+}
+
+/// Each configuration against the single agent on the same problem and seed: the ratio of the
+/// best times (above 1: this configuration found faster) and whether the intervals separate.
+void print_summary(const BenchRows& rows) {
+  const std::string& single = kConfigs.front().name;
+  std::cout << fmt::format(
+      "\nagainst {} (same problem and seed): geomean of its best / this "
+      "configuration's best; faster or slower = the 95% intervals do not "
+      "overlap\n",
+      single);
+  std::cout << fmt::format("{:<26} {:>8} {:>8} {:>7} {:>5} {:>7}\n", "configuration", "pairs",
+                           "geomean", "faster", "tie", "slower");
+  for (const Config& config : kConfigs) {
+    if (config.name == single) continue;
+    int pairs = 0, faster = 0, slower = 0;
+    double log_sum = 0;
+    for (const BenchRow& row : rows.rows()) {
+      if (row.configuration != config.name || !row.best_ms) continue;
+      const BenchRow* base = rows.find(row.problem_dir, single, row.seed);
+      if (!base || !base->best_ms) continue;
+      ++pairs;
+      log_sum += std::log(*base->best_ms / *row.best_ms);
+      if (*row.ci_high_ms < *base->ci_low_ms) ++faster;
+      if (*row.ci_low_ms > *base->ci_high_ms) ++slower;
+    }
+    if (pairs == 0) continue;
+    std::cout << fmt::format("{:<26} {:>8} {:>7.3f}x {:>7} {:>5} {:>7}\n", config.name, pairs,
+                             std::exp(log_sum / pairs), faster, pairs - faster - slower, slower);
+  }
+}
+
 int run(const Flags& flags) {
-  const std::vector<Config> configs{
-      {"1 agent (explore), mcts", "1", "mcts"}, {"4 agents, mcts", "4", "mcts"},
-      {"6 agents, mcts", "6", "mcts"},          {"6 agents, random", "6", "random"},
-      {"6 agents, beam", "6", "beam"},          {"6 agents, islands", "6", "islands"},
-  };
-  BenchGuard bench_guard(flags.guard_options());
-  Guard& guard = bench_guard.guard();
+  const std::filesystem::path results =
+      flags.results.empty() ? std::filesystem::path(flags.workspace) / "optimize_bench.jsonl"
+                            : std::filesystem::path(flags.results);
+  BenchRows rows(results, {{"device", flags.device},
+                           {"budget", flags.budget},
+                           {"trials", flags.trials},
+                           {"iterations", flags.iterations},
+                           {"all_workloads", flags.all_workloads}});
+  std::optional<BenchGuard> bench_guard;  // started only when a row is missing
   Workspace workspace(flags.workspace);
 
   std::cout << fmt::format(
       "optimize_bench on {}: budget {} candidates per run, {} seed(s), guard {} trial(s) x {} "
-      "timed runs; best = the winner's median at the largest workload from the final "
-      "side-by-side re-measurement (95% CI); speedup over the bundled baseline (interval)\n",
-      flags.device, flags.budget, flags.seeds, flags.trials, flags.iterations);
+      "timed runs; best = the winner's median at the largest workload from its run's final "
+      "side-by-side re-measurement (95% CI); speedup over the bundled baseline (interval); "
+      "rows kept in {}\n",
+      flags.device, flags.budget, flags.seeds, flags.trials, flags.iterations, results.string());
   std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7}\n", "problem",
                            "configuration", "seed", "best_ms", "ci95_ms", "speedup", "wall_s");
-  for (const std::string& dir :
-       flags.problem_dirs()) {
-    SearchSetupOptions setup_options;
-    setup_options.device = flags.device;
-    const SearchSetup setup(dir, setup_options);
-    std::vector<Workload> workloads = setup.problem().workloads;
-    if (!flags.all_workloads) workloads = {largest_workload(workloads)};
-    const OptimizeTarget target = setup.target(workloads);
-    GuardEvaluator evaluator(guard, guard, setup.problem(), workloads, flags.device);
-    for (const Config& config : configs) {
+  for (const std::string& dir : flags.problem_dirs()) {
+    const std::string dir_name = problem_dir_name(dir);
+    std::optional<SearchSetup> setup;
+    std::optional<OptimizeTarget> target;
+    std::optional<GuardEvaluator> evaluator;
+    for (const Config& config : kConfigs) {
       for (int seed = 1; seed <= flags.seeds; ++seed) {
-        OptimizeOptions options;
-        options.budget = flags.budget;
-        options.agents = parse_agent_list(config.agents);
-        options.policy = config.policy;
-        options.seed = static_cast<uint64_t>(seed);
-        options.build_ahead = flags.device == "cpu" ? 0 : 2;
-        options.final_candidates = 2;
-        options.final_rounds = 2;
-        RecordingProgress progress;
-        const auto started = std::chrono::steady_clock::now();
-        Orchestrator orchestrator(target, evaluator, workspace, options, progress);
-        const OptimizeSummary summary = orchestrator.run();
-        const double wall =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        std::string best = "-", ci = "-", speedup = "-";
-        if (!summary.finalists.empty()) {
-          const auto& time =
-              summary.finalists.front().measurement.times.at(target.largest_workload);
-          best = fmt::format("{:.4f}", time.median_ms);
-          ci = fmt::format("{:.4f}-{:.4f}", time.ci_low_ms, time.ci_high_ms);
+        if (const BenchRow* stored = rows.find(dir_name, config.name, seed)) {
+          print_row(*stored, true);
+          continue;
         }
-        if (summary.speedup)
-          speedup = fmt::format("{:.2f}x ({:.2f}-{:.2f})", summary.speedup->value,
-                                summary.speedup->low, summary.speedup->high);
-        std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7.0f}\n",
-                                 setup.problem().definition.name, config.name, seed, best, ci,
-                                 speedup, wall)
-                  << std::flush;
+        if (!setup) {
+          if (!bench_guard) bench_guard.emplace(flags.guard_options());
+          SearchSetupOptions setup_options;
+          setup_options.device = flags.device;
+          setup.emplace(dir, setup_options);
+          std::vector<Workload> workloads = setup->problem().workloads;
+          if (!flags.all_workloads) workloads = {largest_workload(workloads)};
+          target.emplace(setup->target(workloads));
+          evaluator.emplace(bench_guard->guard(), bench_guard->guard(), setup->problem(), workloads,
+                            flags.device);
+        }
+        BenchRow row = run_config(*setup, *target, *evaluator, workspace, flags, config, seed);
+        row.problem_dir = dir_name;
+        rows.add(row);
+        print_row(row, false);
       }
     }
   }
+  print_summary(rows);
   return 0;
 }
 
@@ -104,5 +189,8 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", flags.seeds, "runs per configuration")->capture_default_str();
   app.add_flag("--all-workloads", flags.all_workloads,
                "search on every workload (default: the largest only)");
+  app.add_option("--results", flags.results,
+                 "rows file: finished rows are kept there and not run again "
+                 "(default: <workspace>/optimize_bench.jsonl)");
   return kernelarc::run_bench(app, argc, argv, [&] { return kernelarc::run(flags); });
 }
