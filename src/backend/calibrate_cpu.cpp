@@ -1,5 +1,6 @@
 // CPU calibration, the calibration's JSON form and its storage in the workspace.
 #include "backend/calibrate.h"
+#include "core/elapsed.h"
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -85,7 +86,7 @@ std::vector<double> time_parallel(int threads, int repetitions,
     sync.arrive_and_wait();
     const auto start = Clock::now();
     sync.arrive_and_wait();
-    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    seconds.push_back(seconds_since(start));
   }
   return seconds;
 }

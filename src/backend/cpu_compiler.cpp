@@ -17,6 +17,7 @@
 #include "backend/device.h"
 #include "backend/process.h"
 #include "backend/solution_knobs.h"
+#include "core/elapsed.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/paths.h"
@@ -153,7 +154,7 @@ std::string default_cpu_compiler() {
 
 CompileResult compile_cpu_solution(const Solution& solution, const CpuCompileOptions& options) {
   auto start = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto elapsed = [&] { return seconds_since(start); };
   if (options.cache_dir.empty()) throw InternalError("compile_cpu_solution: no cache_dir given");
   CompileResult result;
 

@@ -11,6 +11,7 @@
 #include "backend/cuda_build.h"
 #include "backend/cuda_launch.h"
 #include "backend/process.h"
+#include "core/elapsed.h"
 #include "core/hash.h"
 #include "core/paths.h"
 
@@ -191,7 +192,7 @@ CompileResult compile_cuda_solution(const Solution& solution, const Definition& 
   } else {
     result = compile_with_nvcc(solution, options, arch);
   }
-  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.seconds = seconds_since(start);
   return result;
 }
 

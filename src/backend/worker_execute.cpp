@@ -16,6 +16,7 @@
 #include "backend/input_perturbation.h"
 #include "backend/worker_integrity.h"
 #include "backend/worker_protocol.h"
+#include "core/elapsed.h"
 #include "core/rng.h"
 
 namespace kernelarc {
@@ -57,10 +58,6 @@ struct Tensors {
 std::string describe(const char* role, const ArenaTensor& tensor, std::size_t index) {
   return tensor.name.empty() ? std::string(role) + " " + std::to_string(index)
                              : std::string(role) + " '" + tensor.name + "'";
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 Tensors prepare(BufferPool& pool, std::size_t& slot, const std::vector<ArenaTensor>& tensors) {

@@ -25,6 +25,7 @@
 #include "cli/optimize_session.h"
 #include "cli/optimize_skills.h"
 #include "core/atomic_file.h"
+#include "core/elapsed.h"
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
 #include "eval/speed_of_light.h"
@@ -188,7 +189,7 @@ class ProblemBench {
       result.status = BenchStatus::Failed;
       result.note = error.what();
     }
-    result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    result.seconds = seconds_since(started);
     return result;
   }
 
@@ -363,7 +364,7 @@ int run_bench(const BenchFlags& flags) {
   const auto started = Clock::now();
   int benched = 0;
   for (const SuiteProblem* problem : todo) {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+    const double elapsed = seconds_since(started);
     if (flags.wall_time_s && benched > 0 && elapsed >= *flags.wall_time_s) break;
     std::cout << fmt::format("\n== {} ({})\n", problem->name, problem->dir.string()) << std::flush;
     BenchProblem result = bench.run(*problem, workspace);

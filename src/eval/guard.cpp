@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backend/worker.h"
+#include "core/elapsed.h"
 #include "core/error.h"
 #include "eval/occupancy.h"
 #include "eval/phase_timer.h"
@@ -199,8 +200,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
       if (built.build.ok) loaded = impl_->worker.load(built.build.library, built.build.symbol);
     }
     loaded_build = index;
-    setup_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    setup_seconds += seconds_since(start);
     if (impl_->device_description.empty() && loaded.outcome == CallOutcome::Ok)
       impl_->device_description = impl_->worker.device_description();
   };
@@ -219,8 +219,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     if (!oracle_prepared) {
       const auto start = std::chrono::steady_clock::now();
       impl_->oracle.prepare(problem, options_.correctness_trials + 1);
-      setup_seconds +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      setup_seconds += seconds_since(start);
       oracle_prepared = true;
     }
     load(build_of_workload[w]);

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "core/elapsed.h"
 #include "core/json_fields.h"
 
 namespace kernelarc {
@@ -16,10 +17,7 @@ namespace kernelarc {
 class PhaseTimer {
  public:
   PhaseTimer(OrderedJson& extra, std::string phase) : extra_(extra), phase_(std::move(phase)) {}
-  ~PhaseTimer() {
-    add(extra_, phase_,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-  }
+  ~PhaseTimer() { add(extra_, phase_, seconds_since(start_)); }
   PhaseTimer(const PhaseTimer&) = delete;
   PhaseTimer& operator=(const PhaseTimer&) = delete;
 

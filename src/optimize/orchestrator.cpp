@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/elapsed.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "optimize/agent.h"
@@ -718,8 +719,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
         proposing = false;
         break;
       }
-      if (options_.wall_time_s &&
-          std::chrono::duration<double>(Clock::now() - started).count() > *options_.wall_time_s) {
+      if (options_.wall_time_s && seconds_since(started) > *options_.wall_time_s) {
         stop_reason = fmt::format("wall time: {:.0f} s", *options_.wall_time_s);
         proposing = false;
         break;

@@ -16,6 +16,7 @@
 
 #include "bench_rows.h"
 #include "bench_support.h"
+#include "core/elapsed.h"
 #include "core/error.h"
 #include "optimize/search_setup.h"
 #include "optimize/strategy.h"
@@ -80,7 +81,7 @@ BenchRow run_config(const SearchSetup& setup, const OptimizeTarget& target,
   row.problem = setup.problem().definition.name;
   row.configuration = config.name;
   row.seed = seed;
-  row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  row.wall_s = seconds_since(started);
   if (!summary.finalists.empty()) {
     const auto& time = summary.finalists.front().measurement.times.at(target.largest_workload);
     row.best_ms = time.median_ms;
