@@ -5,7 +5,8 @@
 // workload, from the final side-by-side re-measurement, with its 95% interval, and its speedup
 // over the bundled baseline. Every run goes through the guard; nothing here is a test.
 // Finished rows are kept in a file (bench_rows.h), so a benchmark cut short resumes where it
-// stopped. At the end, each configuration is set against the single agent.
+// stopped. At the end, each configuration is set against the single agent. The search's
+// measurements of a problem are shared between its configurations (shared_evaluations.h).
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -21,6 +22,7 @@
 #include "optimize/search_setup.h"
 #include "optimize/strategy.h"
 #include "search/selection.h"
+#include "shared_evaluations.h"
 
 namespace kernelarc {
 namespace {
@@ -63,7 +65,7 @@ void print_row(const BenchRow& row, bool stored) {
 }
 
 BenchRow run_config(const SearchSetup& setup, const OptimizeTarget& target,
-                    GuardEvaluator& evaluator, Workspace& workspace, const Flags& flags,
+                    CandidateEvaluator& evaluator, Workspace& workspace, const Flags& flags,
                     const Config& config, int seed) {
   OptimizeOptions options;
   options.budget = flags.budget;
@@ -140,9 +142,9 @@ int run(const Flags& flags) {
 
   std::cout << fmt::format(
       "optimize_bench on {}: budget {} candidates per run, {} seed(s), guard {} trial(s) x {} "
-      "timed runs; best = the winner's median at the largest workload from its run's final "
-      "side-by-side re-measurement (95% CI); speedup over the bundled baseline (interval); "
-      "rows kept in {}\n",
+      "timed runs; a point measured in one configuration is not measured again in another; "
+      "best = the winner's median at the largest workload from its run's final side-by-side "
+      "re-measurement (95% CI); speedup over the bundled baseline (interval); rows kept in {}\n",
       flags.device, flags.budget, flags.seeds, flags.trials, flags.iterations, results.string());
   std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7}\n", "problem",
                            "configuration", "seed", "best_ms", "ci95_ms", "speedup", "wall_s");
@@ -151,6 +153,7 @@ int run(const Flags& flags) {
     std::optional<SearchSetup> setup;
     std::optional<OptimizeTarget> target;
     std::optional<GuardEvaluator> evaluator;
+    std::optional<SharedEvaluations> shared;
     for (const Config& config : kConfigs) {
       for (int seed = 1; seed <= flags.seeds; ++seed) {
         if (const BenchRow* stored = rows.find(dir_name, config.name, seed)) {
@@ -167,12 +170,18 @@ int run(const Flags& flags) {
           target.emplace(setup->target(workloads));
           evaluator.emplace(bench_guard->guard(), bench_guard->guard(), setup->problem(), workloads,
                             flags.device);
+          shared.emplace(*evaluator);
         }
-        BenchRow row = run_config(*setup, *target, *evaluator, workspace, flags, config, seed);
+        BenchRow row = run_config(*setup, *target, *shared, workspace, flags, config, seed);
         row.problem_dir = dir_name;
         rows.add(row);
         print_row(row, false);
       }
+    }
+    if (shared) {
+      std::cout << fmt::format("# {}: {} search evaluations, {} measured, the rest shared\n",
+                               setup->problem().definition.name, shared->evaluations(),
+                               shared->measured());
     }
   }
   print_summary(rows);
