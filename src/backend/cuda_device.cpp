@@ -106,6 +106,18 @@ class CudaDevice final : public Device, public CudaDeviceInfo {
     copy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost);
   }
 
+  bool register_host(std::span<std::byte> memory) override {
+    if (memory.empty()) return false;
+    if (cudaHostRegister(memory.data(), memory.size(), cudaHostRegisterDefault) == cudaSuccess)
+      return true;
+    cudaGetLastError();  // clears it: unregistered memory still copies, only more slowly
+    return false;
+  }
+
+  void unregister_host(void* memory) override {
+    if (cudaHostUnregister(memory) != cudaSuccess) cudaGetLastError();
+  }
+
   void copy_on_device(void* device_dst, const void* device_src, std::size_t bytes) override {
     if (bytes == 0) return;
     check(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, stream_),

@@ -31,7 +31,13 @@ class WorkerServer {
         pool_(*device_),
         arena_(std::move(arena)),
         reply_fd_(reply_fd),
-        sandbox_(std::move(sandbox)) {}
+        sandbox_(std::move(sandbox)) {
+    // A worker started again (after a crash) maps the arena at its current size at once.
+    arena_pinned_ = device_->register_host(arena_.bytes());
+  }
+  ~WorkerServer() { unpin_arena(); }
+  WorkerServer(const WorkerServer&) = delete;
+  WorkerServer& operator=(const WorkerServer&) = delete;
 
   /// Serves requests until the parent closes the pipe.
   int serve(int request_fd) {
@@ -103,14 +109,24 @@ class WorkerServer {
 
   ExecuteResult remap(std::size_t bytes) {
     ExecuteResult result;
+    unpin_arena();
     try {
       arena_.remap(bytes);
     } catch (const std::bad_alloc&) {
       result.outcome = CallOutcome::OutOfMemory;
       result.message = "cannot map the " + std::to_string(bytes) +
                        "-byte shared arena within the worker's memory limit";
+      return result;
     }
+    // Every input is copied from the arena and every checked output back into it: pinned, those
+    // copies go at the link's speed. The arena is remapped only when it grows.
+    arena_pinned_ = device_->register_host(arena_.bytes());
     return result;
+  }
+
+  void unpin_arena() {
+    if (arena_pinned_) device_->unregister_host(arena_.bytes().data());
+    arena_pinned_ = false;
   }
 
   ExecuteResult execute(const ExecuteRequest& request) {
@@ -123,6 +139,7 @@ class WorkerServer {
   std::unique_ptr<Device> device_;
   BufferPool pool_;  // declared after device_, so released before the device goes
   ArenaMapping arena_;
+  bool arena_pinned_ = false;
   int reply_fd_;
   SandboxStatus sandbox_;
   // Fingerprinted here, before the first candidate is loaded.

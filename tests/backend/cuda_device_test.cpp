@@ -10,6 +10,7 @@
 
 #include "backend/cuda_cubin_kernel.h"
 #include "backend/cuda_test_support.h"
+#include "backend/shared_arena.h"
 
 namespace kernelarc {
 namespace {
@@ -112,6 +113,27 @@ TEST_F(GpuCudaDevice, CopiesAndFillsPatterns) {
   std::vector<uint8_t> back(bytes);
   device_->copy_to_host(back.data(), buffer.data, bytes);
   EXPECT_EQ(back, host);
+}
+
+// The worker pins its shared arena: a file in /dev/shm mapped shared, as the worker maps it.
+TEST_F(GpuCudaDevice, PinsASharedArenaAndCopiesThroughIt) {
+  SharedArena parent;
+  parent.reserve(std::size_t{8} << 20);
+  ArenaMapping arena(std::filesystem::path("/proc/self/fd") / std::to_string(parent.fd()));
+  std::span<std::byte> bytes = arena.bytes();
+  ASSERT_GE(bytes.size(), std::size_t{8} << 20);
+  ASSERT_TRUE(device_->register_host(bytes));
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 13);
+  DeviceBuffer buffer(*device_, bytes.size());
+  device_->copy_from_host(buffer.data, bytes.data(), bytes.size());
+  std::vector<std::byte> expected(bytes.begin(), bytes.end());
+  std::fill(bytes.begin(), bytes.end(), std::byte{0});
+  device_->copy_to_host(bytes.data(), buffer.data, bytes.size());
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), expected.begin()));
+  device_->unregister_host(bytes.data());
+  // Unregistered, the same memory still copies.
+  device_->copy_to_host(bytes.data(), buffer.data, bytes.size());
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), expected.begin()));
 }
 
 TEST_F(GpuCudaDevice, TimesWorkOnItsStream) {
