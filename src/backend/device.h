@@ -49,9 +49,8 @@ class Device {
   virtual void fill_pattern(void* device_dst, std::size_t bytes,
                             std::span<const uint8_t> pattern) = 0;
   /// Page-locks host memory so that copies to and from it run at the link's speed rather than
-  /// through a staging buffer (CUDA; about 2 GB of copies per candidate at the largest
-  /// workloads). Returns false where it cannot, and the copies then work as before. Undone by
-  /// unregister_host before the memory is unmapped.
+  /// through a staging buffer (CUDA). Returns false where it cannot, and the copies then work as
+  /// before. Undone by unregister_host before the memory is unmapped.
   virtual bool register_host(std::span<std::byte> /*memory*/) { return false; }
   virtual void unregister_host(void* /*memory*/) {}
   /// Evicts one region (a tensor the next call will touch) from every cache level, so its data

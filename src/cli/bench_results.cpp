@@ -136,10 +136,6 @@ void markdown_rows(const Rows& rows, std::ostream& out) {
   }
 }
 
-OrderedJson optional_number(const std::optional<double>& value) {
-  return value ? OrderedJson(*value) : OrderedJson(nullptr);
-}
-
 OrderedJson speedup_json(const std::optional<Speedup>& speedup) {
   if (!speedup) return nullptr;
   return {{"value", speedup->value}, {"low", speedup->low}, {"high", speedup->high}};

@@ -119,6 +119,17 @@ const OrderedJson& require_member(const OrderedJson& object, std::string_view ke
   return *member;
 }
 
+OrderedJson optional_number(const std::optional<double>& value) {
+  return value ? OrderedJson(*value) : OrderedJson(nullptr);
+}
+
+std::optional<double> read_optional_number(const OrderedJson& object, std::string_view key,
+                                           std::string_view where) {
+  const OrderedJson& value = require_member(object, key, where, "");
+  if (value.is_null()) return std::nullopt;
+  return expect_number(value, where, key);
+}
+
 void reject_unknown_keys(const OrderedJson& object, std::initializer_list<std::string_view> allowed,
                          std::string_view where, std::string_view parent) {
   for (const auto& [key, unused] : object.items()) {

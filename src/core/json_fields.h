@@ -48,6 +48,11 @@ const OrderedJson* find_member(const OrderedJson& object, std::string_view key);
 /// The member; InputError "<where>: <parent.key>: missing required field" when absent.
 const OrderedJson& require_member(const OrderedJson& object, std::string_view key,
                                   std::string_view where, std::string_view parent);
+/// The number, or null when there is none.
+OrderedJson optional_number(const std::optional<double>& value);
+/// The required member `key` of `object`: nullopt when it is null, else a number.
+std::optional<double> read_optional_number(const OrderedJson& object, std::string_view key,
+                                           std::string_view where);
 /// InputError for the first key not in `allowed`, listing the allowed ones.
 void reject_unknown_keys(const OrderedJson& object, std::initializer_list<std::string_view> allowed,
                          std::string_view where, std::string_view parent);

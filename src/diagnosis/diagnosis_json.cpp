@@ -8,17 +8,6 @@ namespace kernelarc {
 
 namespace {
 
-OrderedJson optional_number(const std::optional<double>& value) {
-  return value ? OrderedJson(*value) : OrderedJson(nullptr);
-}
-
-std::optional<double> read_optional_number(const OrderedJson& json, std::string_view key,
-                                           const std::string& where) {
-  const OrderedJson& value = require_member(json, key, where, "");
-  if (value.is_null()) return std::nullopt;
-  return expect_number(value, where, key);
-}
-
 OrderedJson occupancy_to_json(const std::optional<OccupancyLimit>& limit) {
   if (!limit) return nullptr;
   return {{"kernel", limit->kernel},

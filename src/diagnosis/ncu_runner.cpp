@@ -58,10 +58,6 @@ std::optional<std::string> ncu_version(const std::filesystem::path& ncu,
   return last.empty() ? std::nullopt : std::optional(last);
 }
 
-OrderedJson optional_number(const std::optional<double>& value) {
-  return value ? OrderedJson(*value) : OrderedJson();
-}
-
 OrderedJson aggregate_json(const NcuAggregate& aggregate) {
   return {{"launches", aggregate.launches},
           {"duration_ns", aggregate.duration_ns},

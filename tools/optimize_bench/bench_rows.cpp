@@ -5,22 +5,13 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/json_fields.h"
 
 namespace kernelarc {
 
 namespace {
 
-nlohmann::json optional_number(const std::optional<double>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-}
-
-std::optional<double> read_optional(const nlohmann::json& row, const char* field) {
-  const auto& value = row.at(field);
-  if (value.is_null()) return std::nullopt;
-  return value.get<double>();
-}
-
-nlohmann::json row_to_json(const BenchRow& row, const nlohmann::json& settings) {
+OrderedJson row_to_json(const BenchRow& row, const OrderedJson& settings) {
   return {{"settings", settings},
           {"problem_dir", row.problem_dir},
           {"problem", row.problem},
@@ -35,20 +26,28 @@ nlohmann::json row_to_json(const BenchRow& row, const nlohmann::json& settings) 
           {"wall_s", row.wall_s}};
 }
 
-BenchRow row_from_json(const nlohmann::json& json) {
+BenchRow row_from_json(const OrderedJson& json, std::string_view where) {
+  auto text = [&](std::string_view key) {
+    return expect_string(require_member(json, key, where, ""), where, key);
+  };
   BenchRow row;
-  row.problem_dir = json.at("problem_dir").get<std::string>();
-  row.problem = json.at("problem").get<std::string>();
-  row.configuration = json.at("configuration").get<std::string>();
-  row.seed = json.at("seed").get<int>();
-  row.best_ms = read_optional(json, "best_ms");
-  row.ci_low_ms = read_optional(json, "ci_low_ms");
-  row.ci_high_ms = read_optional(json, "ci_high_ms");
-  row.speedup = read_optional(json, "speedup");
-  row.speedup_low = read_optional(json, "speedup_low");
-  row.speedup_high = read_optional(json, "speedup_high");
-  row.wall_s = json.at("wall_s").get<double>();
+  row.problem_dir = text("problem_dir");
+  row.problem = text("problem");
+  row.configuration = text("configuration");
+  row.seed = static_cast<int>(expect_int(require_member(json, "seed", where, ""), where, "seed"));
+  row.best_ms = read_optional_number(json, "best_ms", where);
+  row.ci_low_ms = read_optional_number(json, "ci_low_ms", where);
+  row.ci_high_ms = read_optional_number(json, "ci_high_ms", where);
+  row.speedup = read_optional_number(json, "speedup", where);
+  row.speedup_low = read_optional_number(json, "speedup_low", where);
+  row.speedup_high = read_optional_number(json, "speedup_high", where);
+  row.wall_s = expect_number(require_member(json, "wall_s", where, ""), where, "wall_s");
   return row;
+}
+
+/// Ordered JSON compares objects key by key in order; settings are the same whatever the order.
+bool same_settings(const OrderedJson& a, const OrderedJson& b) {
+  return nlohmann::json::parse(a.dump()) == nlohmann::json::parse(b.dump());
 }
 
 }  // namespace
@@ -59,19 +58,17 @@ std::string problem_dir_name(const std::string& dir) {
   return path.filename().string();
 }
 
-BenchRows::BenchRows(std::filesystem::path path, nlohmann::json settings)
+BenchRows::BenchRows(std::filesystem::path path, OrderedJson settings)
     : path_(std::move(path)), settings_(std::move(settings)) {
   std::ifstream file(path_);
   std::string line;
   for (int number = 1; std::getline(file, line); ++number) {
     if (line.empty()) continue;
-    try {
-      const auto json = nlohmann::json::parse(line);
-      if (json.at("settings") == settings_) rows_.push_back(row_from_json(json));
-    } catch (const nlohmann::json::exception& error) {
-      throw InputError(fmt::format("{}: line {}: expected a row of optimize_bench ({})",
-                                   path_.string(), number, error.what()));
-    }
+    const std::string where = fmt::format("{}:{}", path_.string(), number);
+    const OrderedJson json = parse_json_text(line, where);
+    expect_object(json, where, "");
+    if (same_settings(require_member(json, "settings", where, ""), settings_))
+      rows_.push_back(row_from_json(json, where));
   }
 }
 

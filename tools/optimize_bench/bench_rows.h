@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "core/json_fields.h"
 
 namespace kernelarc {
 
@@ -27,8 +27,8 @@ class BenchRows {
  public:
   /// Reads `path` if it exists, keeping the rows whose settings equal `settings` (the device,
   /// budget, guard strength ...; rows of other settings stay in the file, unused). Throws
-  /// InputError naming the file and line of a malformed row.
-  BenchRows(std::filesystem::path path, nlohmann::json settings);
+  /// InputError naming the file, line and field of a malformed row.
+  BenchRows(std::filesystem::path path, OrderedJson settings);
 
   const BenchRow* find(const std::string& problem_dir, const std::string& configuration,
                        int seed) const;
@@ -38,7 +38,7 @@ class BenchRows {
 
  private:
   std::filesystem::path path_;
-  nlohmann::json settings_;
+  OrderedJson settings_;
   std::vector<BenchRow> rows_;
 };
 

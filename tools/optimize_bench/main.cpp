@@ -64,9 +64,34 @@ void print_row(const BenchRow& row, bool stored) {
             << std::flush;
 }
 
-BenchRow run_config(const SearchSetup& setup, const OptimizeTarget& target,
-                    CandidateEvaluator& evaluator, Workspace& workspace, const Flags& flags,
+SearchSetupOptions setup_options(const Flags& flags) {
+  SearchSetupOptions options;
+  options.device = flags.device;
+  return options;
+}
+
+/// What the runs of one problem share: its search setup and evaluations. Set up only when a
+/// row of the problem is missing.
+struct ProblemRuns {
+  ProblemRuns(const std::string& dir, const Flags& flags, Guard& guard)
+      : setup(dir, setup_options(flags)),
+        workloads(flags.all_workloads ? setup.problem().workloads
+                                      : std::vector{largest_workload(setup.problem().workloads)}),
+        target(setup.target(workloads)),
+        measured(guard, guard, setup.problem(), workloads, flags.device),
+        shared(measured) {}
+
+  SearchSetup setup;
+  std::vector<Workload> workloads;
+  OptimizeTarget target;
+  GuardEvaluator measured;
+  SharedEvaluations shared;
+};
+
+BenchRow run_config(ProblemRuns& runs, Workspace& workspace, const Flags& flags,
                     const Config& config, int seed) {
+  const SearchSetup& setup = runs.setup;
+  const OptimizeTarget& target = runs.target;
   OptimizeOptions options;
   options.budget = flags.budget;
   options.agents = parse_agent_list(config.agents);
@@ -77,7 +102,7 @@ BenchRow run_config(const SearchSetup& setup, const OptimizeTarget& target,
   options.final_rounds = 2;
   RecordingProgress progress;
   const auto started = std::chrono::steady_clock::now();
-  Orchestrator orchestrator(target, evaluator, workspace, options, progress);
+  Orchestrator orchestrator(target, runs.shared, workspace, options, progress);
   const OptimizeSummary summary = orchestrator.run();
   BenchRow row;
   row.problem = setup.problem().definition.name;
@@ -150,38 +175,25 @@ int run(const Flags& flags) {
                            "configuration", "seed", "best_ms", "ci95_ms", "speedup", "wall_s");
   for (const std::string& dir : flags.problem_dirs()) {
     const std::string dir_name = problem_dir_name(dir);
-    std::optional<SearchSetup> setup;
-    std::optional<OptimizeTarget> target;
-    std::optional<GuardEvaluator> evaluator;
-    std::optional<SharedEvaluations> shared;
+    std::optional<ProblemRuns> runs;
     for (const Config& config : kConfigs) {
       for (int seed = 1; seed <= flags.seeds; ++seed) {
         if (const BenchRow* stored = rows.find(dir_name, config.name, seed)) {
           print_row(*stored, true);
           continue;
         }
-        if (!setup) {
-          if (!bench_guard) bench_guard.emplace(flags.guard_options());
-          SearchSetupOptions setup_options;
-          setup_options.device = flags.device;
-          setup.emplace(dir, setup_options);
-          std::vector<Workload> workloads = setup->problem().workloads;
-          if (!flags.all_workloads) workloads = {largest_workload(workloads)};
-          target.emplace(setup->target(workloads));
-          evaluator.emplace(bench_guard->guard(), bench_guard->guard(), setup->problem(), workloads,
-                            flags.device);
-          shared.emplace(*evaluator);
-        }
-        BenchRow row = run_config(*setup, *target, *shared, workspace, flags, config, seed);
+        if (!bench_guard) bench_guard.emplace(flags.guard_options());
+        if (!runs) runs.emplace(dir, flags, bench_guard->guard());
+        BenchRow row = run_config(*runs, workspace, flags, config, seed);
         row.problem_dir = dir_name;
         rows.add(row);
         print_row(row, false);
       }
     }
-    if (shared) {
+    if (runs) {
       std::cout << fmt::format("# {}: {} search evaluations, {} measured, the rest shared\n",
-                               setup->problem().definition.name, shared->evaluations(),
-                               shared->measured());
+                               runs->setup.problem().definition.name, runs->shared.evaluations(),
+                               runs->shared.measured());
     }
   }
   print_summary(rows);
