@@ -168,6 +168,7 @@ std::optional<AgentProposal> Agent::propose(const SharedView& view) {
     maybe_make_code(*seed);  // a template seed has no parent, so it stays a template point
     return AgentProposal{std::move(*seed), std::nullopt, {}, std::nullopt};
   }
+  if (auto adopted = adopt_team_best(view)) return adopted;
   if (since_improvement_ >= options_.plateau) {
     since_improvement_ = 0;
     if (auto drafted = draft(view)) return drafted;
@@ -236,20 +237,36 @@ std::optional<AgentProposal> Agent::draft_from_board(const SharedView& view) {
   return std::nullopt;
 }
 
+bool Agent::can_start_from(const AgentBest& other) const {
+  // Programs are their agent's own: another agent's revision 3 is not this agent's.
+  return other.agent != name_ && other.template_name != options_.code_template &&
+         std::find(templates_.begin(), templates_.end(), other.template_name) != templates_.end() &&
+         !tree_.contains(other.template_name, other.point);
+}
+
+AgentProposal Agent::start_from(const AgentBest& other, std::string_view reason) const {
+  return AgentProposal{start_at(other.template_name, other.point),
+                       fmt::format("{} {}; took {}'s best (candidate {}, {} {}) as a new start "
+                                   "for its own knobs",
+                                   name_, reason, other.agent, other.candidate_id,
+                                   other.template_name, format_knob_point(other.point)),
+                       {other.candidate_id},
+                       std::nullopt};
+}
+
 std::optional<AgentProposal> Agent::draft_from_other(const SharedView& view) {
+  for (const AgentBest& other : view.bests)
+    if (can_start_from(other)) return start_from(other, "plateaued");
+  return std::nullopt;
+}
+
+std::optional<AgentProposal> Agent::adopt_team_best(const SharedView& view) {
+  if (strategy_->roles.empty()) return std::nullopt;
   for (const AgentBest& other : view.bests) {
-    if (other.agent == name_) continue;
-    if (std::find(templates_.begin(), templates_.end(), other.template_name) == templates_.end())
-      continue;
-    if (tree_.contains(other.template_name, other.point)) continue;
-    return AgentProposal{
-        start_at(other.template_name, other.point),
-        fmt::format("{} plateaued; took {}'s best (candidate {}, {} {}) as a new start for its "
-                    "own knobs",
-                    name_, other.agent, other.candidate_id, other.template_name,
-                    format_knob_point(other.point)),
-        {other.candidate_id},
-        std::nullopt};
+    if (best_ && !improves_beyond_noise(other.fitness, other.noise, best_fitness_, best_noise_,
+                                        options_.min_gain))
+      return std::nullopt;  // the bests come best first: no later one beats this agent's either
+    if (can_start_from(other)) return start_from(other, "was beaten beyond noise");
   }
   return std::nullopt;
 }

@@ -385,7 +385,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
       if (!best) continue;
       const SearchNode& node = agent.tree().node(*best);
       shared.bests.push_back({agent.name(), state.candidate_of_node.at({i, *best}),
-                              node.template_name, node.point, *node.fitness});
+                              node.template_name, node.point, *node.fitness, node.noise});
     }
     std::stable_sort(shared.bests.begin(), shared.bests.end(),
                      [](const AgentBest& a, const AgentBest& b) { return a.fitness > b.fitness; });

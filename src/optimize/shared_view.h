@@ -33,6 +33,7 @@ struct AgentBest {
   std::string template_name;
   KnobPoint point;
   double fitness = 0;
+  double noise = 0;  ///< relative, as the guard measured it
 };
 
 struct SharedView {

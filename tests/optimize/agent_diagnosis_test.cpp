@@ -5,28 +5,16 @@
 
 #include <vector>
 
+#include "agent_test_support.h"
 #include "optimize/agent.h"
 
 namespace kernelarc {
 namespace {
 
-// VEC and BLOCK_THREADS of a row kernel, VEC * BLOCK_THREADS <= 2048, at the given defaults.
-ConstrainedSpace row_space(int64_t vec, int64_t threads) {
-  Knob vec_knob = Knob::int_set("VEC", {1, 2, 4, 8}, vec);
-  vec_knob.with_roles({"memory"});
-  Knob threads_knob = Knob::pow2("BLOCK_THREADS", 32, 1024, threads);
-  threads_knob.with_roles({"parallelism"});
-  return ConstrainedSpace(KnobSpace({vec_knob, threads_knob}, {"VEC * BLOCK_THREADS <= 2048"}), {});
-}
-
 const KnobSuggestion kRaiseVec{"VEC", KnobDirection::Raise, std::nullopt,
                                "loads are 4 bytes wide (VEC=2 of bfloat16)"};
 const KnobSuggestion kLowerThreads{"BLOCK_THREADS", KnobDirection::Lower, std::nullopt,
                                    "only 64 blocks for 132 SMs"};
-
-CandidateResult passed(double fitness) {
-  return {.passed = true, .fitness = fitness, .noise = 0, .features = {}};
-}
 
 class AgentDiagnosis : public ::testing::Test {
  protected:

@@ -7,6 +7,9 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/test_support.h"
@@ -197,6 +200,7 @@ TEST_F(OrchestratorTest, BoardHoldsVerifiedConclusionsAndPlateauRedirects) {
   const auto summary = optimize(workspace, options, evaluator);
   int conclusions = 0;
   int redirects = 0;
+  int adoptions = 0;
   for (const BoardEntry& entry : workspace.database().board_of(summary.run_id)) {
     if (entry.kind == BoardKind::Conclusion) {
       ++conclusions;
@@ -210,13 +214,22 @@ TEST_F(OrchestratorTest, BoardHoldsVerifiedConclusionsAndPlateauRedirects) {
       EXPECT_GT(*parent->ci_low_ms, *child->ci_high_ms) << entry.text;
       EXPECT_EQ(workspace.database().find_candidate(entry.evidence[1])->parent_id,
                 entry.evidence[0]);
-    } else {
+    } else if (entry.text.find(" plateaued; ") != std::string::npos) {
       ++redirects;
-      EXPECT_NE(entry.text.find("plateaued"), std::string::npos) << entry.text;
+    } else {
+      // A restricted agent taking another's better best names it as its evidence.
+      ++adoptions;
+      EXPECT_NE(entry.text.find(" was beaten beyond noise; took "), std::string::npos)
+          << entry.text;
+      ASSERT_EQ(entry.evidence.size(), 1u) << entry.text;
+      EXPECT_NE(entry.text.find(fmt::format("(candidate {},", entry.evidence[0])),
+                std::string::npos)
+          << entry.text;
     }
   }
   EXPECT_GT(conclusions, 0);
   EXPECT_GT(redirects, 0);
+  EXPECT_GT(adoptions, 0);
 }
 
 // Compiling ahead happens on other threads while the queue moves on: each must compile the
