@@ -52,6 +52,18 @@ class AgentTeamBest : public ::testing::Test {
     }
   }
 
+  // Seeded at fitness 1 and shown parallelism's best at `fitness`, the agent keeps to its own
+  // tree: no redirect, no new start.
+  void expect_own_line(const std::string& strategy, double fitness) {
+    Agent agent = make_agent(strategy);
+    seed(agent, 1.0);
+    const SharedView view{{}, {best_of("parallelism", 7, "row", row_point(2, 512), fitness)}};
+    const auto next = agent.propose(view);
+    ASSERT_TRUE(next);
+    EXPECT_FALSE(next->redirect);
+    EXPECT_NE(next->proposal.operation, Operation::Seed);
+  }
+
   ConstrainedSpace row_ = row_space(2, 256);
   ConstrainedSpace program_ = code_space();
 };
@@ -84,23 +96,11 @@ TEST_F(AgentTeamBest, RestrictedAgentTakesABetterBestAndThenWorksFromIt) {
 }
 
 TEST_F(AgentTeamBest, ABestWithinNoiseIsNotTaken) {
-  Agent memory = make_agent("memory");
-  seed(memory, 1.0);
-  const SharedView view{{}, {best_of("parallelism", 7, "row", row_point(2, 512), 1.008)}};
-  const auto next = memory.propose(view);
-  ASSERT_TRUE(next);
-  EXPECT_FALSE(next->redirect);
-  EXPECT_NE(next->proposal.operation, Operation::Seed);
+  expect_own_line("memory", 1.008);
 }
 
 TEST_F(AgentTeamBest, TheExplorerKeepsItsOwnLine) {
-  Agent explore = make_agent("explore");
-  seed(explore, 1.0);
-  const SharedView view{{}, {best_of("parallelism", 7, "row", row_point(2, 512), 3.0)}};
-  const auto next = explore.propose(view);
-  ASSERT_TRUE(next);
-  EXPECT_FALSE(next->redirect);
-  EXPECT_NE(next->proposal.operation, Operation::Seed);
+  expect_own_line("explore", 3.0);
 }
 
 TEST_F(AgentTeamBest, AnotherAgentsProgramIsSkippedForTheNextBest) {
