@@ -23,7 +23,8 @@ OrderedJson row_to_json(const BenchRow& row, const OrderedJson& settings) {
           {"speedup", optional_number(row.speedup)},
           {"speedup_low", optional_number(row.speedup_low)},
           {"speedup_high", optional_number(row.speedup_high)},
-          {"wall_s", row.wall_s}};
+          {"wall_s", row.wall_s},
+          {"winner", row.winner}};
 }
 
 BenchRow row_from_json(const OrderedJson& json, std::string_view where) {
@@ -42,6 +43,7 @@ BenchRow row_from_json(const OrderedJson& json, std::string_view where) {
   row.speedup_low = read_optional_number(json, "speedup_low", where);
   row.speedup_high = read_optional_number(json, "speedup_high", where);
   row.wall_s = expect_number(require_member(json, "wall_s", where, ""), where, "wall_s");
+  if (json.contains("winner")) row.winner = expect_string(json["winner"], where, "winner");
   return row;
 }
 

@@ -57,10 +57,11 @@ void print_row(const BenchRow& row, bool stored) {
       row.speedup ? fmt::format("{:.2f}x ({})", *row.speedup,
                                 interval(row.speedup_low, row.speedup_high, "{:.2f}-{:.2f}"))
                   : "-";
-  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7.0f}{}\n", row.problem,
+  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7.0f}  {}{}\n", row.problem,
                            row.configuration, row.seed, best,
                            interval(row.ci_low_ms, row.ci_high_ms, "{:.4f}-{:.4f}"), speedup,
-                           row.wall_s, stored ? " (stored)" : "")
+                           row.wall_s, row.winner.empty() ? "-" : row.winner,
+                           stored ? " (stored)" : "")
             << std::flush;
 }
 
@@ -114,6 +115,9 @@ BenchRow run_config(ProblemRuns& runs, Workspace& workspace, const Flags& flags,
     row.best_ms = time.median_ms;
     row.ci_low_ms = time.ci_low_ms;
     row.ci_high_ms = time.ci_high_ms;
+    const Finalist& winner = summary.finalists.front();
+    row.winner = fmt::format("{}: {}{}", winner.agent, winner.label,
+                             summary.kept_baseline ? " (slower than the baseline)" : "");
   }
   if (summary.speedup) {
     row.speedup = summary.speedup->value;
@@ -171,8 +175,9 @@ int run(const Flags& flags) {
       "best = the winner's median at the largest workload from its run's final side-by-side "
       "re-measurement (95% CI); speedup over the bundled baseline (interval); rows kept in {}\n",
       flags.device, flags.budget, flags.seeds, flags.trials, flags.iterations, results.string());
-  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7}\n", "problem",
-                           "configuration", "seed", "best_ms", "ci95_ms", "speedup", "wall_s");
+  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7}  {}\n", "problem",
+                           "configuration", "seed", "best_ms", "ci95_ms", "speedup", "wall_s",
+                           "winner (agent: candidate)");
   for (const std::string& dir : flags.problem_dirs()) {
     const std::string dir_name = problem_dir_name(dir);
     std::optional<ProblemRuns> runs;
