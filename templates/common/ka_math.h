@@ -32,7 +32,7 @@ KA_HD float ka_exp(float x) {
 // On the CPU, Cephes' expf (about 1 ulp) in plain arithmetic, so that loops over it vectorise:
 // the libm call does not, and floorf needs -ffast-math to. Its selects vectorise on AVX2 only
 // with -fno-trapping-math (GCC 12 keeps a possibly trapping comparison as a branch), which the
-// templates that call it compile with. Below -87.3 the result is flushed to
+// bundled CPU templates compile with. Below -87.3 the result is flushed to
 // the smallest normal (torch gives a denormal there; the difference is below 1.2e-38), above
 // 88.72 it is infinity, NaN stays NaN.
 #pragma omp declare simd

@@ -21,8 +21,8 @@ struct BenchRow {
   std::optional<double> best_ms, ci_low_ms, ci_high_ms;  ///< unset when nothing passed
   std::optional<double> speedup, speedup_low, speedup_high;
   double wall_s = 0;
-  /// The winner's agent and candidate ("memory: rownorm_cuda {VEC=8}"), so a gap between
-  /// configurations can be traced to the points they found; "" in rows kept before it was.
+  /// The winner's agent and candidate ("memory: rownorm_cuda BLOCK_THREADS=128,VEC=8"), so a gap
+  /// between configurations can be traced to the points they found; "" in rows kept before it was.
   std::string winner;
 };
 

@@ -51,16 +51,23 @@ std::string interval(const std::optional<double>& low, const std::optional<doubl
   return fmt::format(fmt::runtime(format), *low, *high);
 }
 
+/// The run handed the baseline back: its winner's speedup interval lies below 1, as the
+/// orchestrator's kept_baseline decides.
+bool slower_than_baseline(const BenchRow& row) {
+  return row.speedup_high && *row.speedup_high < 1.0;
+}
+
 void print_row(const BenchRow& row, bool stored) {
   const std::string best = row.best_ms ? fmt::format("{:.4f}", *row.best_ms) : "-";
   const std::string speedup =
       row.speedup ? fmt::format("{:.2f}x ({})", *row.speedup,
                                 interval(row.speedup_low, row.speedup_high, "{:.2f}-{:.2f}"))
                   : "-";
-  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7.0f}  {}{}\n", row.problem,
-                           row.configuration, row.seed, best,
+  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7.0f}  {}{}{}\n",
+                           row.problem, row.configuration, row.seed, best,
                            interval(row.ci_low_ms, row.ci_high_ms, "{:.4f}-{:.4f}"), speedup,
                            row.wall_s, row.winner.empty() ? "-" : row.winner,
+                           slower_than_baseline(row) ? " (slower than the baseline)" : "",
                            stored ? " (stored)" : "")
             << std::flush;
 }
@@ -111,13 +118,12 @@ BenchRow run_config(ProblemRuns& runs, Workspace& workspace, const Flags& flags,
   row.seed = seed;
   row.wall_s = seconds_since(started);
   if (!summary.finalists.empty()) {
-    const auto& time = summary.finalists.front().measurement.times.at(target.largest_workload);
+    const Finalist& winner = summary.finalists.front();
+    const auto& time = winner.measurement.times.at(target.largest_workload);
     row.best_ms = time.median_ms;
     row.ci_low_ms = time.ci_low_ms;
     row.ci_high_ms = time.ci_high_ms;
-    const Finalist& winner = summary.finalists.front();
-    row.winner = fmt::format("{}: {}{}", winner.agent, winner.label,
-                             summary.kept_baseline ? " (slower than the baseline)" : "");
+    row.winner = fmt::format("{}: {}", winner.agent, winner.label);
   }
   if (summary.speedup) {
     row.speedup = summary.speedup->value;
