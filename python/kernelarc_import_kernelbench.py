@@ -1,22 +1,39 @@
-"""kernelarc import kernelbench: turns a KernelBench problem file into a kernelarc problem.
+"""kernelarc import kernelbench: turns KernelBench problem files into kernelarc problems.
 
-Usage: kernelarc_import_kernelbench.py FILE.py OUT_DIR RESULT.json
+Usage: kernelarc_import_kernelbench.py OUT_DIR RESULTS.jsonl FILE.py [FILE.py ...]
 
 A KernelBench file defines `class Model(nn.Module)`, `get_inputs()` and usually
-`get_init_inputs()` (taken as no arguments when absent). This script runs the file once under a
-fixed seed to learn the shapes and dtypes of the inputs and outputs, then writes
-OUT_DIR/<name>/definition.json and workload.jsonl, and RESULT.json ({"problem_dir", "name"}) for
-the parent (src/cli/import_command.cpp), which loads the problem to prove it valid.
+`get_init_inputs()` (taken as no arguments when absent). This script runs each file once under a
+fixed seed, on meta tensors where it can (KernelBench's sizes take gigabytes; on the CPU when the
+forward needs data), to learn the shapes and dtypes of the inputs, parameters and outputs, then
+writes OUT_DIR/<name>/definition.json and workload.jsonl. The files are imported one after the
+other in this one interpreter (starting one with torch is the slow part); one that fails does not
+stop the others.
+
+RESULTS.jsonl gets one JSON line per event, flushed at once, so that the parent
+(src/cli/import_command.cpp) knows which file was running if the interpreter dies:
+  {"event": "start", "file": ...}
+  {"event": "done", "file": ..., "ok": true, "problem_dir": ..., "name": ...}
+  {"event": "done", "file": ..., "ok": false, "error": ...}
 
 Every axis is const, named after the module-level integer constant of the same value when
 exactly one has it (M, K, N, batch_size...), else d<value>. The reference embeds the file's
-source, so the problem does not depend on the file staying where it was. The model stays in
-training mode, as KernelBench runs it.
+source, so the problem does not depend on the file staying where it was.
 
-Exit codes: 0 written, 2 the file is not a usable KernelBench problem (the message says why),
-3 torch cannot be imported.
+A model with parameters or buffers (nn.Linear, BatchNorm...) gets each of them as an input named
+after its dotted path (`gemm.weight` -> `gemm_weight`): a kernel can only compute what it is
+given. The reference then runs the model functionally on those inputs, and the definition's
+custom_inputs_entrypoint draws them: it builds Model(*get_init_inputs()) under the oracle's seed
+for the draw (so the weights follow the module's own init and a BatchNorm's running_var stays
+positive) and calls get_inputs(). So does a model with an integer tensor input (class targets,
+indices), whose range only get_inputs() knows. Other models keep kernelarc's random inputs. The
+model stays in training mode, as KernelBench runs it (BatchNorm uses batch statistics).
+
+Exit codes: 0 every file handled (each may have failed), 2 bad arguments, 3 torch cannot be
+imported.
 """
 
+import contextlib
 import inspect
 import json
 import os
@@ -32,12 +49,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kernelarc_oracle_inputs import heuristic_pattern
 from kernelarc_oracle_tensors import DTYPES, write_atomically
 
-EXIT_BAD_FILE = 2
+EXIT_BAD_ARGUMENTS = 2
 EXIT_NO_TORCH = 3
 SEED = 42
 TOLERANCE = {"max_atol": 1e-2, "max_rtol": 1e-2}  # KernelBench's own atol = rtol = 1e-2
+ENTRYPOINT = "make_inputs"
 # Names the reference defines at module level; an input must not shadow them.
-REFERENCE_GLOBALS = {"torch", "KERNELBENCH_SOURCE", "SEED", "_models", "_model"}
+REFERENCE_GLOBALS = {"torch", "functional_call", "KERNELBENCH_SOURCE", "FORWARD_INPUTS",
+                     "PARAMETERS", "BUFFERS", "_MODEL", "_namespace", "_build", ENTRYPOINT}
 
 
 class BadFile(Exception):
@@ -142,31 +161,6 @@ def as_outputs(torch, result):
     return outputs
 
 
-def reference_source(source, path, names):
-    params = ", ".join(names)
-    return (
-        "import torch\n\n"
-        f"# The KernelBench file {os.path.basename(path)}, run as a module by _model().\n"
-        f"KERNELBENCH_SOURCE = {source!r}\n"
-        f"SEED = {SEED}\n"
-        "_models = {}\n\n\n"
-        "def _model(device):\n"
-        "    \"\"\"Model(*get_init_inputs()) built once per device, its weights drawn under SEED.\"\"\"\n"
-        "    if device not in _models:\n"
-        "        namespace = {\"__name__\": \"kernelbench_problem\"}\n"
-        f"        exec(compile(KERNELBENCH_SOURCE, {os.path.basename(path)!r}, \"exec\"), namespace)\n"
-        "        torch.manual_seed(SEED)\n"
-        "        init = namespace.get(\"get_init_inputs\", list)()\n"
-        "        _models[device] = namespace[\"Model\"](*init).to(device)\n"
-        "    return _models[device]\n\n\n"
-        "@torch.no_grad()\n"
-        f"def run({params}):\n"
-        f"    args = [{params}]\n"
-        "    device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device(\"cpu\"))\n"
-        "    result = _model(device)(*args)\n"
-        "    return tuple(result) if isinstance(result, (tuple, list)) else result\n")
-
-
 def unique_names(wanted, taken):
     names = []
     for name in wanted:
@@ -177,31 +171,183 @@ def unique_names(wanted, taken):
     return names
 
 
-def build(torch, path):
-    source, module = load_module(torch, path)
+def model_state(model):
+    """(dotted path, tensor, is_buffer) for every parameter and buffer, parameters first."""
+    return ([(path, tensor, False) for path, tensor in model.named_parameters()] +
+            [(path, tensor, True) for path, tensor in model.named_buffers()])
+
+
+def state_input_name(path):
+    name = re.sub(r"\W+", "_", path).strip("_") or "state"
+    return "p_" + name if name[0].isdigit() else name
+
+
+PLAIN_REFERENCE = '''
+
+@torch.no_grad()
+def run({params}):
+    result = _MODEL({params})
+    return tuple(result) if isinstance(result, (tuple, list)) else result
+'''
+
+ENTRY_POINT = '''
+# Forward's arguments (get_inputs()), then Model's parameters and buffers by input name.
+FORWARD_INPUTS = {forward!r}
+PARAMETERS = {parameters!r}
+BUFFERS = {buffers!r}
+
+
+def {entrypoint}(axes, device):
+    """The inputs of one draw: Model(*get_init_inputs()) built under the draw's seed (set by the
+    oracle), so its weights follow the module's own init, then get_inputs()."""
+    namespace = _namespace()
+    model = _build(namespace)
+    state = dict(model.named_parameters())
+    state.update(model.named_buffers())
+    values = namespace["get_inputs"]()
+    inputs = {{name: value.detach() for name, value in zip(FORWARD_INPUTS, values)
+              if isinstance(value, torch.Tensor)}}
+    for name, path in {{**PARAMETERS, **BUFFERS}}.items():
+        inputs[name] = state[path].detach()
+    return inputs
+'''
+
+FUNCTIONAL_REFERENCE = '''
+try:
+    from torch.func import functional_call  # torch 2.x
+except ImportError:
+    from torch.nn.utils.stateless import functional_call  # torch 1.13
+
+
+@torch.no_grad()
+def run({params}):
+    # The model only lends its forward: every parameter and buffer is replaced by an input.
+    state = {{{parameter_state}}}
+    # A clone, so the reference leaves its inputs as drawn: training-mode BatchNorm updates its
+    # running statistics in place.
+    state.update({{{buffer_state}}})
+    result = functional_call(_MODEL, state, ({forward_args}))
+    return tuple(result) if isinstance(result, (tuple, list)) else result
+'''
+
+
+def reference_source(source, path, forward, parameters, buffers, custom):
+    """The reference: the file's source, the entry point drawing the inputs when `custom`, and
+    run(), a functional call of the model when it has parameters or buffers."""
+    text = (
+        "import torch\n\n"
+        f"# The KernelBench file {os.path.basename(path)}, run as a module by _namespace().\n"
+        f"KERNELBENCH_SOURCE = {source!r}\n\n\n"
+        "def _namespace():\n"
+        "    namespace = {\"__name__\": \"kernelbench_problem\"}\n"
+        f"    exec(compile(KERNELBENCH_SOURCE, {os.path.basename(path)!r}, \"exec\"), namespace)\n"
+        "    return namespace\n\n\n"
+        "def _build(namespace):\n"
+        "    \"\"\"Model(*get_init_inputs()), in training mode as KernelBench runs it.\"\"\"\n"
+        "    init = namespace.get(\"get_init_inputs\", list)()\n"
+        "    return namespace[\"Model\"](*init)\n\n\n"
+        "# Built when the reference loads, not in run(): a tracer of run() sees only the forward.\n"
+        "# Under a fixed seed, apart from the global random state: loading draws nothing.\n"
+        "with torch.random.fork_rng(devices=[]):\n"
+        f"    torch.manual_seed({SEED})\n"
+        "    _MODEL = _build(_namespace())\n")
+    if custom:
+        text += ENTRY_POINT.format(forward=forward, parameters=parameters, buffers=buffers,
+                                   entrypoint=ENTRYPOINT)
+    params = ", ".join(forward + list(parameters) + list(buffers))
+    if not parameters and not buffers:
+        return text + PLAIN_REFERENCE.format(params=params)
+    return text + FUNCTIONAL_REFERENCE.format(
+        params=params,
+        parameter_state=", ".join(f"{path!r}: {name}" for name, path in parameters.items()),
+        buffer_state=", ".join(f"{path!r}: {name}.clone()" for name, path in buffers.items()),
+        forward_args="".join(f"{name}, " for name in forward))
+
+
+# The functions that make a tensor from sizes: under MetaFactories they make a meta tensor.
+FACTORIES = {"randn", "rand", "randint", "randperm", "normal", "zeros", "ones", "empty", "full",
+             "eye", "arange", "linspace", "logspace", "tensor", "as_tensor", "empty_strided"}
+# Past this many bytes of inputs, a file whose forward needs real data is not run on the CPU.
+CPU_FALLBACK_BYTES = 1 << 30
+
+
+def meta_factories(torch):
+    """A mode in which the factory functions make meta tensors unless told a device, so that
+    a model and its inputs of KernelBench's sizes (gigabytes) cost nothing to build."""
+    from torch.overrides import TorchFunctionMode
+
+    class MetaFactories(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if getattr(func, "__name__", "") in FACTORIES and kwargs.get("device") is None:
+                kwargs["device"] = "meta"
+            return func(*args, **kwargs)
+
+    return MetaFactories()
+
+
+def run_file(torch, module, on_meta):
+    """(model, get_inputs() values, outputs) of one forward pass, on meta tensors or the CPU's."""
     torch.manual_seed(SEED)
-    init = call("get_init_inputs()", getattr(module, "get_init_inputs", list))
-    if not isinstance(init, (list, tuple)):
-        raise BadFile(f"get_init_inputs() returned a {type(init).__name__}; expected a list")
-    model = call("Model(*get_init_inputs())", module.Model, *init)
-    values = call("get_inputs()", module.get_inputs)
+    with meta_factories(torch) if on_meta else contextlib.nullcontext():
+        init = call("get_init_inputs()", getattr(module, "get_init_inputs", list))
+        if not isinstance(init, (list, tuple)):
+            raise BadFile(f"get_init_inputs() returned a {type(init).__name__}; expected a list")
+        model = call("Model(*get_init_inputs())", module.Model, *init)
+        values = call("get_inputs()", module.get_inputs)
     if not isinstance(values, (list, tuple)):
         raise BadFile(f"get_inputs() returned a {type(values).__name__}; expected a list")
+    if on_meta:
+        model.to("meta")
     with torch.no_grad():
         outputs = as_outputs(torch, call("Model.forward(*get_inputs())", model, *values))
+    return model, values, outputs
+
+
+def tensor_bytes(torch, values):
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def shapes_run(torch, module):
+    """run_file on meta tensors; on the CPU when the forward needs data (an op without a meta
+    kernel, .item()) and its inputs are small enough."""
+    try:
+        return run_file(torch, module, on_meta=True)
+    except BadFile as meta_error:
+        try:
+            _, values, _ = run_file(torch, module, on_meta=True)
+            size = tensor_bytes(torch, values)
+        except BadFile:
+            size = 0  # get_inputs() itself needs data: its sizes are unknown, try the CPU
+        if size > CPU_FALLBACK_BYTES:
+            raise BadFile(f"its forward does not run on meta tensors and its inputs "
+                          f"({size / (1 << 30):.1f} GiB) are too large to run it on the CPU to "
+                          f"learn its output shapes; on meta tensors {meta_error}")
+    return run_file(torch, module, on_meta=False)
+
+
+def build(torch, path):
+    source, module = load_module(torch, path)
+    model, values, outputs = shapes_run(torch, module)
+    state = model_state(model)
 
     original = forward_names(model, len(values))
     output_names = ["output"] if len(outputs) == 1 else [f"output{i}" for i in range(len(outputs))]
     taken = set(output_names) | REFERENCE_GLOBALS
-    # A name the input generator treats specially (A, g, weight, cos...) would not get the
-    # randn that get_inputs() draws, so such inputs are renamed.
+    # kernelarc's generator draws integers in [-1024, 1024): class targets or indices must come
+    # from get_inputs(), which knows their range.
+    integral = any(isinstance(v, torch.Tensor) and not v.is_floating_point() for v in values)
+    custom = bool(state) or integral
     wanted = []
     for name, value in zip(original, values):
         shape = list(value.shape) if isinstance(value, torch.Tensor) else []
-        special = (isinstance(value, torch.Tensor) and value.is_floating_point()
-                   and heuristic_pattern(name, shape, ""))
+        # Drawn by kernelarc's generator, a name it treats specially (A, g, weight, cos...)
+        # would not get the randn that get_inputs() draws, so such inputs are renamed.
+        special = (not custom and isinstance(value, torch.Tensor)
+                   and value.is_floating_point() and heuristic_pattern(name, shape, ""))
         wanted.append(name + "_input" if special else name)
     input_names = unique_names(wanted, taken)
+    state_names = unique_names([state_input_name(p) for p, _, _ in state], taken)
     axes = AxisNamer(module, taken)
 
     def spec(value, what, description):
@@ -212,65 +358,107 @@ def build(torch, path):
         return {"shape": None, "dtype": scalar_dtype(value, what), "description": description}
 
     inputs, workload_inputs, sizes = {}, {}, []
+    tensor_input = {"type": "custom"} if custom else {"type": "random"}
     for i, (name, value) in enumerate(zip(input_names, values)):
         what = f"get_inputs()[{i}] ({original[i]})"
         inputs[name] = spec(value, what, f"argument {i} of Model.forward ({original[i]})")
         if isinstance(value, torch.Tensor):
-            workload_inputs[name] = {"type": "random"}
+            workload_inputs[name] = dict(tensor_input)
             sizes.append((value.element_size(), inputs[name]["shape"]))
         else:
             workload_inputs[name] = {"type": "scalar", "value": value}
             sizes.append((8, []))
+    parameters, buffers = {}, {}
+    for name, (dotted, tensor, is_buffer) in zip(state_names, state):
+        kind = "buffer" if is_buffer else "parameter"
+        inputs[name] = spec(tensor, f"the {kind} {dotted}", f"the model's {kind} {dotted}")
+        workload_inputs[name] = dict(tensor_input)
+        sizes.append((tensor.element_size(), inputs[name]["shape"]))
+        (buffers if is_buffer else parameters)[name] = dotted
     outs = {}
     for i, (name, value) in enumerate(zip(output_names, outputs)):
         outs[name] = spec(value, f"output {i} of Model.forward", f"output {i} of Model.forward")
         sizes.append((value.element_size(), outs[name]["shape"]))
 
     name = problem_name(path)
+    how = (f"The model's parameters and buffers are inputs, the reference runs the model "
+           "functionally on them. " if state else
+           f"The reference builds Model(*get_init_inputs()) once under torch.manual_seed({SEED}) "
+           "and calls its forward. ")
+    how += (f"The tensors are drawn by {ENTRYPOINT}, which builds Model(*get_init_inputs()) under "
+            "the draw's seed and calls get_inputs()." if custom else
+            "The tensors are drawn by kernelarc's input generator.")
     definition = {
         "name": name,
         "op_type": "kernelbench",
         "description": (
             f"Imported from the KernelBench file {os.path.basename(path)} by kernelarc import "
-            f"kernelbench. The reference builds Model(*get_init_inputs()) once under "
-            f"torch.manual_seed({SEED}) and calls forward; the shapes are those get_inputs() "
-            "returned, the tensors are drawn by kernelarc's input generator."),
+            f"kernelbench. {how} The shapes are those get_inputs() returned."),
         "axes": {a: {"type": "const", "value": v} for a, v in axes.axes.items()},
         "inputs": inputs,
         "outputs": outs,
-        "reference": reference_source(source, path, input_names),
-        "kernelarc": {"bytes": " + ".join(
-            " * ".join([str(elem)] + shape) for elem, shape in sizes)},
+        "reference": reference_source(source, path, input_names, parameters, buffers, custom),
     }
+    if custom:
+        definition["custom_inputs_entrypoint"] = ENTRYPOINT
+    definition["kernelarc"] = {"bytes": " + ".join(
+        " * ".join([str(elem)] + shape) for elem, shape in sizes)}
     workload = {"uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, "kernelarc/kernelbench/" + name)),
                 "axes": {}, "inputs": workload_inputs,
                 "tolerance": TOLERANCE}
     return name, definition, workload
 
 
-def main():
-    if len(sys.argv) != 4:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
-        return EXIT_BAD_FILE
-    path, out_dir, result_path = sys.argv[1:]
-    try:
-        import torch
-    except ImportError as error:
-        print(f"torch cannot be imported: {error}", file=sys.stderr)
-        return EXIT_NO_TORCH
-    try:
-        name, definition, workload = build(torch, path)
-    except BadFile as error:
-        print(f"{path}: {error}", file=sys.stderr)
-        return EXIT_BAD_FILE
+class Results:
+    """RESULTS.jsonl, one flushed line per event."""
+
+    def __init__(self, path):
+        self.file = open(path, "a", encoding="utf-8")
+
+    def write(self, **event):
+        self.file.write(json.dumps(event) + "\n")
+        self.file.flush()
+
+
+def import_file(torch, path, out_dir, written):
+    """Writes the problem of one file; `written` maps the problem names this run wrote to their
+    files, so that two files of one name do not overwrite each other."""
+    name, definition, workload = build(torch, path)
+    if name in written:
+        raise BadFile(f"its problem name {name} is that of {written[name]}, imported before it")
     problem_dir = os.path.join(out_dir, name)
     os.makedirs(problem_dir, exist_ok=True)
     write_atomically(os.path.join(problem_dir, "definition.json"),
                      [(json.dumps(definition, indent=2) + "\n").encode()])
     write_atomically(os.path.join(problem_dir, "workload.jsonl"),
                      [(json.dumps(workload) + "\n").encode()])
-    write_atomically(result_path,
-                     [json.dumps({"problem_dir": problem_dir, "name": name}).encode()])
+    written[name] = path
+    return name, problem_dir
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return EXIT_BAD_ARGUMENTS
+    out_dir, results_path, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    try:
+        import torch
+    except ImportError as error:
+        print(f"torch cannot be imported: {error}", file=sys.stderr)
+        return EXIT_NO_TORCH
+    results = Results(results_path)
+    written = {}
+    for path in files:
+        results.write(event="start", file=path)
+        try:
+            name, problem_dir = import_file(torch, path, out_dir, written)
+        except BadFile as error:
+            results.write(event="done", file=path, ok=False, error=f"{path}: {error}")
+        except Exception:
+            results.write(event="done", file=path, ok=False,
+                          error=f"{path}: importing it failed:\n" + traceback.format_exc(limit=-3))
+        else:
+            results.write(event="done", file=path, ok=True, problem_dir=problem_dir, name=name)
     return 0
 
 

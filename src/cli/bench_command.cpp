@@ -3,7 +3,9 @@
 // so a rerun reuses a finished run and resumes an unfinished one), then the winner, cuBLASLt's
 // default choice (GEMM), PyTorch eager and torch.compile (CUDA) re-measured side by side in
 // interleaved rounds; bench.json and bench.md are rewritten after every problem, so --resume
-// (or a --wall-time chunk) loses at most the problem in progress.
+// (or a --wall-time chunk) loses at most the problem in progress. Every problem is read and
+// recognized first: an unreadable one is a failed row, one that no family serves a "not served"
+// row (its baselines untimed unless --baselines-always), and neither stops the suite.
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "app/recognize.h"
 #include "cli/bench_results.h"
 #include "cli/bench_suite.h"
 #include "cli/commands.h"
@@ -46,6 +49,7 @@ struct BenchFlags {
   std::optional<double> wall_time_s;  ///< set when --wall-time is given
   int rounds = 3;
   bool plain = false;
+  bool baselines_always = false;
   GuardFlags guard;
 };
 
@@ -136,6 +140,12 @@ Winner search(OptimizeSession& session, Workspace& workspace, bool plain) {
   return winner;
 }
 
+/// "fused: fused plan of 2 kernels (...)"; empty for an annotated problem.
+std::string recognition_text(const Recognition& r) {
+  if (r.source == Recognition::Source::Annotated) return "";
+  return fmt::format("{}: {}", source_name(r.source), r.served() ? r.summary : r.reason);
+}
+
 /// The GEMM library baseline: the cuBLASLt template at its default point, the heuristic's
 /// first choice.
 std::optional<Solution> cublaslt_default(const OptimizeSession& session) {
@@ -153,14 +163,28 @@ class ProblemBench {
                const std::optional<Calibration>& calibration, BenchReport& report)
       : flags_(flags), measure_(measure), calibration_(calibration), report_(report) {}
 
-  BenchProblem run(const SuiteProblem& entry, Workspace& workspace) {
+  BenchProblem run(PreparedProblem& prepared, Workspace& workspace) {
     const auto started = Clock::now();
     BenchProblem result;
-    result.name = entry.name;
-    result.dir = entry.dir.string();
+    result.name = prepared.entry->name;
+    result.dir = prepared.entry->dir.string();
     try {
+      if (!prepared.error.empty()) throw InputError(prepared.error);
+      RecognizedProblem& loaded = *prepared.loaded;
+      result.op_family = loaded.problem.definition.ext.op_family;
+      result.recognition = recognition_text(loaded.recognition);
+      if (!loaded.recognition.served()) {
+        result.status = BenchStatus::NotServed;
+        result.note = loaded.recognition.reason;
+        // Nothing of kernelarc's to compare them with: timing the baselines would only cost.
+        if (flags_.baselines_always)
+          measure(loaded.problem, measure_.select_workloads(loaded.problem), std::nullopt,
+                  std::nullopt, result);
+        result.seconds = seconds_since(started);
+        return result;
+      }
       OptimizeFlags optimize;
-      optimize.problem_dir = entry.dir.string();
+      optimize.problem_dir = prepared.entry->dir.string();
       optimize.budget = flags_.budget;
       optimize.final_rounds = flags_.rounds;
       // A bench measures the search from a cold start: no skills in, none recorded.
@@ -170,8 +194,7 @@ class ProblemBench {
       // The side-by-side rounds below time PyTorch afresh; timing it in the search's finals
       // too would cost a second torch.compile per problem for figures nobody reads.
       optimize.guard.no_baseline = true;
-      OptimizeSession session(optimize, nullptr);
-      result.op_family = session.problem().definition.ext.op_family;
+      OptimizeSession session(optimize, nullptr, std::move(loaded));
       Winner winner;
       if (!session.searchable()) {
         result.status = BenchStatus::NoTemplate;
@@ -183,11 +206,16 @@ class ProblemBench {
         result.solution = winner.label;
         result.note = winner.solution ? winner.how : winner.how + ": no candidate passed the guard";
       }
-      measure(session, winner.solution, cublaslt_default(session), result);
+      measure(session.problem(), session.workloads(), winner.solution, cublaslt_default(session),
+              result);
       result.settle_status();
     } catch (const InputError& error) {
       result.status = BenchStatus::Failed;
       result.note = error.what();
+    } catch (const std::exception& error) {
+      // One broken problem never stops the suite: its row says what broke.
+      result.status = BenchStatus::Failed;
+      result.note = fmt::format("internal error: {}", error.what());
     }
     result.seconds = seconds_since(started);
     return result;
@@ -196,10 +224,9 @@ class ProblemBench {
  private:
   /// The interleaved rounds: per round the winner and cuBLASLt through the guard, then eager
   /// and compiled through the oracle, afresh, on every workload.
-  void measure(const OptimizeSession& session, const std::optional<Solution>& winner,
-               const std::optional<Solution>& library, BenchProblem& result) {
-    const Problem& problem = session.problem();
-    const std::vector<Workload>& workloads = session.workloads();
+  void measure(const Problem& problem, const std::vector<Workload>& workloads,
+               const std::optional<Solution>& winner, const std::optional<Solution>& library,
+               BenchProblem& result) {
     const bool cuda = flags_.guard.device != "cpu";
     std::vector<std::vector<Trace>> winner_rounds, library_rounds;
     std::map<std::string, std::vector<double>> eager_ms, compiled_ms;
@@ -251,12 +278,16 @@ class ProblemBench {
         w.cublaslt = library ? guard_contender(library_rounds, library_times, workload.uuid)
                              : Contender{std::nullopt, "no gemm_cublaslt template on this device"};
       w.kernelarc = winner ? guard_contender(winner_rounds, winner_times, workload.uuid)
-                           : Contender{std::nullopt, result.status == BenchStatus::NoTemplate
-                                                         ? "no template"
-                                                         : "no candidate passed the guard"};
+                           : Contender{std::nullopt, no_winner_note(result.status)};
       if (!winner_rounds.empty()) w.diagnosis = winner_diagnosis(winner_rounds.back(), workload);
       result.workloads.push_back(std::move(w));
     }
+  }
+
+  static std::string no_winner_note(BenchStatus status) {
+    if (status == BenchStatus::NoTemplate) return "no template";
+    if (status == BenchStatus::NotServed) return "not served";
+    return "no candidate passed the guard";
   }
 
   static std::string winner_diagnosis(const std::vector<Trace>& traces, const Workload& workload) {
@@ -356,6 +387,12 @@ int run_bench(const BenchFlags& flags) {
       flags.suite, flags.guard.device, suite.size(), suite.size() - todo.size(), todo.size(),
       flags.budget, flags.rounds, (out / "bench.json").string());
 
+  // Every problem read and recognized before any is measured: a malformed one costs seconds,
+  // not the suite.
+  std::vector<PreparedProblem> prepared = prepare_suite(
+      todo, recognize_options(flags.guard.workspace, flags.guard.python, flags.guard.device),
+      std::cout);
+
   GuardFlags measure_flags = flags.guard;
   measure_flags.no_baseline = true;  // the oracle times the baselines afresh in each round
   GuardSession measure(measure_flags);
@@ -363,11 +400,12 @@ int run_bench(const BenchFlags& flags) {
   ProblemBench bench(flags, measure, calibration, report);
   const auto started = Clock::now();
   int benched = 0;
-  for (const SuiteProblem* problem : todo) {
+  for (PreparedProblem& problem : prepared) {
     const double elapsed = seconds_since(started);
     if (flags.wall_time_s && benched > 0 && elapsed >= *flags.wall_time_s) break;
-    std::cout << fmt::format("\n== {} ({})\n", problem->name, problem->dir.string()) << std::flush;
-    BenchProblem result = bench.run(*problem, workspace);
+    std::cout << fmt::format("\n== {} ({})\n", problem.entry->name, problem.entry->dir.string())
+              << std::flush;
+    BenchProblem result = bench.run(problem, workspace);
     print_bench_problem(result, std::cout);
     report.problems.push_back(std::move(result));
     std::stable_sort(report.problems.begin(), report.problems.end(),
@@ -414,6 +452,8 @@ CommandRunner add_bench_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   cmd->add_flag("--plain", flags->plain, "line output even on a terminal");
+  cmd->add_flag("--baselines-always", flags->baselines_always,
+                "time PyTorch even for a problem no template family serves");
   add_guard_flags(*cmd, flags->guard, {"--timing-budget", "--input-seed"});
   // Bench writes its own files and always times the baselines.
   cmd->remove_option(cmd->get_option("--json"));

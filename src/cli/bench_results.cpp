@@ -87,6 +87,7 @@ std::string problem_line(const BenchProblem& problem) {
       fmt::format("{}: {}; geomean speedup over the faster baseline {}; SOL score {}", problem.name,
                   bench_status_name(problem.status), speedup_cell(problem.speedup()),
                   number_cell(problem.sol_score(), 3));
+  if (!problem.recognition.empty()) line += "; " + problem.recognition;
   if (!problem.solution.empty()) line += "; kernelarc: " + problem.solution;
   if (problem.run_id)
     line += fmt::format(" (run {}, {} candidates evaluated)", *problem.run_id, problem.evaluated);
@@ -106,8 +107,9 @@ Rows suite_rows(const BenchReport& report) {
 std::vector<std::string> summary_lines(const BenchReport& report) {
   const BenchSummary s = summarize_bench(report.problems);
   std::vector<std::string> lines{
-      fmt::format("problems: {} ({} won, {} tied, {} lost, {} no template, {} failed)", s.problems,
-                  s.won, s.tied, s.lost, s.no_template, s.failed),
+      fmt::format("problems: {} ({} won, {} tied, {} lost, {} no template, {} not served, {} "
+                  "failed)",
+                  s.problems, s.won, s.tied, s.lost, s.no_template, s.not_served, s.failed),
       fmt::format("geomean speedup over the faster baseline: {}",
                   s.geomean_speedup ? fmt::format("{:.2f}x", *s.geomean_speedup) : "-"),
       fmt::format("fast_1.0: {:.3f}  fast_1.2: {:.3f}", s.fast_1_0, s.fast_1_2),
@@ -201,6 +203,7 @@ OrderedJson problem_json(const BenchProblem& problem) {
       {"name", problem.name},
       {"dir", problem.dir},
       {"op_family", problem.op_family},
+      {"recognition", problem.recognition},
       {"status", std::string(bench_status_name(problem.status))},
       {"note", problem.note},
       {"solution", problem.solution},
@@ -216,10 +219,10 @@ OrderedJson problem_json(const BenchProblem& problem) {
 
 BenchStatus status_from_name(const std::string& name) {
   for (BenchStatus status : {BenchStatus::Won, BenchStatus::Tied, BenchStatus::Lost,
-                             BenchStatus::NoTemplate, BenchStatus::Failed})
+                             BenchStatus::NoTemplate, BenchStatus::NotServed, BenchStatus::Failed})
     if (bench_status_name(status) == name) return status;
-  throw InputError(
-      fmt::format("\"status\": expected won, tied, lost, no template or failed, got \"{}\"", name));
+  throw InputError(fmt::format(
+      "\"status\": expected won, tied, lost, no template, not served or failed, got \"{}\"", name));
 }
 
 BenchProblem problem_from_json(const OrderedJson& json) {
@@ -227,6 +230,7 @@ BenchProblem problem_from_json(const OrderedJson& json) {
   problem.name = json.at("name").get<std::string>();
   problem.dir = json.at("dir").get<std::string>();
   problem.op_family = json.at("op_family").get<std::string>();
+  problem.recognition = json.value("recognition", std::string());  // absent before it existed
   problem.status = status_from_name(json.at("status").get<std::string>());
   problem.note = json.at("note").get<std::string>();
   problem.solution = json.at("solution").get<std::string>();
@@ -291,6 +295,8 @@ std::string_view bench_status_name(BenchStatus status) {
       return "lost";
     case BenchStatus::NoTemplate:
       return "no template";
+    case BenchStatus::NotServed:
+      return "not served";
     case BenchStatus::Failed:
       return "failed";
   }
@@ -324,7 +330,7 @@ std::optional<double> BenchProblem::sol_score() const {
 }
 
 void BenchProblem::settle_status() {
-  if (status == BenchStatus::NoTemplate) return;
+  if (status == BenchStatus::NoTemplate || status == BenchStatus::NotServed) return;
   const auto overall = speedup();
   if (!overall)
     status = BenchStatus::Failed;
@@ -355,20 +361,23 @@ BenchSummary summarize_bench(const std::vector<BenchProblem>& problems) {
       case BenchStatus::NoTemplate:
         ++s.no_template;
         break;
+      case BenchStatus::NotServed:
+        ++s.not_served;
+        break;
       case BenchStatus::Failed:
         ++s.failed;
         break;
     }
     // Correct = kernelarc passed everywhere with a baseline to compare: the speedup exists.
-    if (const auto speedup = problem.speedup();
-        speedup && problem.status != BenchStatus::NoTemplate) {
+    const bool served =
+        problem.status != BenchStatus::NoTemplate && problem.status != BenchStatus::NotServed;
+    if (const auto speedup = problem.speedup(); speedup && served) {
       log_speedup += std::log(speedup->value);
       ++with_speedup;
       fast_1_0 += speedup->value > 1.0;
       fast_1_2 += speedup->value > 1.2;
     }
-    if (const auto problem_score = problem.sol_score();
-        problem_score && problem.status != BenchStatus::NoTemplate) {
+    if (const auto problem_score = problem.sol_score(); problem_score && served) {
       score += *problem_score;
       ++s.sol_scored;
     }
@@ -401,6 +410,7 @@ OrderedJson bench_to_json(const BenchReport& report) {
                         {"tied", s.tied},
                         {"lost", s.lost},
                         {"no_template", s.no_template},
+                        {"not_served", s.not_served},
                         {"failed", s.failed},
                         {"remaining", report.remaining.size()},
                         {"geomean_speedup", optional_number(s.geomean_speedup)},

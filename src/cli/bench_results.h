@@ -59,15 +59,18 @@ struct BenchWorkload {
 
 /// "won": the whole interval of kernelarc's geometric-mean speedup over the faster baseline lies
 /// above 1; "lost": below 1; "tied": it contains 1, so the measurements cannot tell them apart;
-/// "no template": nothing serves the problem (its baselines are still measured); "failed":
-/// kernelarc has no passing solution, or no baseline ran.
-enum class BenchStatus { Won, Tied, Lost, NoTemplate, Failed };
+/// "no template": a family is known but no template of the device serves it (its baselines are
+/// still measured); "not served": no family is annotated, matched or lowered (its baselines are
+/// measured only with --baselines-always); "failed": the problem cannot be read, kernelarc has
+/// no passing solution, or no baseline ran.
+enum class BenchStatus { Won, Tied, Lost, NoTemplate, NotServed, Failed };
 std::string_view bench_status_name(BenchStatus status);
 
 struct BenchProblem {
   std::string name;  ///< the definition's
   std::string dir;
   std::string op_family;
+  std::string recognition;  ///< how the family was found: "fused: fused plan of 2 kernels (...)"
   BenchStatus status = BenchStatus::Failed;
   std::string note;      ///< why it failed, or where kernelarc's solution came from
   std::string solution;  ///< kernelarc's winner in words (template and point)
@@ -82,7 +85,7 @@ struct BenchProblem {
   /// Mean over the workloads with a score.
   std::optional<double> sol_score() const;
   /// From the workloads: failed without kernelarc or baseline times everywhere, else won, tied or
-  /// lost. Leaves NoTemplate as it is.
+  /// lost. Leaves NoTemplate and NotServed as they are.
   void settle_status();
 };
 
@@ -92,6 +95,7 @@ struct BenchSummary {
   int tied = 0;
   int lost = 0;
   int no_template = 0;
+  int not_served = 0;
   int failed = 0;
   std::optional<double> geomean_speedup;  ///< over the problems with a speedup
   double fast_1_0 = 0;                    ///< fraction of all problems correct with speedup > 1.0

@@ -1,6 +1,7 @@
 #include "cli/bench_suite.h"
 
 #include <algorithm>
+#include <ostream>
 #include <set>
 
 #include <fmt/format.h>
@@ -27,8 +28,13 @@ std::vector<SuiteProblem> discover_suite(const std::filesystem::path& suite,
   std::vector<SuiteProblem> problems;
   std::set<std::string> found;
   for (const auto& dir : dirs) {
-    SuiteProblem problem{dir, load_definition(dir / "definition.json").name};
     const std::string dir_name = dir.filename().string();
+    SuiteProblem problem{dir, dir_name, ""};
+    try {
+      problem.name = load_definition(dir / "definition.json").name;
+    } catch (const InputError& error) {
+      problem.error = error.what();
+    }
     const bool listed = only.empty() ||
                         std::find(only.begin(), only.end(), dir_name) != only.end() ||
                         std::find(only.begin(), only.end(), problem.name) != only.end();
@@ -46,6 +52,42 @@ std::vector<SuiteProblem> discover_suite(const std::filesystem::path& suite,
                     "definition name)",
                     suite.string(), fmt::join(unknown, ", ")));
   return problems;
+}
+
+std::vector<PreparedProblem> prepare_suite(const std::vector<const SuiteProblem*>& problems,
+                                           const RecognizeOptions& options, std::ostream& log) {
+  std::vector<PreparedProblem> prepared;
+  std::vector<Problem> read;
+  for (const SuiteProblem* entry : problems) {
+    PreparedProblem problem{entry, std::nullopt, entry->error};
+    if (problem.error.empty()) {
+      try {
+        read.push_back(load_problem(entry->dir));
+      } catch (const InputError& error) {
+        problem.error = error.what();
+      }
+    }
+    if (!problem.error.empty())
+      log << fmt::format("{}: cannot be read: {}\n", entry->name, problem.error);
+    prepared.push_back(std::move(problem));
+  }
+  auto next = read.begin();
+  for (PreparedProblem& problem : prepared) {
+    if (!problem.error.empty()) continue;
+    RecognizedProblem loaded{std::move(*next++), {}};
+    try {
+      loaded.recognition = recognize(loaded.problem, options);
+    } catch (const std::exception& error) {
+      loaded.recognition.reason = fmt::format("recognizing it failed: {}", error.what());
+    }
+    apply_recognition(loaded.problem, loaded.recognition);
+    const Recognition& r = loaded.recognition;
+    log << fmt::format("{}: {}: {}\n", problem.entry->name, source_name(r.source),
+                       r.served() ? r.summary : r.reason)
+        << std::flush;
+    problem.loaded = std::move(loaded);
+  }
+  return prepared;
 }
 
 }  // namespace kernelarc

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/recognize.h"
 #include "cli/commands.h"
 #include "cli/guard_session.h"
 #include "cli/profile_flags.h"
@@ -34,7 +35,12 @@ CommandRunner add_eval_command(CLI::App& app) {
   add_guard_flags(*cmd, flags->guard);
   add_profile_flags(*cmd, flags->profile, /*with_top=*/false);
   return [flags] {
-    const Problem problem = load_problem(flags->problem_dir);
+    // Recognized for the speed-of-light bound's bytes and FLOPs.
+    const Problem problem =
+        load_recognized_problem(
+            flags->problem_dir,
+            recognize_options(flags->guard.workspace, flags->guard.python, flags->guard.device))
+            .problem;
     const Solution solution = load_solution(flags->solution);
     GuardSession session(flags->guard);
     std::string profile;

@@ -1,17 +1,26 @@
-// `kernelarc import kernelbench <file.py> <out-dir>`: a KernelBench problem file (class Model,
-// get_inputs, get_init_inputs) becomes a problem directory. python/kernelarc_import_kernelbench.py
-// runs the file under the interpreter the oracle would use and writes the definition; the problem
-// is then loaded as any other, so an import that succeeds is a problem that loads.
+// `kernelarc import kernelbench <file.py | dir>... <out-dir>`: KernelBench problem files (class
+// Model, get_inputs, get_init_inputs) become problem directories.
+// python/kernelarc_import_kernelbench.py runs the files, all in one interpreter (the one the
+// oracle would use, detected once), and writes the definitions; each problem is then loaded as
+// any other, so an import that succeeds is a problem that loads. A file that fails, even one that
+// kills the interpreter, fails alone: the rest go to a fresh interpreter.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "core/paths.h"
@@ -23,18 +32,26 @@ namespace kernelarc {
 
 namespace {
 
-// Exit code of the import script for a file that is not a usable KernelBench problem.
-constexpr int kExitBadFile = 2;
-// Running a KernelBench file means building its model and one forward pass on the CPU.
-constexpr std::chrono::seconds kImportTimeout{600};
+// Running a KernelBench file means building its model and one forward pass on the CPU; the
+// watchdog allows this long per file without a result.
+constexpr std::chrono::seconds kFileTimeout{600};
 
 struct ImportFlags {
-  std::string file;
+  std::vector<std::string> paths;
   std::string out_dir;
   std::string python;
+  std::string report;
 };
 
-/// Removes the import's scratch files (the script's log and result) whatever happens.
+/// What became of one file: the problem it wrote, or why none.
+struct FileOutcome {
+  std::string file;
+  std::optional<std::filesystem::path> problem_dir;
+  std::string name;
+  std::string error;
+};
+
+/// Removes the import's scratch files (the script's logs and results) whatever happens.
 struct ScratchFiles {
   std::filesystem::path dir;
   explicit ScratchFiles(std::filesystem::path path) : dir(std::move(path)) {
@@ -48,51 +65,225 @@ struct ScratchFiles {
   ScratchFiles& operator=(const ScratchFiles&) = delete;
 };
 
+/// "2_b.py" before "10_a.py": KernelBench numbers its files, so a leading number sorts first.
+bool kernelbench_order(const std::string& a, const std::string& b) {
+  const auto key = [](const std::string& path) {
+    const std::string name = std::filesystem::path(path).filename().string();
+    const std::size_t digits = name.find_first_not_of("0123456789");
+    const std::size_t number =
+        digits == 0 || digits > 18 ? SIZE_MAX : std::stoull(name.substr(0, digits));
+    return std::pair(number, name);
+  };
+  return key(a) < key(b);
+}
+
+/// The files named, each once, a directory standing for its .py files; a path that is neither
+/// fails at once (its outcome is returned in `missing`).
+std::vector<std::string> expand_paths(const std::vector<std::string>& paths,
+                                      std::vector<FileOutcome>& missing) {
+  std::vector<std::string> files;
+  std::set<std::string> seen;
+  const auto add = [&](const std::string& file) {
+    if (seen.insert(std::filesystem::weakly_canonical(file).string()).second) files.push_back(file);
+  };
+  for (const std::string& path : paths) {
+    if (std::filesystem::is_directory(path)) {
+      std::vector<std::string> found;
+      for (const auto& entry : std::filesystem::directory_iterator(path)) {
+        if (entry.is_regular_file() && entry.path().extension() == ".py")
+          found.push_back(entry.path().string());
+      }
+      std::sort(found.begin(), found.end(), kernelbench_order);
+      if (found.empty())
+        missing.push_back({path, {}, "", path + ": the directory has no .py file"});
+      for (const std::string& file : found) add(file);
+    } else if (std::filesystem::is_regular_file(path)) {
+      add(path);
+    } else {
+      missing.push_back(
+          {path, {}, "", path + ": no such file (expected a KernelBench problem, a .py file)"});
+    }
+  }
+  return files;
+}
+
 /// The interpreter the oracle would run the reference with (--python, KERNELARC_PYTHON or
 /// detection): the oracle's own start-up finds it, and explains itself when none has torch.
 std::string oracle_interpreter(const ImportFlags& flags, const std::filesystem::path& scratch) {
-  PythonBridge bridge(flags.python, "cpu", kImportTimeout);
+  PythonBridge bridge(flags.python, "cpu", kFileTimeout);
   bridge.description(scratch / "detect");
   return bridge.interpreter();
 }
 
-int run_import_kernelbench(const ImportFlags& flags) {
-  if (!std::filesystem::is_regular_file(flags.file))
-    throw_input_error(flags.file, "", "no such file (expected a KernelBench problem, a .py file)");
-  std::filesystem::create_directories(flags.out_dir);
-  const ScratchFiles scratch(std::filesystem::path(flags.out_dir) /
-                             fmt::format(".kernelarc-import-{}", getpid()));
-  const std::string python = oracle_interpreter(flags, scratch.dir);
+/// Runs the import script over `files` until each has an outcome, restarting the interpreter
+/// after the file it died (or stalled) on.
+class BatchImport {
+ public:
+  BatchImport(std::string python, std::filesystem::path out_dir, std::filesystem::path scratch)
+      : python_(std::move(python)), out_dir_(std::move(out_dir)), scratch_(std::move(scratch)) {}
 
-  const std::filesystem::path script = data_dir() / "python" / "kernelarc_import_kernelbench.py";
-  const std::filesystem::path result_file = scratch.dir / "result.json";
-  const std::filesystem::path log = scratch.dir / "import.log";
-  const auto deadline = std::chrono::steady_clock::now() + kImportTimeout;
-  const ProcessResult process =
-      run_process({python, script.string(), flags.file, flags.out_dir, result_file.string()}, log,
-                  [&] { return std::chrono::steady_clock::now() < deadline; });
-  const std::string output = file_tail(log);
-  if (process.started && process.exit_code == kExitBadFile) throw InputError(output);
-  if (!process.started || process.exit_code != 0 || !std::filesystem::exists(result_file)) {
-    const std::string how = !process.started ? "could not start: " + process.spawn_error
-                            : process.stopped
-                                ? fmt::format("ran past {} s", kImportTimeout.count())
-                                : fmt::format("ended with exit code {}", process.exit_code);
-    throw InternalError(fmt::format("{} {} {}{}", python, script.string(), how,
-                                    output.empty() ? "" : ":\n" + output));
+  std::map<std::string, FileOutcome> run(const std::vector<std::string>& files) {
+    std::vector<std::string> remaining = files;
+    for (int attempt = 0; !remaining.empty(); ++attempt) remaining = run_once(remaining, attempt);
+    return std::move(outcomes_);
   }
 
-  const OrderedJson result = parse_json_text(read_text_file(result_file), result_file.string());
-  const std::filesystem::path problem_dir = result.at("problem_dir").get<std::string>();
-  const Problem problem = load_problem(problem_dir);
-  const auto names = [](const std::vector<TensorSpec>& specs) {
-    std::vector<std::string> result;
-    for (const TensorSpec& spec : specs) result.push_back(spec.name);
-    return fmt::format("{}", fmt::join(result, ", "));
-  };
-  std::cout << fmt::format("imported {} as problem {} in {} (inputs: {}; outputs: {})\n",
-                           flags.file, problem.definition.name, problem_dir.string(),
-                           names(problem.definition.inputs), names(problem.definition.outputs));
+ private:
+  /// One interpreter over `files`; returns those it never started on.
+  std::vector<std::string> run_once(const std::vector<std::string>& files, int attempt) {
+    const std::filesystem::path results = scratch_ / fmt::format("results-{}.jsonl", attempt);
+    const std::filesystem::path log = scratch_ / fmt::format("import-{}.log", attempt);
+    const std::filesystem::path script = data_dir() / "python" / "kernelarc_import_kernelbench.py";
+    std::vector<std::string> argv = {python_, script.string(), out_dir_.string(), results.string()};
+    argv.insert(argv.end(), files.begin(), files.end());
+
+    // The watchdog's clock restarts whenever the script reports progress.
+    auto deadline = std::chrono::steady_clock::now() + kFileTimeout;
+    std::uintmax_t reported = 0;
+    const ProcessResult process = run_process(argv, log, [&] {
+      std::error_code ignored;
+      const std::uintmax_t size = std::filesystem::file_size(results, ignored);
+      if (!ignored && size != reported) {
+        reported = size;
+        deadline = std::chrono::steady_clock::now() + kFileTimeout;
+      }
+      return std::chrono::steady_clock::now() < deadline;
+    });
+
+    std::optional<std::string> running;
+    std::vector<std::string> started;
+    for (const OrderedJson& event : read_events(results)) {
+      const std::string file = event.at("file").get<std::string>();
+      if (event.at("event") == "start") {
+        running = file;
+        started.push_back(file);
+        continue;
+      }
+      running.reset();
+      FileOutcome outcome{file, {}, "", ""};
+      if (event.at("ok").get<bool>()) {
+        outcome.problem_dir = event.at("problem_dir").get<std::string>();
+        outcome.name = event.at("name").get<std::string>();
+      } else {
+        outcome.error = event.at("error").get<std::string>();
+      }
+      outcomes_[file] = std::move(outcome);
+    }
+
+    const std::string how =
+        !process.started  ? "could not start: " + process.spawn_error
+        : process.stopped ? fmt::format("gave no result for {} s", kFileTimeout.count())
+        : process.signal  ? fmt::format("was killed by signal {}", process.signal)
+                          : fmt::format("ended with exit code {}", process.exit_code);
+    const std::string output = file_tail(log);
+    const std::string failure =
+        fmt::format("the import script ({} {}) {}{}", python_, script.string(), how,
+                    output.empty() ? "" : ":\n" + output);
+    if (running) {
+      outcomes_[*running] = {*running, {}, "", *running + ": while importing it, " + failure};
+    }
+    std::vector<std::string> never_started;
+    for (const std::string& file : files) {
+      if (std::find(started.begin(), started.end(), file) == started.end())
+        never_started.push_back(file);
+    }
+    // Without a file to blame the interpreter fails before any file: retrying would not help.
+    if (started.empty() || (process.started && !process.stopped && process.exit_code == 0)) {
+      for (const std::string& file : never_started) outcomes_[file] = {file, {}, "", failure};
+      return {};
+    }
+    return never_started;
+  }
+
+  static std::vector<OrderedJson> read_events(const std::filesystem::path& results) {
+    std::vector<OrderedJson> events;
+    if (!std::filesystem::exists(results)) return events;
+    std::istringstream lines(read_text_file(results));
+    for (std::string line; std::getline(lines, line);) {
+      // A line cut short by a killed interpreter is simply not an event.
+      OrderedJson event = OrderedJson::parse(line, nullptr, false);
+      if (!event.is_discarded() && event.contains("event") && event.contains("file"))
+        events.push_back(std::move(event));
+    }
+    return events;
+  }
+
+  std::string python_;
+  std::filesystem::path out_dir_;
+  std::filesystem::path scratch_;
+  std::map<std::string, FileOutcome> outcomes_;
+};
+
+std::string names_of(const std::vector<TensorSpec>& specs) {
+  std::vector<std::string> names;
+  for (const TensorSpec& spec : specs) names.push_back(spec.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+/// Loads the problem an import wrote, so that a success is a problem that loads.
+void prove_loads(FileOutcome& outcome) {
+  if (!outcome.problem_dir) return;
+  try {
+    const Problem problem = load_problem(*outcome.problem_dir);
+    std::cout << fmt::format("imported {} as problem {} in {} (inputs: {}; outputs: {})\n",
+                             outcome.file, problem.definition.name, outcome.problem_dir->string(),
+                             names_of(problem.definition.inputs),
+                             names_of(problem.definition.outputs));
+  } catch (const InputError& error) {
+    outcome.error = outcome.file + ": the problem it became does not load: " + error.what();
+    outcome.problem_dir.reset();
+  }
+}
+
+void write_report(const std::filesystem::path& path, const std::vector<FileOutcome>& outcomes) {
+  OrderedJson report = OrderedJson::array();
+  for (const FileOutcome& outcome : outcomes) {
+    OrderedJson entry = {{"file", outcome.file}};
+    if (outcome.problem_dir) {
+      entry["problem_dir"] = outcome.problem_dir->string();
+      entry["name"] = outcome.name;
+    } else {
+      entry["error"] = outcome.error;
+    }
+    report.push_back(std::move(entry));
+  }
+  write_file_atomically(path, report.dump(2) + "\n");
+}
+
+int run_import_kernelbench(const ImportFlags& flags) {
+  std::vector<FileOutcome> missing;
+  const std::vector<std::string> files = expand_paths(flags.paths, missing);
+  std::filesystem::create_directories(flags.out_dir);
+  std::map<std::string, FileOutcome> imported;
+  if (!files.empty()) {
+    const ScratchFiles scratch(std::filesystem::path(flags.out_dir) /
+                               fmt::format(".kernelarc-import-{}", getpid()));
+    BatchImport batch(oracle_interpreter(flags, scratch.dir), flags.out_dir, scratch.dir);
+    imported = batch.run(files);
+  }
+
+  std::vector<FileOutcome> outcomes = missing;
+  for (const std::string& file : files) {
+    FileOutcome outcome = imported.at(file);
+    prove_loads(outcome);
+    outcomes.push_back(std::move(outcome));
+  }
+  if (!flags.report.empty()) write_report(flags.report, outcomes);
+
+  std::vector<const FileOutcome*> failed;
+  for (const FileOutcome& outcome : outcomes) {
+    if (!outcome.problem_dir) failed.push_back(&outcome);
+  }
+  if (outcomes.size() == 1 && !failed.empty()) throw InputError(failed.front()->error);
+  for (const FileOutcome* outcome : failed) std::cerr << "not imported: " << outcome->error << '\n';
+  if (outcomes.size() > 1) {
+    std::cout << fmt::format("imported {} of {} files into {}\n", outcomes.size() - failed.size(),
+                             outcomes.size(), flags.out_dir);
+  }
+  if (!failed.empty()) {
+    throw InputError(fmt::format("{} of {} files could not be imported (each is listed above)",
+                                 failed.size(), outcomes.size()));
+  }
   return 0;
 }
 
@@ -100,16 +291,34 @@ int run_import_kernelbench(const ImportFlags& flags) {
 
 CommandRunner add_import_command(CLI::App& app) {
   auto flags = std::make_shared<ImportFlags>();
-  auto* import = app.add_subcommand("import", "make a kernelarc problem from another format");
+  auto* import = app.add_subcommand("import", "make kernelarc problems from another format");
   import->require_subcommand(1);
   auto* kernelbench = import->add_subcommand(
-      "kernelbench", "a KernelBench file (class Model, get_inputs, get_init_inputs)");
-  kernelbench->add_option("file", flags->file, "the KernelBench problem (.py)")->required();
-  kernelbench->add_option("out_dir", flags->out_dir, "where <name>/definition.json is written")
+      "kernelbench", "KernelBench files (class Model, get_inputs, get_init_inputs)");
+  // One positional list: CLI11 gives a list positional every argument, so the output directory
+  // is taken from its end.
+  kernelbench
+      ->add_option("paths", flags->paths,
+                   "KernelBench problems (.py files, or directories of them), then the output "
+                   "directory (where <name>/definition.json is written)")
       ->required();
   kernelbench->add_option("--python", flags->python,
-                          "Python with torch to run the file (default: as the oracle)");
-  return [flags] { return run_import_kernelbench(*flags); };
+                          "Python with torch to run the files (default: as the oracle)");
+  kernelbench->add_option("--report", flags->report,
+                          "also write what became of each file as JSON: [{file, problem_dir, "
+                          "name} or {file, error}]");
+  return [flags] {
+    if (flags->paths.size() < 2) {
+      throw InputError(
+          "import kernelbench: expected KernelBench files (or directories) and then the output "
+          "directory, got " +
+          std::to_string(flags->paths.size()) + " path");
+    }
+    ImportFlags split = *flags;
+    split.out_dir = split.paths.back();
+    split.paths.pop_back();
+    return run_import_kernelbench(split);
+  };
 }
 
 }  // namespace kernelarc

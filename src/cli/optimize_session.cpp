@@ -33,6 +33,21 @@ void apply_guard_config(const nlohmann::json& json, GuardFlags& flags, int& sear
   }
 }
 
+/// "\nrecognized (fused): fused plan of 2 kernels (...)"; nothing for an annotated problem.
+std::string recognition_line(const Recognition& recognition) {
+  switch (recognition.source) {
+    case Recognition::Source::Annotated:
+      return "";
+    case Recognition::Source::Matched:
+    case Recognition::Source::Fused:
+      return fmt::format("\nrecognized ({}): {}", source_name(recognition.source),
+                         recognition.summary);
+    case Recognition::Source::NotServed:
+      break;
+  }
+  return "\nno template family serves it: " + recognition.reason;
+}
+
 }  // namespace
 
 nlohmann::json guard_config(const GuardFlags& flags, int search_trials) {
@@ -44,7 +59,15 @@ nlohmann::json guard_config(const GuardFlags& flags, int search_trials) {
 }
 
 OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed)
-    : flags_(std::move(flags)) {
+    : OptimizeSession(
+          flags, resumed,
+          load_recognized_problem(
+              flags.problem_dir,
+              recognize_options(flags.guard.workspace, flags.guard.python, flags.guard.device))) {}
+
+OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
+                                 RecognizedProblem recognized)
+    : flags_(std::move(flags)), recognition_(std::move(recognized.recognition)) {
   const SynthChoice synth = parse_synth(flags_.synth);
   if (resumed) {
     apply_guard_config(resumed->config.value("guard", nlohmann::json::object()), flags_.guard,
@@ -59,7 +82,10 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed)
   setup_options.extra_files = read_extra_files(flags_.files);
   setup_options.baseline = flags_.baseline;
   setup_options.require_templates = synth.code.empty() && !flags_.allow_no_template;
-  setup_ = std::make_unique<SearchSetup>(flags_.problem_dir, setup_options);
+  if (setup_options.require_templates && !recognition_.served())
+    throw InputError(
+        fmt::format("{}: nothing to search: {}", flags_.problem_dir, recognition_.reason));
+  setup_ = std::make_unique<SearchSetup>(std::move(recognized.problem), setup_options);
   if (!synth.code.empty())
     code_ = std::make_unique<CodeSynthSetup>(synth.code, flags_.code, flags_.guard.workspace);
 
@@ -139,6 +165,7 @@ std::string OptimizeSession::description() const {
       "searching, {} for the finalists",
       problem().definition.name, flags_.guard.device, target_.workload_class,
       target_.templates.size(), flags_.search_trials, flags_.guard.trials);
+  text += recognition_line(recognition_);
   if (code_) text += "\n" + code_->description();
   return text;
 }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/recognize.h"
 #include "cli/code_synth_setup.h"
 #include "cli/guard_session.h"
 #include "cli/profile_flags.h"
@@ -53,8 +54,11 @@ struct OptimizeFlags {
 class OptimizeSession {
  public:
   /// `resumed`: the stored run whose guard settings, workloads and baseline replace the flags'.
-  /// InputError for unusable flags (naming the flag) or a problem nothing can search.
+  /// Loads and recognizes flags.problem_dir. InputError for unusable flags (naming the flag) or
+  /// a problem nothing can search.
   OptimizeSession(OptimizeFlags flags, const Run* resumed);
+  /// The same for a problem loaded and recognized already.
+  OptimizeSession(OptimizeFlags flags, const Run* resumed, RecognizedProblem recognized);
   ~OptimizeSession();
   OptimizeSession(const OptimizeSession&) = delete;
   OptimizeSession& operator=(const OptimizeSession&) = delete;
@@ -62,6 +66,8 @@ class OptimizeSession {
   /// The flags in effect (a resumed run's guard settings, workloads and baseline applied).
   const OptimizeFlags& flags() const { return flags_; }
   const Problem& problem() const { return setup_->problem(); }
+  /// How the problem's op_family was found (annotated, matched, fused or not served).
+  const Recognition& recognition() const { return recognition_; }
   const std::vector<Workload>& workloads() const { return workloads_; }
   const OptimizeTarget& target() const { return target_; }
   const OptimizeOptions& options() const { return options_; }
@@ -79,6 +85,7 @@ class OptimizeSession {
 
  private:
   OptimizeFlags flags_;
+  Recognition recognition_;
   std::unique_ptr<SearchSetup> setup_;
   std::unique_ptr<CodeSynthSetup> code_;
   std::unique_ptr<GuardSession> search_;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "app/recognize.h"
 #include "cli/code_synth_setup.h"
 #include "cli/commands.h"
 #include "codesynth/prompt_builder.h"
@@ -30,6 +31,7 @@ struct PromptFlags {
   std::string agent = "explore";
   std::string device = "cpu";
   std::string workspace = kDefaultWorkspace;
+  std::string python;
   std::string prompts;
   std::vector<std::string> board;
   int64_t run_id = 0;
@@ -80,7 +82,10 @@ void read_traces(const std::filesystem::path& path, const Problem& problem,
 }
 
 int run_prompt(const PromptFlags& flags) {
-  const Problem problem = load_problem(flags.problem_dir);
+  const Problem problem =
+      load_recognized_problem(flags.problem_dir,
+                              recognize_options(flags.workspace, flags.python, flags.device))
+          .problem;
   SynthesisRequest request;
   request.problem = &problem;
   request.device = flags.device;
@@ -130,8 +135,11 @@ CommandRunner add_prompt_command(CLI::App& app) {
   cmd->add_option("--move", flags->move, "draft, improve, crossover or repair");
   cmd->add_option("--agent", flags->agent, "the asking agent's strategy")->capture_default_str();
   cmd->add_option("--device", flags->device, "cpu or cuda:N")->capture_default_str();
-  cmd->add_option("--workspace", flags->workspace, "calibration and knowledge base")
+  cmd->add_option("--workspace", flags->workspace,
+                  "calibration, knowledge base and traced references")
       ->capture_default_str();
+  cmd->add_option("--python", flags->python,
+                  "Python with torch to trace the reference (default: detect)");
   cmd->add_option("--llm-prompts", flags->prompts,
                   "folder of prompt templates replacing the built-in ones of the same name");
   cmd->add_option("--board", flags->board, "a conclusion to show (repeatable)");

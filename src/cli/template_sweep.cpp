@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "app/recognize.h"
 #include "cli/table.h"
 #include "optimize/search_setup.h"
 #include "synth/bound_template.h"
@@ -58,12 +59,21 @@ std::optional<std::pair<std::string, double>> bundled_ms(const std::string& dir,
 
 bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& library,
                    const SweepFlags& flags, GuardSession& fast, GuardSession& full) {
-  const Problem problem = load_problem(dir);
+  const RecognizedProblem loaded = load_recognized_problem(
+      dir, recognize_options(flags.guard.workspace, flags.guard.python, flags.guard.device));
+  const Problem& problem = loaded.problem;
   const std::string target = flags.guard.device == "cpu" ? "cpu" : "cuda";
   const auto matches = match_templates(library, problem, target);
   const auto workloads = fast.select_workloads(problem);
   std::cout << fmt::format("== {} ({} workloads, op family {})\n", problem.definition.name,
                            workloads.size(), problem.definition.ext.op_family);
+  if (!loaded.recognition.served()) {
+    std::cout << "not served: " << loaded.recognition.reason << '\n';
+    return false;
+  }
+  if (loaded.recognition.source != Recognition::Source::Annotated)
+    std::cout << fmt::format("recognized ({}): {}\n", source_name(loaded.recognition.source),
+                             loaded.recognition.summary);
   if (matches.empty()) {
     std::cout << describe_no_template(library, problem, target) << '\n';
     return false;

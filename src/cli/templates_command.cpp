@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "app/recognize.h"
 #include "cli/commands.h"
 #include "cli/extra_files.h"
 #include "cli/guard_session.h"
@@ -65,9 +66,20 @@ int run_list(const TemplatesFlags& flags) {
     table.print(std::cout);
     return 0;
   }
-  const Problem problem = load_problem(flags.list_problem);
+  const RecognizedProblem loaded = load_recognized_problem(
+      flags.list_problem,
+      recognize_options(flags.guard.workspace, flags.guard.python, flags.guard.device));
+  const Problem& problem = loaded.problem;
   std::cout << fmt::format("problem {} (op family \"{}\")\n", problem.definition.name,
                            problem.definition.ext.op_family);
+  const Recognition& recognition = loaded.recognition;
+  if (!recognition.served()) {
+    std::cout << "not served: " << recognition.reason << '\n';
+    return 1;
+  }
+  if (recognition.source != Recognition::Source::Annotated)
+    std::cout << fmt::format("recognized ({}): {}\n", source_name(recognition.source),
+                             recognition.summary);
   int served = 0;
   for (const std::string target : {"cuda", "cpu"}) {
     if (!flags.target.empty() && flags.target != target) continue;
@@ -109,7 +121,11 @@ KnobPoint requested_point(const KnobSpace& space, const std::string& text) {
 
 int run_try(const TemplatesFlags& flags) {
   const auto library = load_template_library(library_root(flags));
-  const Problem problem = load_problem(flags.problem_dir);
+  const Problem problem =
+      load_recognized_problem(
+          flags.problem_dir,
+          recognize_options(flags.guard.workspace, flags.guard.python, flags.guard.device))
+          .problem;
   const KernelTemplate* kernel = nullptr;
   for (const KernelTemplate& candidate : library)
     if (candidate.name == flags.template_name) kernel = &candidate;
@@ -155,6 +171,10 @@ CommandRunner add_templates_command(CLI::App& app) {
   list->add_option("--problem", flags->list_problem, "problem directory")
       ->check(CLI::ExistingDirectory);
   list->add_option("--target", flags->target, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
+  list->add_option("--workspace", flags->guard.workspace, "where traced references are cached")
+      ->capture_default_str();
+  list->add_option("--python", flags->guard.python,
+                   "Python with torch to trace the reference (default: detect)");
   auto* try_cmd = cmd->add_subcommand(
       "try", "instantiate a template at a knob point and run it through the guard");
   try_cmd->add_option("problem", flags->problem_dir, "problem directory")

@@ -1,5 +1,7 @@
 // definition.json: parsing and the cross-field checks (axes, shapes, run() signature, ...).
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 
 #include <fmt/format.h>
@@ -25,15 +27,29 @@ std::string trim(std::string_view text) {
   return std::string(text.substr(begin, end - begin));
 }
 
+// The axis kind as written, or, where "type" is absent or null, the one pydantic's union picks
+// (every upstream axis model defaults its "type"): "value" makes a const axis, "expression" an
+// expr axis, neither a var axis.
+std::string axis_type(const OrderedJson& value, std::string_view where, const std::string& field) {
+  if (const OrderedJson* type = find_optional(value, "type")) {
+    return expect_string(*type, where, field_path(field, "type"));
+  }
+  if (find_optional(value, "value")) return "const";
+  if (find_optional(value, "expression")) return "expr";
+  return "var";
+}
+
+// Other keys of an axis (a var axis's "value", ...) are ignored, as upstream ignores them.
 Axis parse_axis(const std::string& name, const OrderedJson& value, std::string_view where) {
   const std::string field = field_path("axes", name);
   expect_object(value, where, field);
   Axis axis;
   axis.name = name;
-  const std::string type =
-      expect_string(require_member(value, "type", where, field), where, field_path(field, "type"));
+  if (const OrderedJson* description = find_optional(value, "description")) {
+    expect_string(*description, where, field_path(field, "description"));
+  }
+  const std::string type = axis_type(value, where, field);
   if (type == "const") {
-    reject_unknown_keys(value, {"type", "value", "description"}, where, field);
     axis.kind = AxisKind::Const;
     axis.value =
         expect_int(require_member(value, "value", where, field), where, field_path(field, "value"));
@@ -42,10 +58,8 @@ Axis parse_axis(const std::string& name, const OrderedJson& value, std::string_v
                         fmt::format("expected an integer >= 0, got {}", axis.value));
     }
   } else if (type == "var") {
-    reject_unknown_keys(value, {"type", "description"}, where, field);
     axis.kind = AxisKind::Var;
   } else if (type == "expr") {
-    reject_unknown_keys(value, {"type", "expression", "description"}, where, field);
     axis.kind = AxisKind::Expr;
     axis.expression = expect_string(require_member(value, "expression", where, field), where,
                                     field_path(field, "expression"));
@@ -115,7 +129,6 @@ std::vector<TensorSpec> parse_tensors(const OrderedJson& json, std::string_view 
   for (const auto& [name, value] : object.items()) {
     const std::string field = field_path(key, name);
     expect_object(value, where, field);
-    reject_unknown_keys(value, {"shape", "dtype", "description"}, where, field);
     TensorSpec spec;
     spec.name = name;
     const OrderedJson& shape = require_member(value, "shape", where, field);
@@ -129,7 +142,7 @@ std::vector<TensorSpec> parse_tensors(const OrderedJson& json, std::string_view 
       for (std::size_t index = 0; index < shape.size(); ++index) {
         const std::string axis_field = field_index(shape_field, index);
         std::string axis = expect_string(shape[index], where, axis_field);
-        if (def.find_axis(axis) == nullptr) {
+        if (def.find_axis(axis) == nullptr && !literal_size(axis)) {
           throw_input_error(where, axis_field, fmt::format("unknown axis \"{}\"", axis));
         }
         spec.shape->push_back(std::move(axis));
@@ -145,7 +158,7 @@ std::vector<TensorSpec> parse_tensors(const OrderedJson& json, std::string_view 
           fmt::format("expected one of {}, got \"{}\"", dtype_accepted_names(), dtype));
     }
     spec.dtype = *parsed;
-    if (const OrderedJson* description = find_member(value, "description")) {
+    if (const OrderedJson* description = find_optional(value, "description")) {
       spec.description = expect_string(*description, where, field_path(field, "description"));
     }
     specs.push_back(std::move(spec));
@@ -155,9 +168,16 @@ std::vector<TensorSpec> parse_tensors(const OrderedJson& json, std::string_view 
 
 // Finds the parameter list of the last top-level `def <name>(...)` in Python source; nullopt
 // when there is none. A scan, not a parser: enough to catch a signature that does not match.
-std::optional<std::vector<std::string>> top_level_def_params(const std::string& source,
-                                                             std::string_view name) {
-  std::optional<std::vector<std::string>> result;
+// The positional parameters of a Python function: the ones a call with the inputs in order fills.
+struct PositionalParams {
+  std::vector<std::string> names;
+  std::size_t required = 0;  ///< those without a default
+  bool variadic = false;     ///< a "*args" takes any further ones
+};
+
+std::optional<PositionalParams> top_level_def_params(const std::string& source,
+                                                     std::string_view name) {
+  std::optional<PositionalParams> result;
   std::size_t line_start = 0;
   while (line_start < source.size()) {
     std::size_t pos = line_start;
@@ -188,20 +208,29 @@ std::optional<std::vector<std::string>> top_level_def_params(const std::string& 
       }
     }
     params.push_back(current);
-    std::vector<std::string> names;
+    // Annotation and default go; "/" is a marker; "*", "*args" or "**kwargs" end the
+    // positional parameters (keyword-only ones follow).
+    PositionalParams positional;
     for (const std::string& param : params) {
-      std::string text = trim(param);
-      // Annotation and default go; "/" and a bare "*" are markers, not parameters.
-      text = trim(text.substr(0, text.find_first_of(":=")));
-      if (text.empty() || text == "/" || text == "*") continue;
-      names.push_back(text);
+      const std::string text = trim(param);
+      const std::string name_text = trim(text.substr(0, text.find_first_of(":=")));
+      if (name_text.starts_with('*')) {
+        positional.variadic = name_text.size() > 1 && !name_text.starts_with("**");
+        break;
+      }
+      if (name_text.empty() || name_text == "/") continue;
+      positional.names.push_back(name_text);
+      if (text.find('=') == std::string::npos) positional.required = positional.names.size();
     }
-    result = std::move(names);
+    result = std::move(positional);
   }
   return result;
 }
 
-// The reference and the baseline code are both called with the inputs in definition order.
+// The reference and the baseline code are both called with the inputs in definition order, by
+// position. FlashInfer-Bench does not compare names (its tests write run(a) for an input "A"),
+// so only what would misplace or drop an input is an error: a parameter named like an input
+// at another input's position, or a count the call cannot fill.
 void check_run_signature(const Definition& def, const std::string& source, std::string_view where,
                          std::string_view field) {
   const auto params = top_level_def_params(source, "run");
@@ -210,10 +239,22 @@ void check_run_signature(const Definition& def, const std::string& source, std::
   }
   std::vector<std::string> inputs;
   for (const TensorSpec& spec : def.inputs) inputs.push_back(spec.name);
-  if (*params != inputs) {
-    throw_input_error(where, field,
-                      fmt::format("run() parameters ({}) must equal the input names in order ({})",
-                                  join(*params), join(inputs)));
+  for (std::size_t index = 0; index < params->names.size(); ++index) {
+    const auto input = std::ranges::find(inputs, params->names[index]);
+    if (input != inputs.end() && input != inputs.begin() + static_cast<std::ptrdiff_t>(index)) {
+      throw_input_error(
+          where, field,
+          fmt::format("run() parameters ({}) must equal the input names in order ({})",
+                      join(params->names), join(inputs)));
+    }
+  }
+  if (inputs.size() < params->required ||
+      (!params->variadic && inputs.size() > params->names.size())) {
+    throw_input_error(
+        where, field,
+        fmt::format("run() takes {} positional parameters ({}), but it is called with the {} "
+                    "inputs ({})",
+                    params->names.size(), join(params->names), inputs.size(), join(inputs)));
   }
 }
 
@@ -251,7 +292,7 @@ DefinitionExtension parse_extension(const OrderedJson& value, const Definition& 
                       where, "kernelarc");
   DefinitionExtension ext;
   auto text = [&](std::string_view key) {
-    const OrderedJson* member = find_member(value, key);
+    const OrderedJson* member = find_optional(value, key);
     return member ? expect_string(*member, where, field_path("kernelarc", key)) : std::string();
   };
   ext.op_family = text("op_family");
@@ -259,9 +300,9 @@ DefinitionExtension parse_extension(const OrderedJson& value, const Definition& 
   ext.bytes = text("bytes");
   ext.native_reference = text("native_reference");
   ext.baseline = text("baseline");
-  if (find_member(value, "baseline"))
+  if (find_optional(value, "baseline"))
     check_run_signature(def, ext.baseline, where, "kernelarc.baseline");
-  if (const OrderedJson* params = find_member(value, "op_params")) {
+  if (const OrderedJson* params = find_optional(value, "op_params")) {
     expect_object(*params, where, "kernelarc.op_params");
     ext.op_params = *params;
   }
@@ -271,11 +312,56 @@ DefinitionExtension parse_extension(const OrderedJson& value, const Definition& 
 }
 
 std::string optional_string(const OrderedJson& json, std::string_view key, std::string_view where) {
-  const OrderedJson* member = find_member(json, key);
+  const OrderedJson* member = find_optional(json, key);
   return member ? expect_string(*member, where, key) : std::string();
 }
 
+// True when an identifier in the text (a Python expression) is one of the inputs.
+bool names_an_input(std::string_view text, const Definition& def) {
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t begin = 0; begin < text.size();) {
+    if (!word_char(text[begin])) {
+      ++begin;
+      continue;
+    }
+    std::size_t end = begin;
+    while (end < text.size() && word_char(text[end])) ++end;
+    const std::string_view word = text.substr(begin, end - begin);
+    for (const TensorSpec& input : def.inputs)
+      if (input.name == word) return true;
+    begin = end;
+  }
+  return false;
+}
+
+// FlashInfer-Bench's constraints are Python expressions, and some read input data
+// ("num_kv_indices == kv_indptr[-1].item()"): one that names an input is kept for readers in
+// data_constraints and not evaluated, as that needs the tensors. Every other one must be an
+// expression over axes, which each workload must satisfy.
+void parse_constraints(const OrderedJson& list, Definition& def, std::string_view where) {
+  def.constraints = expect_string_list(list, where, "constraints");
+  for (std::size_t index = 0; index < def.constraints.size(); ++index) {
+    const std::string& constraint = def.constraints[index];
+    if (names_an_input(constraint, def)) {
+      def.data_constraints.push_back(constraint);
+    } else {
+      check_axis_expr(constraint, def, where, field_index("constraints", index));
+    }
+  }
+}
+
 }  // namespace
+
+std::optional<int64_t> literal_size(std::string_view shape_entry) {
+  if (shape_entry.empty()) return std::nullopt;
+  for (const char c : shape_entry)
+    if (c < '0' || c > '9') return std::nullopt;
+  int64_t value = 0;
+  const auto [end, error] =
+      std::from_chars(shape_entry.data(), shape_entry.data() + shape_entry.size(), value);
+  if (error != std::errc() || end != shape_entry.data() + shape_entry.size()) return std::nullopt;
+  return value;
+}
 
 const Axis* Definition::find_axis(std::string_view axis_name) const {
   for (const Axis& axis : axes) {
@@ -306,13 +392,10 @@ Definition parse_definition(const OrderedJson& json, const std::string& where) {
   def.custom_inputs_entrypoint = optional_string(json, "custom_inputs_entrypoint", where);
   check_reference(def, where);
 
-  if (const OrderedJson* constraints = find_member(json, "constraints")) {
-    def.constraints = expect_string_list(*constraints, where, "constraints");
-    for (std::size_t index = 0; index < def.constraints.size(); ++index) {
-      check_axis_expr(def.constraints[index], def, where, field_index("constraints", index));
-    }
+  if (const OrderedJson* constraints = find_optional(json, "constraints")) {
+    parse_constraints(*constraints, def, where);
   }
-  if (const OrderedJson* ext = find_member(json, "kernelarc")) {
+  if (const OrderedJson* ext = find_optional(json, "kernelarc")) {
     def.ext = parse_extension(*ext, def, where);
   }
   return def;

@@ -5,6 +5,10 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "core/error.h"
+
 namespace kernelarc {
 namespace {
 
@@ -12,11 +16,12 @@ struct DTypeInfo {
   DType dtype;
   std::string_view name;
   std::string_view safetensors_name;
-  std::size_t size;
+  std::size_t size;  ///< 0 for the packed float4 types
   bool floating;
 };
 
-constexpr std::array<DTypeInfo, 12> kDTypes = {{
+// The float4 types have no safetensors name: kernelarc never stores them.
+constexpr std::array<DTypeInfo, 14> kDTypes = {{
     {DType::Float64, "float64", "F64", 8, true},
     {DType::Float32, "float32", "F32", 4, true},
     {DType::Float16, "float16", "F16", 2, true},
@@ -29,6 +34,8 @@ constexpr std::array<DTypeInfo, 12> kDTypes = {{
     {DType::Int64, "int64", "I64", 8, false},
     {DType::UInt8, "uint8", "U8", 1, false},
     {DType::Bool, "bool", "BOOL", 1, false},
+    {DType::Float4E2M1, "float4_e2m1", "", 0, true},
+    {DType::Float4E2M1FNx2, "float4_e2m1fn_x2", "", 0, true},
 }};
 
 const DTypeInfo& info(DType dtype) {
@@ -36,6 +43,14 @@ const DTypeInfo& info(DType dtype) {
     if (entry.dtype == dtype) return entry;
   }
   return kDTypes[1];  // unreachable for a valid enumerator
+}
+
+// A packed element has no address of its own, so neither a size nor an element access exists.
+[[noreturn]] void throw_packed(DType dtype) {
+  throw InputError(fmt::format(
+      "{} packs two values per byte; kernelarc cannot yet allocate, generate, compare or run "
+      "tensors of this dtype",
+      info(dtype).name));
 }
 
 uint32_t float_bits(float value) {
@@ -93,18 +108,24 @@ std::string_view dtype_safetensors_name(DType dtype) {
 
 std::optional<DType> dtype_from_safetensors_name(std::string_view name) {
   for (const auto& entry : kDTypes) {
-    if (entry.safetensors_name == name) return entry.dtype;
+    if (!entry.safetensors_name.empty() && entry.safetensors_name == name) return entry.dtype;
   }
   return std::nullopt;
 }
 
 std::string_view dtype_accepted_names() {
-  return "float64, float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8, int16, int32, "
-         "int64, uint8, bool";
+  return "float64, float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, float4_e2m1, "
+         "float4_e2m1fn_x2, int8, int16, int32, int64, uint8, bool";
+}
+
+bool dtype_is_packed(DType dtype) {
+  return info(dtype).size == 0;
 }
 
 std::size_t dtype_size(DType dtype) {
-  return info(dtype).size;
+  const std::size_t size = info(dtype).size;
+  if (size == 0) throw_packed(dtype);
+  return size;
 }
 bool dtype_is_floating(DType dtype) {
   return info(dtype).floating;
@@ -253,6 +274,9 @@ double load_element(DType dtype, const void* element) {
       return load_as<uint8_t>(element);
     case DType::Bool:
       return load_as<uint8_t>(element) != 0 ? 1.0 : 0.0;
+    case DType::Float4E2M1:
+    case DType::Float4E2M1FNx2:
+      throw_packed(dtype);
   }
   return 0;
 }
@@ -270,19 +294,33 @@ void load_all(const void* first, int64_t count, double* out, Convert convert) {
 void load_elements(DType dtype, const void* first, int64_t count, double* out) {
   auto same = [](auto value) { return static_cast<double>(value); };
   switch (dtype) {
-    case DType::Float64: return load_all<double>(first, count, out, same);
-    case DType::Float32: return load_all<float>(first, count, out, same);
-    case DType::Float16: return load_all<uint16_t>(first, count, out, fp16_to_float);
-    case DType::BFloat16: return load_all<uint16_t>(first, count, out, bf16_to_float);
-    case DType::Float8E4M3FN: return load_all<uint8_t>(first, count, out, fp8_e4m3fn_to_float);
-    case DType::Float8E5M2: return load_all<uint8_t>(first, count, out, fp8_e5m2_to_float);
-    case DType::Int8: return load_all<int8_t>(first, count, out, same);
-    case DType::Int16: return load_all<int16_t>(first, count, out, same);
-    case DType::Int32: return load_all<int32_t>(first, count, out, same);
-    case DType::Int64: return load_all<int64_t>(first, count, out, same);
-    case DType::UInt8: return load_all<uint8_t>(first, count, out, same);
+    case DType::Float64:
+      return load_all<double>(first, count, out, same);
+    case DType::Float32:
+      return load_all<float>(first, count, out, same);
+    case DType::Float16:
+      return load_all<uint16_t>(first, count, out, fp16_to_float);
+    case DType::BFloat16:
+      return load_all<uint16_t>(first, count, out, bf16_to_float);
+    case DType::Float8E4M3FN:
+      return load_all<uint8_t>(first, count, out, fp8_e4m3fn_to_float);
+    case DType::Float8E5M2:
+      return load_all<uint8_t>(first, count, out, fp8_e5m2_to_float);
+    case DType::Int8:
+      return load_all<int8_t>(first, count, out, same);
+    case DType::Int16:
+      return load_all<int16_t>(first, count, out, same);
+    case DType::Int32:
+      return load_all<int32_t>(first, count, out, same);
+    case DType::Int64:
+      return load_all<int64_t>(first, count, out, same);
+    case DType::UInt8:
+      return load_all<uint8_t>(first, count, out, same);
     case DType::Bool:
       return load_all<uint8_t>(first, count, out, [](uint8_t v) { return v != 0 ? 1.0 : 0.0; });
+    case DType::Float4E2M1:
+    case DType::Float4E2M1FNx2:
+      throw_packed(dtype);
   }
 }
 
@@ -325,6 +363,9 @@ void store_element(DType dtype, void* element, double value) {
     case DType::Bool:
       store_as<uint8_t>(element, value != 0 ? 1 : 0);
       return;
+    case DType::Float4E2M1:
+    case DType::Float4E2M1FNx2:
+      throw_packed(dtype);
   }
 }
 

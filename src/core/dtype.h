@@ -3,6 +3,10 @@
 // The low-precision formats (bf16, fp16, fp8 e4m3fn, fp8 e5m2) are converted in software with
 // round-to-nearest-even, matching PyTorch's casts bit for bit, so the guard can compare and
 // generate tensors without a GPU or a compiler extension.
+//
+// The float4 types are read from definitions but hold two values per byte, so no element has a
+// byte of its own: dtype_size and the element accessors refuse them with an InputError, which
+// turns every attempt to allocate, generate or compare such a tensor into a clear message.
 #pragma once
 
 #include <cstddef>
@@ -27,18 +31,25 @@ enum class DType : int {
   Int64 = KA_INT64,
   UInt8 = KA_UINT8,
   Bool = KA_BOOL,
+  Float4E2M1 = KA_FLOAT4_E2M1,
+  Float4E2M1FNx2 = KA_FLOAT4_E2M1FN_X2,
 };
 
 /// Name as written in definition.json ("bfloat16", "float8_e4m3fn", "bool", ...).
 std::string_view dtype_name(DType dtype);
 /// Inverse of dtype_name; nullopt for an unknown name.
 std::optional<DType> dtype_from_name(std::string_view name);
-/// Name in a safetensors header ("BF16", "F8_E4M3", ...).
+/// Name in a safetensors header ("BF16", "F8_E4M3", ...); empty for the float4 types, which
+/// kernelarc does not store.
 std::string_view dtype_safetensors_name(DType dtype);
 std::optional<DType> dtype_from_safetensors_name(std::string_view name);
 /// The comma-separated list of accepted definition.json names, for error messages.
 std::string_view dtype_accepted_names();
 
+/// True for the float4 types, which pack two elements into one byte.
+bool dtype_is_packed(DType dtype);
+/// Bytes per element; InputError for a packed type ("float4_e2m1 packs two values per byte;
+/// kernelarc cannot yet allocate, generate, compare or run tensors of this dtype").
 std::size_t dtype_size(DType dtype);
 bool dtype_is_floating(DType dtype);
 
@@ -54,6 +65,7 @@ float fp8_e5m2_to_float(uint8_t bits);
 uint8_t float_to_fp8_e5m2(float value);
 
 /// Reads one element of the given type as a double (exact for every type but int64 beyond 2^53).
+/// The element accessors refuse the packed types as dtype_size does.
 double load_element(DType dtype, const void* element);
 /// Reads `count` consecutive elements as doubles into `out`: load_element in a loop, with the
 /// type resolved once (the comparisons of large outputs are bound by this conversion).

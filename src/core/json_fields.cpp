@@ -111,6 +111,11 @@ const OrderedJson* find_member(const OrderedJson& object, std::string_view key) 
   return found == object.end() ? nullptr : &*found;
 }
 
+const OrderedJson* find_optional(const OrderedJson& object, std::string_view key) {
+  const OrderedJson* member = find_member(object, key);
+  return member == nullptr || member->is_null() ? nullptr : member;
+}
+
 const OrderedJson& require_member(const OrderedJson& object, std::string_view key,
                                   std::string_view where, std::string_view parent) {
   const OrderedJson* member = find_member(object, key);

@@ -45,6 +45,9 @@ std::vector<std::string> expect_string_list(const OrderedJson& value, std::strin
 
 /// The member, or nullptr when absent. `object` must be an object.
 const OrderedJson* find_member(const OrderedJson& object, std::string_view key);
+/// The member, or nullptr when absent or null: SOL-ExecBench and FlashInfer-Bench write null
+/// for an optional field they leave unset, so for an optional field null means absent.
+const OrderedJson* find_optional(const OrderedJson& object, std::string_view key);
 /// The member; InputError "<where>: <parent.key>: missing required field" when absent.
 const OrderedJson& require_member(const OrderedJson& object, std::string_view key,
                                   std::string_view where, std::string_view parent);

@@ -3,7 +3,10 @@
 // definition or a solution (see docs/FORMAT.md).
 //
 // Every loader validates fully and raises InputError naming the file, the line (for JSONL) or
-// field path, and what was expected; nothing malformed gets past it.
+// field path, and what was expected; nothing malformed gets past it. What the upstream schemas
+// accept is accepted: null for an optional field means absent, and fields kernelarc does not
+// use are ignored (kept in `raw`), as pydantic ignores them. kernelarc's own "kernelarc" objects
+// stay strict, so that a typo in them cannot pass silently.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +35,9 @@ struct Axis {
 
 struct TensorSpec {
   std::string name;
-  /// Axis names; nullopt for a Python scalar (shape null), empty for a 0-D tensor.
+  /// Axis names; nullopt for a Python scalar (shape null), empty for a 0-D tensor. An entry may
+  /// also be a decimal number ("1"), a literal size as SOL-ExecBench reads it: resolve_axes
+  /// gives it a value under its own text, so a shape resolves the same either way.
   std::optional<std::vector<std::string>> shape;
   DType dtype = DType::Float32;
   std::string description;
@@ -62,7 +67,10 @@ struct Definition {
   std::string op_type;
   std::string description;
   std::vector<Axis> axes;
-  std::vector<std::string> constraints;
+  std::vector<std::string> constraints;  ///< every one, as written
+  /// The constraints that name an input (FlashInfer's "n == indptr[-1].item()"): they read input
+  /// data, so kernelarc keeps them for readers but does not evaluate them.
+  std::vector<std::string> data_constraints;
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::string reference;                 ///< Python source defining run(...)
@@ -122,6 +130,7 @@ struct Solution {
   std::string binding;  ///< spec.binding ("torch", "tvm-ffi"); empty = not given (kernelarc ABI)
   std::vector<SourceFile> sources;
   OrderedJson ext;  ///< the "kernelarc" object, {} when absent
+  OrderedJson raw;  ///< the file as read (fields kernelarc does not use are kept only here)
   std::filesystem::path path;
 };
 
@@ -157,5 +166,8 @@ AxisValues resolve_axes(const Definition& def, const Workload& workload);
 const Workload* find_workload(const Problem& problem, std::string_view uuid);
 /// Concrete shape of a tensor ({} for scalars and 0-D tensors).
 std::vector<int64_t> resolve_shape(const TensorSpec& spec, const AxisValues& axes);
+/// The size a shape entry that is a decimal number stands for ("128" -> 128); nullopt for an
+/// axis name (or a number too large for int64).
+std::optional<int64_t> literal_size(std::string_view shape_entry);
 
 }  // namespace kernelarc

@@ -12,13 +12,13 @@ namespace {
 
 std::string optional_string(const OrderedJson& json, std::string_view key, std::string_view where,
                             std::string_view parent) {
-  const OrderedJson* member = find_member(json, key);
+  const OrderedJson* member = find_optional(json, key);
   return member ? expect_string(*member, where, field_path(parent, key)) : std::string();
 }
 
 std::vector<std::string> optional_list(const OrderedJson& json, std::string_view key,
                                        std::string_view where, std::string_view parent) {
-  const OrderedJson* member = find_member(json, key);
+  const OrderedJson* member = find_optional(json, key);
   return member ? expect_string_list(*member, where, field_path(parent, key))
                 : std::vector<std::string>{};
 }
@@ -61,10 +61,10 @@ void check_size_expr(const OrderedJson& value, std::string_view where, const std
 
 void check_extension(const OrderedJson& ext, std::string_view where) {
   expect_object(ext, where, "kernelarc");
-  if (const OrderedJson* workspace = find_member(ext, "workspace_bytes")) {
+  if (const OrderedJson* workspace = find_optional(ext, "workspace_bytes")) {
     check_size_expr(*workspace, where, "kernelarc.workspace_bytes");
   }
-  const OrderedJson* launch = find_member(ext, "launch");
+  const OrderedJson* launch = find_optional(ext, "launch");
   if (launch == nullptr) return;
   expect_object(*launch, where, "kernelarc.launch");
   for (const char* key : {"grid", "block"}) {
@@ -81,16 +81,18 @@ void check_extension(const OrderedJson& ext, std::string_view where) {
       check_size_expr(dims[index], where, field_index(field, index));
     }
   }
-  if (const OrderedJson* shared = find_member(*launch, "shared_bytes")) {
+  if (const OrderedJson* shared = find_optional(*launch, "shared_bytes")) {
     check_size_expr(*shared, where, "kernelarc.launch.shared_bytes");
   }
 }
 
+// Languages are read as written; the backend says which it can build. Keys kernelarc does not
+// use are ignored, as upstream ignores them.
 void parse_spec(const OrderedJson& spec, std::string_view where, Solution& solution) {
   expect_object(spec, where, "spec");
-  if (const OrderedJson* languages = find_member(spec, "languages")) {
+  if (const OrderedJson* languages = find_optional(spec, "languages")) {
     solution.languages = expect_string_list(*languages, where, "spec.languages");
-  } else if (const OrderedJson* language = find_member(spec, "language")) {
+  } else if (const OrderedJson* language = find_optional(spec, "language")) {
     solution.languages = {expect_string(*language, where, "spec.language")};
   } else {
     throw_input_error(where, "spec.languages", "missing required field");
@@ -112,13 +114,11 @@ void parse_spec(const OrderedJson& spec, std::string_view where, Solution& solut
   solution.entry_file = entry_point.substr(0, separator);
   solution.entry_symbol = entry_point.substr(separator + 2);
 
-  if (const OrderedJson* dps = find_member(spec, "destination_passing_style")) {
+  if (const OrderedJson* dps = find_optional(spec, "destination_passing_style")) {
     solution.destination_passing_style = expect_bool(*dps, where, "spec.destination_passing_style");
   }
-  if (const OrderedJson* options = find_member(spec, "compile_options")) {
+  if (const OrderedJson* options = find_optional(spec, "compile_options")) {
     expect_object(*options, where, "spec.compile_options");
-    reject_unknown_keys(*options, {"cflags", "cuda_cflags", "ld_flags"}, where,
-                        "spec.compile_options");
     solution.cflags = optional_list(*options, "cflags", where, "spec.compile_options");
     solution.cuda_cflags = optional_list(*options, "cuda_cflags", where, "spec.compile_options");
     solution.ld_flags = optional_list(*options, "ld_flags", where, "spec.compile_options");
@@ -138,7 +138,6 @@ void parse_sources(const OrderedJson& sources, std::string_view where,
     const std::string field = field_index("sources", index);
     const OrderedJson& source = sources[index];
     expect_object(source, where, field);
-    reject_unknown_keys(source, {"path", "content"}, where, field);
     const std::string path_field = field_path(field, "path");
     const std::string path = checked_source_path(
         expect_string(require_member(source, "path", where, field), where, path_field), where,
@@ -148,7 +147,7 @@ void parse_sources(const OrderedJson& sources, std::string_view where,
     }
     SourceFile file;
     file.path = path;
-    if (const OrderedJson* content = find_member(source, "content")) {
+    if (const OrderedJson* content = find_optional(source, "content")) {
       file.content = expect_string(*content, where, field_path(field, "content"));
     } else {
       const std::filesystem::path beside = base_dir / path;
@@ -176,6 +175,7 @@ Solution parse_solution(const OrderedJson& json, const std::string& where,
                         const std::filesystem::path& base_dir) {
   expect_object(json, where, "");
   Solution solution;
+  solution.raw = json;
   solution.name = expect_string(require_member(json, "name", where, ""), where, "name");
   if (solution.name.empty()) throw_input_error(where, "name", "expected a non-empty string");
   solution.definition =
@@ -185,7 +185,7 @@ Solution parse_solution(const OrderedJson& json, const std::string& where,
   parse_spec(require_member(json, "spec", where, ""), where, solution);
   parse_sources(require_member(json, "sources", where, ""), where, base_dir, solution);
   solution.ext = OrderedJson::object();
-  if (const OrderedJson* ext = find_member(json, "kernelarc")) {
+  if (const OrderedJson* ext = find_optional(json, "kernelarc")) {
     check_extension(*ext, where);
     solution.ext = *ext;
   }

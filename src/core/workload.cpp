@@ -1,4 +1,5 @@
 // workload.jsonl, axis resolution and load_problem.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -30,6 +31,16 @@ AxisValues resolve_axes_at(const Definition& def, const AxisValues& var_values,
     }
     values[axis.name] = found->second;
   }
+  for (const std::vector<TensorSpec>* specs : {&def.inputs, &def.outputs}) {
+    for (const TensorSpec& spec : *specs) {
+      if (!spec.shape) continue;
+      for (const std::string& entry : *spec.shape) {
+        if (const auto size = literal_size(entry); size && !def.find_axis(entry)) {
+          values[entry] = *size;
+        }
+      }
+    }
+  }
   std::function<int64_t(const Axis&)> resolve = [&](const Axis& axis) -> int64_t {
     if (const auto found = values.find(axis.name); found != values.end()) return found->second;
     for (const std::string& name : expr_variables(axis.expression)) resolve(*def.find_axis(name));
@@ -52,6 +63,7 @@ AxisValues resolve_axes_at(const Definition& def, const AxisValues& var_values,
 
   for (std::size_t index = 0; index < def.constraints.size(); ++index) {
     const std::string& constraint = def.constraints[index];
+    if (std::ranges::find(def.data_constraints, constraint) != def.data_constraints.end()) continue;
     const std::string field = field_index("constraints", index);
     int64_t holds = 0;
     try {
@@ -71,17 +83,27 @@ AxisValues resolve_axes_at(const Definition& def, const AxisValues& var_values,
   return values;
 }
 
+// The input kind as written, or, where "type" is absent or null, the one pydantic's union
+// picks (every upstream input model defaults its "type"): "path" and "tensor_key" make a
+// safetensors input, "value" a scalar, neither a random input.
+std::string input_type(const OrderedJson& value, std::string_view where, const std::string& field) {
+  if (const OrderedJson* type = find_optional(value, "type")) {
+    return expect_string(*type, where, field_path(field, "type"));
+  }
+  if (find_optional(value, "path") || find_optional(value, "tensor_key")) return "safetensors";
+  if (find_optional(value, "value")) return "scalar";
+  return "random";
+}
+
+// Other keys of an input are ignored, as upstream ignores them.
 WorkloadInput parse_input(const TensorSpec& spec, const OrderedJson& value, std::string_view where,
                           const std::string& field) {
   expect_object(value, where, field);
-  const std::string type =
-      expect_string(require_member(value, "type", where, field), where, field_path(field, "type"));
+  const std::string type = input_type(value, where, field);
   WorkloadInput input;
   if (type == "random") {
-    reject_unknown_keys(value, {"type"}, where, field);
     input.kind = InputKind::Random;
   } else if (type == "scalar") {
-    reject_unknown_keys(value, {"type", "value"}, where, field);
     if (spec.shape && !spec.shape->empty()) {
       throw_input_error(where, field_path(field, "type"),
                         "\"scalar\" needs an input of shape null or [], this one has a shape");
@@ -94,14 +116,12 @@ WorkloadInput parse_input(const TensorSpec& spec, const OrderedJson& value, std:
       input.scalar_value = expect_number(scalar, where, field_path(field, "value"));
     }
   } else if (type == "safetensors") {
-    reject_unknown_keys(value, {"type", "path", "tensor_key"}, where, field);
     input.kind = InputKind::Safetensors;
     input.path = expect_string(require_member(value, "path", where, field), where,
                                field_path(field, "path"));
     input.tensor_key = expect_string(require_member(value, "tensor_key", where, field), where,
                                      field_path(field, "tensor_key"));
   } else if (type == "custom") {
-    reject_unknown_keys(value, {"type"}, where, field);
     input.kind = InputKind::Custom;
   } else {
     throw_input_error(
@@ -120,21 +140,19 @@ double non_negative(const OrderedJson& value, std::string_view where, const std:
   return number;
 }
 
+// Null or absent fields keep SOL-ExecBench's defaults; other keys are ignored, as upstream
+// ignores them.
 Tolerance parse_tolerance(const OrderedJson& value, std::string_view where,
                           const std::string& field) {
   expect_object(value, where, field);
-  reject_unknown_keys(
-      value,
-      {"max_atol", "max_rtol", "required_matched_ratio", "max_error_cap", "allow_negative_inf"},
-      where, field);
   Tolerance tolerance;
-  if (const OrderedJson* atol = find_member(value, "max_atol")) {
+  if (const OrderedJson* atol = find_optional(value, "max_atol")) {
     tolerance.max_atol = non_negative(*atol, where, field_path(field, "max_atol"));
   }
-  if (const OrderedJson* rtol = find_member(value, "max_rtol")) {
+  if (const OrderedJson* rtol = find_optional(value, "max_rtol")) {
     tolerance.max_rtol = non_negative(*rtol, where, field_path(field, "max_rtol"));
   }
-  if (const OrderedJson* ratio = find_member(value, "required_matched_ratio")) {
+  if (const OrderedJson* ratio = find_optional(value, "required_matched_ratio")) {
     const std::string ratio_field = field_path(field, "required_matched_ratio");
     tolerance.required_matched_ratio = expect_number(*ratio, where, ratio_field);
     if (!(tolerance.required_matched_ratio > 0 && tolerance.required_matched_ratio <= 1)) {
@@ -143,10 +161,10 @@ Tolerance parse_tolerance(const OrderedJson& value, std::string_view where,
           fmt::format("expected a number in (0, 1], got {}", tolerance.required_matched_ratio));
     }
   }
-  if (const OrderedJson* cap = find_member(value, "max_error_cap"); cap && !cap->is_null()) {
+  if (const OrderedJson* cap = find_optional(value, "max_error_cap")) {
     tolerance.max_error_cap = non_negative(*cap, where, field_path(field, "max_error_cap"));
   }
-  if (const OrderedJson* allow = find_member(value, "allow_negative_inf")) {
+  if (const OrderedJson* allow = find_optional(value, "allow_negative_inf")) {
     tolerance.allow_negative_inf =
         expect_bool(*allow, where, field_path(field, "allow_negative_inf"));
   }
@@ -223,7 +241,7 @@ Workload parse_workload(const OrderedJson& json, const Definition& def, std::str
                                   custom_count, def.inputs.size()));
   }
 
-  if (const OrderedJson* tolerance = find_member(json, "tolerance")) {
+  if (const OrderedJson* tolerance = find_optional(json, "tolerance")) {
     workload.tolerance = parse_tolerance(*tolerance, where, field_path(prefix, "tolerance"));
   }
 

@@ -161,6 +161,9 @@ std::vector<uint8_t> poison_pattern(DType dtype, int variant) {
     case DType::UInt8:
     case DType::Bool:
       return std::vector<uint8_t>(dtype_size(dtype), variant % 2 == 0 ? 0xA5 : 0x5A);
+    case DType::Float4E2M1:
+    case DType::Float4E2M1FNx2:
+      break;  // packed: dtype_size below refuses them with a clear message
   }
   return std::vector<uint8_t>(dtype_size(dtype), 0xA5);
 }

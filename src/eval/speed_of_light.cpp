@@ -26,17 +26,27 @@ double problem_flops(const Definition& def, const AxisValues& axes) {
 
 namespace {
 
-/// Families whose FLOPs are matrix products, which SOLAR bounds by the tensor cores.
-bool runs_on_tensor_cores(const std::string& op_family) {
-  return op_family == "gemm" || op_family == "scaled_gemm" || op_family == "mlp" ||
-         op_family == "attention";
+/// Problems whose FLOPs are matrix products, which SOLAR bounds by the tensor cores: the GEMM
+/// families, and a fused kernel plan with matmul kernels on half-precision inputs.
+bool runs_on_tensor_cores(const Definition& def) {
+  const std::string& family = def.ext.op_family;
+  if (family == "gemm" || family == "scaled_gemm" || family == "mlp" || family == "attention")
+    return true;
+  if (family != "fused" || def.inputs.empty()) return false;
+  const DType dtype = def.inputs.front().dtype;
+  if (dtype != DType::BFloat16 && dtype != DType::Float16) return false;
+  const auto kernels = def.ext.op_params.find("kernels");
+  if (kernels == def.ext.op_params.end() || !kernels->is_array()) return false;
+  return std::any_of(kernels->begin(), kernels->end(), [](const OrderedJson& kernel) {
+    return kernel.is_object() && kernel.value("kind", std::string()) == "matmul";
+  });
 }
 
 }  // namespace
 
 std::optional<ComputePeak> compute_peak(const Definition& def, const Calibration& calibration) {
   const bool on_cpu = calibration.device == "cpu";
-  if (!on_cpu && runs_on_tensor_cores(def.ext.op_family) && !def.inputs.empty()) {
+  if (!on_cpu && runs_on_tensor_cores(def) && !def.inputs.empty()) {
     const std::string dtype(dtype_name(def.inputs.front().dtype));
     const auto it = calibration.tensor_tflops.find(dtype);
     if (it != calibration.tensor_tflops.end() && it->second > 0)

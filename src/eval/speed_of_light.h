@@ -22,7 +22,8 @@ struct ComputePeak {
 };
 
 /// The ceiling a problem's arithmetic is measured against: tensor cores of the first input's
-/// dtype for GEMM-family problems on a GPU, FP32 FMA on a CPU (both bound T_SOL); where T_SOL
+/// dtype for GEMM-family problems (and fused plans with matmul kernels on bfloat16 / float16
+/// inputs) on a GPU, FP32 FMA on a CPU (both bound T_SOL); where T_SOL
 /// has none (a GPU problem off the tensor cores), the FP32 FMA rate, since such a kernel's
 /// arithmetic runs on the CUDA cores (a diagnosis reports it; T_SOL ignores it). nullopt when
 /// the calibration lacks the rate.

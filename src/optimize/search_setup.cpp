@@ -18,7 +18,11 @@ std::optional<std::filesystem::path> bundled_baseline_dir(const std::filesystem:
 }
 
 SearchSetup::SearchSetup(const std::filesystem::path& problem_dir, SearchSetupOptions options)
-    : options_(std::move(options)), problem_(load_problem(problem_dir)) {
+    : SearchSetup(load_problem(problem_dir), std::move(options)) {}
+
+SearchSetup::SearchSetup(Problem problem, SearchSetupOptions options)
+    : options_(std::move(options)), problem_(std::move(problem)) {
+  const std::filesystem::path& problem_dir = problem_.dir;
   library_ = load_template_library(options_.template_root.empty() ? default_template_root()
                                                                   : options_.template_root);
   const std::string target = options_.device == "cpu" ? "cpu" : "cuda";

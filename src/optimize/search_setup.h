@@ -37,6 +37,8 @@ class SearchSetup {
   /// Loads the problem and the library and binds every template that serves the problem.
   /// InputError when no template serves it (the message says why) or the baseline is unreadable.
   SearchSetup(const std::filesystem::path& problem_dir, SearchSetupOptions options);
+  /// The same for a problem the caller loaded (and whose op_family it may have recognized).
+  SearchSetup(Problem problem, SearchSetupOptions options);
   SearchSetup(const SearchSetup&) = delete;
   SearchSetup& operator=(const SearchSetup&) = delete;
 

@@ -159,10 +159,10 @@ const std::string& oracle_script_version() {
 PythonBridge::PythonBridge(std::string python, std::string device, std::chrono::seconds job_timeout)
     : python_(std::move(python)), device_(std::move(device)), job_timeout_(job_timeout) {}
 
-std::vector<std::string> PythonBridge::candidates(std::string& origin) const {
-  if (!python_.empty()) {
+std::vector<std::string> python_candidates(const std::string& configured, std::string& origin) {
+  if (!configured.empty()) {
     origin = "the configured interpreter";
-    return {python_};
+    return {configured};
   }
   // An explicit choice that fails must be reported, not silently replaced by another Python.
   if (const char* env = std::getenv("KERNELARC_PYTHON"); env != nullptr && *env != '\0') {
@@ -171,6 +171,10 @@ std::vector<std::string> PythonBridge::candidates(std::string& origin) const {
   }
   origin = "KERNELARC_PYTHON is not set";
   return {"python3", "/usr/bin/python3"};
+}
+
+std::vector<std::string> PythonBridge::candidates(std::string& origin) const {
+  return python_candidates(python_, origin);
 }
 
 PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,

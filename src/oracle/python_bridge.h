@@ -53,6 +53,12 @@ struct PythonJobOutcome {
 /// ({shape: [axis names] | null, dtype, description}), reference, custom_inputs_entrypoint.
 OrderedJson definition_to_job_json(const Definition& definition);
 
+/// The interpreters to try, in order, when `configured` (the oracle's python option) names the
+/// one to use or is empty: it alone when set, else $KERNELARC_PYTHON alone when set (an explicit
+/// choice that fails is reported, never replaced), else python3 and /usr/bin/python3. `origin`
+/// says which rule chose them, for the message when none can import torch.
+std::vector<std::string> python_candidates(const std::string& configured, std::string& origin);
+
 /// The content hash of the oracle script and its modules; part of the cache key of every
 /// Python-made entry, so a changed generator never serves stale tensors.
 const std::string& oracle_script_version();

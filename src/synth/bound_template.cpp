@@ -214,7 +214,15 @@ Solution BoundTemplate::instantiate(const KnobPoint& point,
   ext["knobs"] = knob_defines(point);
   if (!launch_.is_null()) ext["launch"] = launch_;
   if (!kernel_->arch.empty()) ext["arch"] = kernel_->arch;
-  if (!kernel_->workspace_bytes.is_null()) ext["workspace_bytes"] = kernel_->workspace_bytes;
+  if (kernel_->workspace_bytes.is_string()) {
+    // A size the binding names (the fused family's WORKSPACE_BYTES) is written out, so that
+    // the solution's expression names axes only.
+    std::map<std::string, std::string> names(binding_.sizes.begin(), binding_.sizes.end());
+    for (const auto& [name, value] : binding_.constants) names[name] = std::to_string(value);
+    ext["workspace_bytes"] = substitute_names(kernel_->workspace_bytes.get<std::string>(), names);
+  } else if (!kernel_->workspace_bytes.is_null()) {
+    ext["workspace_bytes"] = kernel_->workspace_bytes;
+  }
   ext["template"] = {
       {"name", kernel_->name}, {"family", definition.ext.op_family}, {"point", point_text}};
   solution.ext = ext;

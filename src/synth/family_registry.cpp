@@ -13,6 +13,7 @@ const FamilyBinder* find_family_binder(std::string_view family) {
     all.push_back(make_gemm_binder());
     all.push_back(make_rope_binder());
     all.push_back(make_transpose_binder());
+    all.push_back(make_fused_binder());
     return all;
   }();
   for (const auto& binder : binders) {

@@ -1,16 +1,18 @@
 // `kernelarc import kernelbench` on the KernelBench-format files in tests/data/kernelbench: the
-// problem it writes loads, has the shapes the file's get_inputs() gave, and its reference (run by
-// the oracle on the CPU) computes what the file's Model computes.
+// problem it writes loads, has the shapes the file's get_inputs() gave, the model's parameters
+// and buffers as inputs, and its reference (run by the oracle on the CPU) computes what the
+// file's Model computes on them. A directory imports every file in it, one bad file failing
+// alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <map>
 
 #include "cli_test_support.h"
+#include "core/json_fields.h"
 #include "core/problem.h"
-#include "core/safetensors.h"
 #include "core/test_support.h"
 #include "oracle/oracle.h"
 #include "oracle/python_bridge.h"
@@ -107,10 +109,57 @@ TEST_F(ImportKernelBenchTest, MatmulReluTakesAxesFromModuleConstantsAndComputesT
   EXPECT_LT(largest_error, 1e-3);
 }
 
-TEST_F(ImportKernelBenchTest, LinearGeluBuildsTheModelFromInitInputsUnderAFixedSeed) {
+/// x @ weight^T + bias for x [rows, in], weight [out, in], bias [out], as nn.Linear computes it.
+std::vector<double> linear(const HostTensor& x, const HostTensor& weight, const HostTensor& bias) {
+  const int64_t rows = x.shape.at(0), in = x.shape.at(1), out = weight.shape.at(0);
+  std::vector<double> result(rows * out);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < out; ++j) {
+      double sum = bias.at(j);
+      for (int64_t k = 0; k < in; ++k) sum += x.at(i * in + k) * weight.at(j * in + k);
+      result[i * out + j] = sum;
+    }
+  }
+  return result;
+}
+
+TEST_F(ImportKernelBenchTest, LinearParametersBecomeInputsDrawnByTheModulesOwnInit) {
+  const Problem problem = import_sample("linear_relu.py", "linear_relu");
+  const Definition& def = problem.definition;
+  EXPECT_EQ(names_of(def.inputs), (std::vector<std::string>{"x", "gemm_weight", "gemm_bias"}));
+  EXPECT_EQ(*def.inputs[1].shape, (std::vector<std::string>{"out_features", "in_features"}));
+  EXPECT_EQ(*def.inputs[2].shape, std::vector<std::string>{"out_features"});
+  EXPECT_EQ(def.custom_inputs_entrypoint, "make_inputs");
+  for (const TensorSpec& spec : def.inputs)
+    EXPECT_EQ(problem.workloads[0].inputs.at(spec.name).kind, InputKind::Custom) << spec.name;
+  EXPECT_EQ(def.ext.bytes,
+            "4 * batch_size * in_features + 4 * out_features * in_features + 4 * out_features + "
+            "4 * batch_size * out_features");
+
+  const auto [inputs, expected] = reference(problem);
+  const HostTensor& weight = inputs.at("gemm_weight");
+  // nn.Linear draws its weights from U(-1/sqrt(in), 1/sqrt(in)); kernelarc's randn would not.
+  double largest_weight = 0;
+  for (int64_t i = 0; i < weight.numel(); ++i)
+    largest_weight = std::max(largest_weight, std::abs(weight.at(i)));
+  EXPECT_LE(largest_weight, 1 / std::sqrt(24.0));
+  EXPECT_GT(largest_weight, 0.5 / std::sqrt(24.0));
+
+  const std::vector<double> pre = linear(inputs.at("x"), weight, inputs.at("gemm_bias"));
+  const HostTensor& out = expected.at("output");
+  ASSERT_EQ(out.shape, (std::vector<int64_t>{8, 12}));
+  for (int64_t i = 0; i < out.numel(); ++i)
+    ASSERT_NEAR(out.at(i), std::max(pre[i], 0.0), 1e-5) << "element " << i;
+
+  // The weights are drawn with the draw, not fixed by the file: another seed, other weights.
+  const HostTensor& other = reference(problem, 7).first.at("gemm_weight");
+  EXPECT_FALSE(other.bytes == weight.bytes);
+}
+
+TEST_F(ImportKernelBenchTest, LinearGeluComputesTheModuleOnItsDrawnWeights) {
   const Problem problem = import_sample("linear_gelu.py", "linear_gelu");
   const Definition& def = problem.definition;
-  EXPECT_EQ(names_of(def.inputs), std::vector<std::string>{"x"});
+  EXPECT_EQ(names_of(def.inputs), (std::vector<std::string>{"x", "linear_weight", "linear_bias"}));
   EXPECT_EQ(*def.inputs[0].shape, (std::vector<std::string>{"batch_size", "in_features"}));
   EXPECT_EQ(*def.outputs[0].shape, (std::vector<std::string>{"batch_size", "out_features"}));
   EXPECT_EQ(def.find_axis("out_features")->value, 40);
@@ -119,22 +168,56 @@ TEST_F(ImportKernelBenchTest, LinearGeluBuildsTheModelFromInitInputsUnderAFixedS
   EXPECT_NE(def.description.find("linear_gelu.py"), std::string::npos);
 
   const auto [inputs, expected] = reference(problem);
+  const std::vector<double> pre =
+      linear(inputs.at("x"), inputs.at("linear_weight"), inputs.at("linear_bias"));
   const HostTensor& out = expected.at("output");
   ASSERT_EQ(out.shape, (std::vector<int64_t>{16, 40}));
-  double magnitude = 0;
-  for (int64_t i = 0; i < out.numel(); ++i) magnitude += std::abs(out.at(i));
-  EXPECT_GT(magnitude, 0);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const double gelu = 0.5 * pre[i] * (1 + std::erf(pre[i] / std::sqrt(2.0)));
+    ASSERT_NEAR(out.at(i), gelu, 1e-5) << "element " << i;
+  }
+}
 
-  // The layer's weights come from the reference's own seed, not from the random state the
-  // oracle leaves: the same x under another oracle seed gives the same output.
-  std::filesystem::create_directories(problem.dir / "blob");
-  write_safetensors(problem.dir / "blob" / "x.safetensors", {{"x", inputs.at("x")}});
-  std::ofstream(problem.dir / "workload.jsonl")
-      << R"({"uuid": "saved", "axes": {}, "inputs": {"x": {"type": "safetensors", )"
-      << R"("path": "blob/x.safetensors", "tensor_key": "x"}}})" << '\n';
-  const Problem saved = load_problem(problem.dir);
-  EXPECT_TRUE(reference(saved, 7).second.at("output").bytes == out.bytes)
-      << "the output depends on the oracle's seed: the model was not built under its own";
+TEST_F(ImportKernelBenchTest, BatchNormBuffersAreInputsAndTrainingModeUsesBatchStatistics) {
+  const Problem problem = import_sample("batch_norm.py", "batch_norm");
+  const Definition& def = problem.definition;
+  EXPECT_EQ(names_of(def.inputs),
+            (std::vector<std::string>{"x", "bn_weight", "bn_bias", "bn_running_mean",
+                                      "bn_running_var", "bn_num_batches_tracked"}));
+  EXPECT_EQ(*def.inputs[4].shape, std::vector<std::string>{"features"});
+  EXPECT_EQ(def.inputs[5].dtype, DType::Int64);
+  EXPECT_TRUE(def.inputs[5].shape->empty()) << "a 0-d tensor, not a scalar";
+
+  const auto [inputs, expected] = reference(problem);
+  const HostTensor& running_var = inputs.at("bn_running_var");
+  for (int64_t c = 0; c < running_var.numel(); ++c) EXPECT_GT(running_var.at(c), 0) << c;
+
+  // Training mode: each channel is normalized by the batch's own mean and (biased) variance,
+  // whatever the running statistics hold.
+  const HostTensor& x = inputs.at("x");
+  const HostTensor& out = expected.at("output");
+  const int64_t batch = 6, channels = 5, length = 7;
+  ASSERT_EQ(out.shape, (std::vector<int64_t>{batch, channels, length}));
+  for (int64_t c = 0; c < channels; ++c) {
+    double sum = 0, squares = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t l = 0; l < length; ++l) sum += x.at((b * channels + c) * length + l);
+    }
+    const double mean = sum / (batch * length);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t l = 0; l < length; ++l)
+        squares += std::pow(x.at((b * channels + c) * length + l) - mean, 2);
+    }
+    const double inv_std = 1 / std::sqrt(squares / (batch * length) + 1e-5);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t l = 0; l < length; ++l) {
+        const int64_t i = (b * channels + c) * length + l;
+        const double want =
+            (x.at(i) - mean) * inv_std * inputs.at("bn_weight").at(c) + inputs.at("bn_bias").at(c);
+        ASSERT_NEAR(out.at(i), want, 1e-4) << "channel " << c << " element " << i;
+      }
+    }
+  }
 }
 
 TEST_F(ImportKernelBenchTest, ScalarArgumentBecomesAScalarInputAndTupleOutputsAreNumbered) {
@@ -166,6 +249,33 @@ TEST_F(ImportKernelBenchTest, FileWithoutGetInputsIsBadInputNamingFileAndFunctio
   EXPECT_NE(result.output.find("no_get_inputs.py"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("get_inputs()"), std::string::npos) << result.output;
   EXPECT_FALSE(std::filesystem::exists(temp_ / "out" / "no_get_inputs"));
+}
+
+TEST_F(ImportKernelBenchTest, DirectoryImportsEveryFileAndABadOneFailsAlone) {
+  const std::filesystem::path report = temp_ / "report.json";
+  const CommandResult result = run("import kernelbench " + sample("").string() + " " +
+                                   (temp_ / "out").string() + " --report " + report.string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("imported 5 of 7 files"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("2 of 7 files could not be imported"), std::string::npos)
+      << result.output;
+  // The interpreter killed by kills_interpreter.py is replaced for the files after it.
+  for (const char* name :
+       {"batch_norm", "linear_gelu", "linear_relu", "matmul_relu", "scaled_softmax"}) {
+    EXPECT_NO_THROW(load_problem(temp_ / "out" / name)) << name;
+  }
+  const OrderedJson entries = parse_json_text(read_text_file(report), report.string());
+  ASSERT_EQ(entries.size(), 7u);
+  std::map<std::string, std::string> errors;
+  for (const OrderedJson& entry : entries) {
+    if (entry.contains("error"))
+      errors[std::filesystem::path(entry.at("file").get<std::string>()).filename()] =
+          entry.at("error").get<std::string>();
+  }
+  ASSERT_EQ(errors.size(), 2u) << entries.dump(2);
+  EXPECT_NE(errors["no_get_inputs.py"].find("get_inputs()"), std::string::npos);
+  EXPECT_NE(errors["kills_interpreter.py"].find("signal 9"), std::string::npos)
+      << errors["kills_interpreter.py"];
 }
 
 TEST(ImportKernelBenchCli, MissingFileIsBadInput) {

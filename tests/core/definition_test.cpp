@@ -83,7 +83,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadDefinition{"axes_wrong_type.json", "axes", "expected object, got array"},
         BadDefinition{"unknown_dtype.json", "inputs.weight.dtype",
                       "expected one of float64, float32, float16, bfloat16, float8_e4m3fn, "
-                      "float8_e5m2, int8, int16, int32, int64, uint8, bool, got \"f32\""},
+                      "float8_e5m2, float4_e2m1, float4_e2m1fn_x2, int8, int16, int32, int64, "
+                      "uint8, bool, got \"f32\""},
         BadDefinition{"unknown_axis_in_shape.json", "inputs.x.shape[1]",
                       "unknown axis \"hiden_size\""},
         BadDefinition{"expr_cycle.json", "axes.a.expression", "cyclic dependency a -> b -> a"},
@@ -107,7 +108,11 @@ INSTANTIATE_TEST_SUITE_P(
                       "uses \"hiden\", which is not an axis"},
         BadDefinition{"const_value_wrong_type.json", "axes.hidden_size.value",
                       "expected integer, got string \"64\""},
-        BadDefinition{"no_outputs.json", "outputs", "expected at least one output"}));
+        BadDefinition{"no_outputs.json", "outputs", "expected at least one output"},
+        BadDefinition{"const_value_null.json", "axes.hidden_size.value",
+                      "expected integer, got null"},
+        BadDefinition{"dtype_null.json", "inputs.weight.dtype", "expected string, got null"},
+        BadDefinition{"reference_null.json", "reference", "expected string, got null"}));
 
 TEST(Definition, BadJsonNamesTheFileAndPosition) {
   const auto path = fixture("malformed/definition/bad_json.json");

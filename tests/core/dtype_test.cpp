@@ -5,9 +5,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+
+#include "test_support.h"
 
 namespace kernelarc {
 namespace {
+
+using testing::input_error_of;
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
@@ -23,13 +28,35 @@ TEST(DType, NamesRoundTrip) {
   EXPECT_EQ(dtype_safetensors_name(DType::Float8E4M3FN), "F8_E4M3");
   EXPECT_EQ(dtype_safetensors_name(DType::BFloat16), "BF16");
   EXPECT_EQ(dtype_from_name("f32"), std::nullopt);
-  EXPECT_EQ(dtype_from_name("float4_e2m1"), std::nullopt);
   EXPECT_EQ(dtype_from_safetensors_name("F8_E8M0"), std::nullopt);
   EXPECT_EQ(dtype_size(DType::Float64), 8u);
   EXPECT_EQ(dtype_size(DType::BFloat16), 2u);
   EXPECT_EQ(dtype_size(DType::Bool), 1u);
   EXPECT_TRUE(dtype_is_floating(DType::Float8E5M2));
   EXPECT_FALSE(dtype_is_floating(DType::UInt8));
+}
+
+TEST(DType, Float4IsReadButRefusedWhereBytesAreNeeded) {
+  for (const DType dtype : {DType::Float4E2M1, DType::Float4E2M1FNx2}) {
+    EXPECT_EQ(dtype_from_name(dtype_name(dtype)), dtype);
+    EXPECT_NE(dtype_accepted_names().find(dtype_name(dtype)), std::string_view::npos);
+    EXPECT_TRUE(dtype_is_packed(dtype));
+    EXPECT_TRUE(dtype_is_floating(dtype));
+    EXPECT_EQ(dtype_safetensors_name(dtype), "");  // never stored
+    const std::string message = input_error_of([&] { dtype_size(dtype); });
+    EXPECT_EQ(message, std::string(dtype_name(dtype)) +
+                           " packs two values per byte; kernelarc cannot yet allocate, generate, "
+                           "compare or run tensors of this dtype");
+    uint8_t byte = 0x21;
+    double value = 0;
+    EXPECT_EQ(input_error_of([&] { load_element(dtype, &byte); }), message);
+    EXPECT_EQ(input_error_of([&] { load_elements(dtype, &byte, 1, &value); }), message);
+    EXPECT_EQ(input_error_of([&] { store_element(dtype, &byte, 1.0); }), message);
+  }
+  EXPECT_EQ(dtype_name(DType::Float4E2M1), "float4_e2m1");
+  EXPECT_EQ(dtype_name(DType::Float4E2M1FNx2), "float4_e2m1fn_x2");
+  EXPECT_FALSE(dtype_is_packed(DType::Float8E4M3FN));
+  EXPECT_EQ(dtype_from_safetensors_name(""), std::nullopt);
 }
 
 TEST(DType, BFloat16KnownBits) {

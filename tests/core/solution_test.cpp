@@ -131,7 +131,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadSolution{"workspace_bad_expr.json", "kernelarc.workspace_bytes",
                     "\"batch_size * * 4\": at column 14: unexpected '*'"},
         BadSolution{"missing_spec.json", "spec", "missing required field"},
-        BadSolution{"compile_options_typo.json", "spec.compile_options.cflag", "unknown field"}));
+        BadSolution{"compile_options_wrong_type.json", "spec.compile_options.cflags",
+                    "expected array of strings, got string \"-O3\""},
+        BadSolution{"entry_point_null.json", "spec.entry_point", "expected string, got null"}));
 
 TEST(Solution, MissingBesideFileIsNamed) {
   const auto path = fixture("malformed/solution/missing_source_file.json");

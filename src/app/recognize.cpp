@@ -1,0 +1,152 @@
+#include "app/recognize.h"
+
+#include <fmt/format.h>
+
+#include "app/problem_costs.h"
+#include "core/error.h"
+#include "lower/family_match.h"
+#include "lower/lower_plan.h"
+#include "lower/op_graph.h"
+#include "oracle/graph_trace.h"
+#include "synth/bound_template.h"
+#include "synth/kernel_template.h"
+
+namespace kernelarc {
+
+namespace {
+
+/// "fused plan of 2 kernels (reduce, pointwise)".
+std::string plan_summary(const OrderedJson& plan) {
+  std::vector<std::string> kinds;
+  for (const OrderedJson& kernel : plan.value("kernels", OrderedJson::array()))
+    kinds.push_back(kernel.value("kind", std::string("?")));
+  return fmt::format("fused plan of {} kernel{} ({})", kinds.size(), kinds.size() == 1 ? "" : "s",
+                     fmt::join(kinds, ", "));
+}
+
+/// Fills the cost expressions from the graph and, when the graph lowers, its plan.
+void derive_costs(const Definition& def, const OpGraph& graph, const OrderedJson* plan,
+                  Recognition& r) {
+  r.bytes = io_bytes_expr(def, graph);
+  if (plan != nullptr) r.flops = plan_flops_expr(*plan);
+}
+
+/// Why no template of `target` serves `problem` once `family` and `op_params` are applied, or
+/// "" when one binds.
+std::string no_binding_template(const Problem& problem, const FamilyMatch& match,
+                                const std::string& target) {
+  static const std::vector<KernelTemplate> library = load_template_library(default_template_root());
+  Problem matched = problem;
+  matched.definition.ext.op_family = match.family;
+  matched.definition.ext.op_params = match.op_params;
+  const std::vector<TemplateMatch> matches = match_templates(library, matched, target);
+  std::vector<std::string> reasons;
+  for (const TemplateMatch& m : matches) {
+    if (m.bound) return "";
+    reasons.push_back(fmt::format("{}: {}", m.kernel->name, m.reason));
+  }
+  if (reasons.empty()) return describe_no_template(library, matched, target);
+  return fmt::format("{}", fmt::join(reasons, "; "));
+}
+
+}  // namespace
+
+std::string source_name(Recognition::Source source) {
+  switch (source) {
+    case Recognition::Source::Annotated:
+      return "annotated";
+    case Recognition::Source::Matched:
+      return "matched";
+    case Recognition::Source::Fused:
+      return "fused";
+    case Recognition::Source::NotServed:
+      return "not served";
+  }
+  return "not served";
+}
+
+Recognition recognize(const Problem& problem, const RecognizeOptions& options) {
+  const Definition& def = problem.definition;
+  Recognition r;
+  if (!def.ext.op_family.empty()) {
+    r.source = Recognition::Source::Annotated;
+    r.family = def.ext.op_family;
+    r.op_params = def.ext.op_params;
+    r.summary = fmt::format("{} (kernelarc.op_family in the definition)", r.family);
+    return r;
+  }
+  if (!options.trace) {
+    r.reason = "the definition has no kernelarc.op_family and tracing its reference is off";
+    return r;
+  }
+  const GraphTraceResult traced = trace_reference(problem, options.python, options.cache_dir);
+  if (!traced.ok) {
+    r.reason = "tracing the reference failed: " + traced.error;
+    return r;
+  }
+  r.graph = traced.graph;
+  OpGraph graph;
+  try {
+    graph = parse_op_graph(traced.graph, fmt::format("the traced graph of {}", def.name));
+  } catch (const InputError& error) {
+    r.reason = error.what();
+    return r;
+  }
+
+  // The plan serves as a fallback and, for a matched family too, says how many FLOPs it has.
+  const PlanLowering lowering = lower_to_plan(graph, def);
+  derive_costs(def, graph, lowering.ok ? &lowering.plan : nullptr, r);
+  FamilyMatch match = match_family(graph, def);
+  if (match.ok && !options.target.empty()) {
+    const std::string unbound = no_binding_template(problem, match, options.target);
+    if (!unbound.empty()) {
+      match.ok = false;
+      match.reason = fmt::format("{} matches, but no {} template binds it ({})", match.family,
+                                 options.target, unbound);
+    }
+  }
+  if (match.ok) {
+    r.source = Recognition::Source::Matched;
+    r.family = match.family;
+    r.op_params = match.op_params;
+    r.summary = match.summary.empty() ? match.family : match.summary;
+    return r;
+  }
+  r.notes = lowering.notes;
+  if (lowering.ok) {
+    r.notes.insert(r.notes.begin(), "no hand-written family matches: " + match.reason);
+    r.source = Recognition::Source::Fused;
+    r.family = "fused";
+    r.op_params = lowering.plan;
+    r.summary = plan_summary(lowering.plan);
+    return r;
+  }
+  r.reason =
+      fmt::format("{} (and no hand-written family matches: {})", lowering.reason, match.reason);
+  return r;
+}
+
+void apply_recognition(Problem& problem, const Recognition& r) {
+  DefinitionExtension& ext = problem.definition.ext;
+  if (r.source == Recognition::Source::Matched || r.source == Recognition::Source::Fused) {
+    ext.op_family = r.family;
+    ext.op_params = r.op_params;
+  }
+  if (ext.bytes.empty()) ext.bytes = r.bytes;
+  if (ext.flops.empty()) ext.flops = r.flops;
+}
+
+RecognizeOptions recognize_options(const std::filesystem::path& workspace,
+                                   const std::string& python, const std::string& device) {
+  return {python, workspace / "graphs", true, device == "cpu" ? "cpu" : "cuda"};
+}
+
+RecognizedProblem load_recognized_problem(const std::filesystem::path& dir,
+                                          const RecognizeOptions& options) {
+  RecognizedProblem loaded{load_problem(dir), {}};
+  loaded.recognition = recognize(loaded.problem, options);
+  apply_recognition(loaded.problem, loaded.recognition);
+  return loaded;
+}
+
+}  // namespace kernelarc

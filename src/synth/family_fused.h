@@ -1,0 +1,36 @@
+// Family "fused": a kernel plan (synth/kernel_plan.h, docs/RECOGNITION.md §2) generated into
+// code. The binder (family_fused.cpp) parses kernelarc.op_params as a plan, checks it against
+// the definition and calls the generator of the template's target.
+//
+// What every generated ka_problem.h provides to its template (docs/TEMPLATES.md, "Family:
+// fused"), besides the family.h conventions: struct KaArgs and ka_bind, and the workspace the
+// temps live in, whose size the binding names WORKSPACE_BYTES (each temp aligned to 256 bytes,
+// in the plan's order; a template.json writes "workspace_bytes": "WORKSPACE_BYTES").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "synth/kernel_plan.h"
+#include "synth/kernel_template.h"
+
+namespace kernelarc {
+
+/// ka_problem.h of a CPU template (family_fused_cpu.cpp).
+std::string generate_fused_header_cpu(const KernelPlan& plan, const Definition& definition,
+                                      const KernelTemplate& kernel);
+
+/// ka_problem.h of a CUDA template (family_fused_cuda.cpp).
+std::string generate_fused_header_cuda(const KernelPlan& plan, const Definition& definition,
+                                       const KernelTemplate& kernel);
+
+/// The byte offset of each temp in the workspace (in plan order, empty strings for other
+/// buffers) as expressions over the axes, and the total: each temp starts at a multiple of 256.
+struct FusedWorkspace {
+  std::vector<std::string> offsets;  ///< per buffer of the plan; "" unless a temp
+  std::string total = "0";
+};
+FusedWorkspace fused_workspace(const KernelPlan& plan);
+
+}  // namespace kernelarc

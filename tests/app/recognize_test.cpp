@@ -1,0 +1,186 @@
+// Recognition end to end through the tracer (the oracle's Python): an unannotated problem is
+// matched to a hand-written family or lowered to a fused plan, an annotated one is taken as
+// written without tracing, an unsupported op is named; the derived bytes and FLOPs feed the
+// speed-of-light bound, which counts a half-precision fused matmul on the tensor cores.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "app/recognize.h"
+#include "eval/speed_of_light.h"
+
+namespace kernelarc {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Recognize : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kernelarc-recognize-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// A row problem over [batch_size, hidden_size] float32 tensors x (and `extra` inputs).
+  Problem row_problem(const std::string& reference, const OrderedJson& extension = nullptr) {
+    OrderedJson json = {
+        {"name", "row_problem"},
+        {"axes", {{"batch_size", {{"type", "var"}}}, {"hidden_size", {{"type", "var"}}}}},
+        {"inputs",
+         {{"x", {{"shape", {"batch_size", "hidden_size"}}, {"dtype", "float32"}}},
+          {"weight", {{"shape", {"hidden_size"}}, {"dtype", "float32"}}}}},
+        {"outputs", {{"output", {{"shape", {"batch_size", "hidden_size"}}, {"dtype", "float32"}}}}},
+        {"reference", reference}};
+    if (!extension.is_null()) json["kernelarc"] = extension;
+    Problem problem;
+    problem.dir = dir_;
+    problem.definition = parse_definition(json, "row_problem");
+    return problem;
+  }
+
+  RecognizeOptions options() const { return {"", dir_ / "graphs", true}; }
+
+  fs::path dir_;
+};
+
+TEST_F(Recognize, AnUnannotatedRmsNormMatchesItsFamilyWithBytesFromTheGraph) {
+  Problem problem = row_problem(
+      "import torch\n\ndef run(x, weight):\n"
+      "    variance = x.pow(2).mean(-1, keepdim=True)\n"
+      "    return weight * (x * torch.rsqrt(variance + 1e-6))\n");
+  const Recognition r = recognize(problem, options());
+  ASSERT_EQ(r.source, Recognition::Source::Matched) << r.reason;
+  EXPECT_EQ(r.family, "rmsnorm");
+  EXPECT_DOUBLE_EQ(r.op_params.at("eps").get<double>(), 1e-6);
+  EXPECT_FALSE(r.summary.empty());
+  EXPECT_TRUE(r.graph.is_object());
+  apply_recognition(problem, r);
+  EXPECT_EQ(problem.definition.ext.op_family, "rmsnorm");
+  EXPECT_EQ(problem.definition.ext.flops, "");  // no matrix product
+  const AxisValues axes{{"batch_size", 3}, {"hidden_size", 10}};
+  EXPECT_DOUBLE_EQ(problem_bytes(problem.definition, axes), (30 + 10 + 30) * 4);
+}
+
+TEST_F(Recognize, AnInputTheReferenceNeverReadsIsNoBytes) {
+  const Recognition r = recognize(
+      row_problem("import torch\n\ndef run(x, weight):\n    return torch.softmax(x, dim=-1)\n"),
+      options());
+  ASSERT_TRUE(r.served()) << r.reason;
+  EXPECT_EQ(r.bytes, "batch_size*hidden_size*4 + batch_size*hidden_size*4");
+}
+
+TEST_F(Recognize, WorkNoFamilyExpressesIsLoweredToAFusedPlan) {
+  Problem problem = row_problem(
+      "import torch\n\ndef run(x, weight):\n"
+      "    return torch.softmax(x, dim=-1) * weight + torch.sigmoid(x)\n");
+  const Recognition r = recognize(problem, options());
+  ASSERT_EQ(r.source, Recognition::Source::Fused) << r.reason;
+  EXPECT_EQ(r.family, "fused");
+  EXPECT_EQ(r.op_params.at("version"), 1);
+  EXPECT_FALSE(r.op_params.at("kernels").empty());
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.front().find("no hand-written family matches"), std::string::npos);
+  apply_recognition(problem, r);
+  EXPECT_EQ(problem.definition.ext.op_family, "fused");
+  EXPECT_EQ(problem.definition.ext.op_params, r.op_params);
+}
+
+TEST_F(Recognize, AnOpNothingLowersIsNotServedAndNamed) {
+  Problem problem = row_problem(
+      "import torch\n\ndef run(x, weight):\n"
+      "    return torch.sort(x, dim=-1).values * weight\n");
+  const Recognition r = recognize(problem, options());
+  EXPECT_EQ(r.source, Recognition::Source::NotServed);
+  EXPECT_FALSE(r.served());
+  EXPECT_NE(r.reason.find("sort"), std::string::npos) << r.reason;
+  apply_recognition(problem, r);
+  EXPECT_EQ(problem.definition.ext.op_family, "");
+}
+
+TEST_F(Recognize, AnAnnotatedDefinitionIsTakenAsWrittenWithoutTracing) {
+  Problem problem =
+      row_problem("def run(x, weight):\n    raise RuntimeError('traced')\n",
+                  {{"op_family", "rmsnorm"}, {"op_params", {{"eps", 1e-5}}}, {"bytes", "7"}});
+  const Recognition r = recognize(problem, options());
+  EXPECT_EQ(r.source, Recognition::Source::Annotated);
+  EXPECT_EQ(r.family, "rmsnorm");
+  EXPECT_EQ(r.op_params, OrderedJson({{"eps", 1e-5}}));
+  EXPECT_TRUE(r.graph.is_null());
+  EXPECT_FALSE(fs::exists(dir_ / "graphs"));
+  apply_recognition(problem, r);
+  EXPECT_EQ(problem.definition.ext.bytes, "7");
+}
+
+TEST_F(Recognize, WithTracingOffAnUnannotatedDefinitionIsNotServed) {
+  RecognizeOptions off = options();
+  off.trace = false;
+  const Recognition r =
+      recognize(row_problem("import torch\n\ndef run(x, weight):\n    return x * weight\n"), off);
+  EXPECT_EQ(r.source, Recognition::Source::NotServed);
+  EXPECT_NE(r.reason.find("no kernelarc.op_family"), std::string::npos) << r.reason;
+}
+
+TEST_F(Recognize, TheFlopsOfARecognizedMatmulCountEveryProduct) {
+  OrderedJson json = {
+      {"name", "mm_relu"},
+      {"axes",
+       {{"M", {{"type", "var"}}},
+        {"N", {{"type", "const"}, {"value", 64}}},
+        {"K", {{"type", "const"}, {"value", 32}}}}},
+      {"inputs",
+       {{"a", {{"shape", {"M", "K"}}, {"dtype", "float32"}}},
+        {"b", {{"shape", {"K", "N"}}, {"dtype", "float32"}}}}},
+      {"outputs", {{"output", {{"shape", {"M", "N"}}, {"dtype", "float32"}}}}},
+      {"reference", "import torch\n\ndef run(a, b):\n    return torch.relu(a @ b)\n"}};
+  Problem problem;
+  problem.dir = dir_;
+  problem.definition = parse_definition(json, "mm_relu");
+  const Recognition r = recognize(problem, options());
+  ASSERT_TRUE(r.served()) << r.reason;
+  apply_recognition(problem, r);
+  const AxisValues axes{{"M", 5}, {"N", 64}, {"K", 32}};
+  EXPECT_DOUBLE_EQ(problem_flops(problem.definition, axes), 2.0 * 5 * 64 * 32);
+}
+
+/// A definition served by a fused plan of one kernel of `kind`, its inputs of `dtype`.
+Definition fused_definition(const std::string& kind, const std::string& dtype) {
+  OrderedJson json = {
+      {"name", "fused"},
+      {"axes", {{"M", {{"type", "var"}}}}},
+      {"inputs", {{"a", {{"shape", {"M", "M"}}, {"dtype", dtype}}}}},
+      {"outputs", {{"output", {{"shape", {"M", "M"}}, {"dtype", dtype}}}}},
+      {"reference", "def run(a):\n    return a @ a\n"},
+      {"kernelarc", {{"op_family", "fused"}, {"op_params", {{"kernels", {{{"kind", kind}}}}}}}}};
+  return parse_definition(json, "fused");
+}
+
+TEST(FusedSpeedOfLight, AHalfPrecisionMatmulIsBoundByTheTensorCores) {
+  Calibration calibration;
+  calibration.device = "cuda:0";
+  calibration.copy_bandwidth_gbs = 1000;
+  calibration.fp32_fma_tflops = 50;
+  calibration.tensor_tflops["bfloat16"] = 800;
+  calibration.tensor_tflops["float32"] = 100;
+  const auto peak = compute_peak(fused_definition("matmul", "bfloat16"), calibration);
+  ASSERT_TRUE(peak.has_value());
+  EXPECT_TRUE(peak->bounds_sol);
+  EXPECT_EQ(peak->what, "bfloat16 tensor cores");
+  EXPECT_DOUBLE_EQ(peak->flops_per_second, 800e12);
+  // float32 operands and plans without a matrix product stay on the CUDA cores.
+  for (const auto& [kind, dtype] : {std::pair{"matmul", "float32"}, {"reduce", "bfloat16"}}) {
+    const auto other = compute_peak(fused_definition(kind, dtype), calibration);
+    ASSERT_TRUE(other.has_value());
+    EXPECT_EQ(other->what, "fp32 FMA") << kind << " " << dtype;
+    EXPECT_FALSE(other->bounds_sol);
+  }
+}
+
+}  // namespace
+}  // namespace kernelarc

@@ -1,0 +1,179 @@
+// match_family on op graphs the tracer recorded (tests/data/lower_match/*/graph.json, made by
+// generate.py there): each match's op_params must be what the hand-annotated problems say and
+// must bind to the real templates; each refusal must say why.
+#include "lower/family_match.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/json_fields.h"
+#include "synth/bound_template.h"
+#include "synth/kernel_template.h"
+
+namespace kernelarc {
+namespace {
+
+const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
+const std::filesystem::path kCases = kSource / "tests/data/lower_match";
+
+struct Case {
+  Definition definition;
+  OpGraph graph;
+};
+
+Case load_case(const std::string& name) {
+  const std::filesystem::path dir = kCases / name;
+  const std::string graph_path = (dir / "graph.json").string();
+  return {load_definition(dir / "definition.json"),
+          parse_op_graph(parse_json_text(read_text_file(graph_path), graph_path), graph_path)};
+}
+
+FamilyMatch match_case(const std::string& name) {
+  const Case c = load_case(name);
+  return match_family(c.graph, c.definition);
+}
+
+/// Equal as JSON values, whatever the key order.
+void expect_same_json(const OrderedJson& actual, const OrderedJson& expected) {
+  EXPECT_EQ(nlohmann::json::parse(actual.dump()), nlohmann::json::parse(expected.dump()))
+      << "actual " << actual.dump() << "\nexpected " << expected.dump();
+}
+
+/// The op_params a bundled problem was annotated with by hand.
+OrderedJson annotated_params(const std::string& problem) {
+  return load_definition(kSource / "problems" / problem / "definition.json").ext.op_params;
+}
+
+/// Binds the case's definition, annotated with the match, to the bundled templates of `target`
+/// serving the family; every template of the target must bind or name a knob constraint (a
+/// template for other dtypes), and at least one must bind.
+void expect_binds(const std::string& name, const FamilyMatch& match, const std::string& target) {
+  static const std::vector<KernelTemplate> library = load_template_library(kSource / "templates");
+  Problem problem;
+  problem.dir = kCases / name;
+  problem.definition = load_case(name).definition;
+  problem.definition.ext.op_family = match.family;
+  problem.definition.ext.op_params = match.op_params;
+  const std::vector<TemplateMatch> matches = match_templates(library, problem, target);
+  ASSERT_FALSE(matches.empty()) << "no " << target << " template serves " << match.family;
+  int bound = 0;
+  for (const TemplateMatch& m : matches) {
+    if (m.bound) {
+      ++bound;
+    } else {
+      EXPECT_NE(m.reason.find("no knob point satisfies"), std::string::npos)
+          << m.kernel->name << ": " << m.reason;
+    }
+  }
+  EXPECT_GT(bound, 0) << name << " binds to no " << target << " template";
+}
+
+/// `targets`: where templates of the family exist (reduce has no CPU template yet).
+FamilyMatch expect_match(const std::string& name, const std::string& family,
+                         const OrderedJson& op_params,
+                         const std::vector<std::string>& targets = {"cpu", "cuda"}) {
+  const FamilyMatch match = match_case(name);
+  EXPECT_TRUE(match.ok) << name << ": " << match.reason;
+  EXPECT_EQ(match.family, family);
+  expect_same_json(match.op_params, op_params);
+  EXPECT_FALSE(match.summary.empty());
+  if (match.ok)
+    for (const std::string& target : targets) expect_binds(name, match, target);
+  return match;
+}
+
+void expect_refusal(const std::string& name, const std::string& reason) {
+  const FamilyMatch match = match_case(name);
+  EXPECT_FALSE(match.ok) << name << " matched " << match.family << " " << match.op_params.dump();
+  EXPECT_NE(match.reason.find(reason), std::string::npos) << match.reason;
+}
+
+TEST(FamilyMatch, RmsnormOfSolExecBenchReference) {
+  expect_match("rmsnorm", "rmsnorm", {{"eps", 1e-5}});
+}
+
+TEST(FamilyMatch, RmsnormWithSquareDivisionAndWeightAfterTheCast) {
+  expect_match("rmsnorm_square_div", "rmsnorm", {{"eps", 1e-6}});
+}
+
+TEST(FamilyMatch, FusedAddRmsnormWritesTheSumAsPrologueOutput) {
+  const FamilyMatch match =
+      expect_match("fused_add_rmsnorm", "rmsnorm", annotated_params("cuda/fused_add_rmsnorm_bf16"));
+  EXPECT_EQ(match.op_params["prologue"], "hidden_states + residual");
+}
+
+TEST(FamilyMatch, SoftmaxFromTorchSoftmax) {
+  expect_match("softmax", "softmax", OrderedJson::object());
+}
+
+TEST(FamilyMatch, SoftmaxFromExpOverSum) {
+  expect_match("softmax_manual", "softmax", OrderedJson::object());
+}
+
+TEST(FamilyMatch, LayerNormFromNativeLayerNorm) {
+  expect_match("layernorm", "layernorm", annotated_params("cuda/layernorm_bf16"));
+}
+
+TEST(FamilyMatch, LayerNormFromMeanAndBiasedVariance) {
+  expect_match("layernorm_manual", "layernorm", {{"eps", 1e-5}});
+}
+
+TEST(FamilyMatch, RowReductions) {
+  expect_match("row_sum", "reduce", annotated_params("cuda/row_sum_bf16_h8192"), {"cuda"});
+  expect_match("row_mean", "reduce", {{"op", "mean"}, {"dim", -1}}, {"cuda"});
+  expect_match("row_max", "reduce", {{"op", "max"}, {"dim", -1}}, {"cuda"});
+}
+
+TEST(FamilyMatch, SiluAndMulReadsTheTwoHalvesAtColumnOffsets) {
+  expect_match("silu_and_mul", "elementwise",
+               {{"expression", "silu(x_0) * x_1"},
+                {"operands",
+                 {{"x_0", {{"tensor", "x"}, {"column_offset", "0"}}},
+                  {"x_1", {{"tensor", "x"}, {"column_offset", "14336"}}}}}});
+}
+
+TEST(FamilyMatch, GeluTanh) {
+  expect_match("gelu", "elementwise", {{"expression", "gelu_tanh(x)"}});
+}
+
+TEST(FamilyMatch, GemmFromTorchMm) {
+  expect_match("gemm_mm", "gemm", OrderedJson::object());
+}
+
+TEST(FamilyMatch, GemmFromLinearWithBias) {
+  expect_match("gemm_linear_bias", "gemm", {{"epilogue", "acc + bias"}});
+}
+
+TEST(FamilyMatch, GemmWithBiasAndGeluTanhEpilogue) {
+  expect_match("gemm_bias_gelu", "gemm", annotated_params("cuda/gemm_bias_gelu_bf16_n14336_k4096"));
+}
+
+TEST(FamilyMatch, PostNormResidualIsNotAnRmsnorm) {
+  expect_refusal("olmo3_post_norm",
+                 "rmsnorm: the output adds `residual` after the rmsnorm, which the row family "
+                 "cannot express");
+}
+
+TEST(FamilyMatch, ScalarInputEpsIsNotAnRmsnorm) {
+  expect_refusal("nemotron_rms_norm",
+                 "rmsnorm: eps is the scalar input `eps`, but the row family needs eps as a "
+                 "number in op_params");
+}
+
+TEST(FamilyMatch, SumOverAMiddleAxisIsNotARowReduction) {
+  expect_refusal("middle_sum", "reduce: the sum runs over axes [1] of a rank-3 tensor");
+}
+
+TEST(FamilyMatch, AnInPlaceWriteIsNoFamily) {
+  // y = x.clone(); y[:, 0] = 1; y * 2: matching `x * 2` would drop the assignment.
+  expect_refusal("in_place_write", "aten.copy_.default (op 6) writes in place");
+}
+
+TEST(FamilyMatch, ConvolutionHasNoFamily) {
+  expect_refusal("conv", "aten.convolution");
+}
+
+}  // namespace
+}  // namespace kernelarc

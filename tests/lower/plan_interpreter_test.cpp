@@ -1,0 +1,80 @@
+// The plan interpreter as a library feature: it reports a malformed plan or an access outside a
+// buffer as InputError, leaves unwritten elements NaN, and measures a plan's work.
+#include "lower/plan_interpreter.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace kernelarc {
+namespace {
+
+using Json = OrderedJson;
+
+Json shifted_copy_plan(const std::string& shift) {
+  return Json::parse(R"({"version": 1,
+    "buffers": [{"name": "x", "kind": "input", "index": 0, "dtype": "float32"},
+                {"name": "out", "kind": "output", "index": 0, "dtype": "bfloat16"}],
+    "kernels": [{"kind": "pointwise", "domain": ["n"],
+      "loads": {"a": {"buffer": "x", "offset": ")" +
+                     shift + R"(", "strides": ["1"],
+                      "coords": [["idx", 0]]}},
+      "stores": [{"buffer": "out", "offset": "0", "strides": ["2"], "coords": [["idx", 0]],
+                  "value": ["mul", ["load", "a"], ["f", 3.0]]}]}]})");
+}
+
+TEST(PlanInterpreter, StoresRoundToTheBufferDtypeAndUnwrittenElementsStayNaN) {
+  const PlanBuffers out =
+      run_plan(shifted_copy_plan("0"), {{"n", 2}}, {{"x", {1.0, 0.1}}}, {{"out", {4}}});
+  ASSERT_EQ(out.at("out").size(), 4u);
+  EXPECT_EQ(out.at("out")[0], 3.0);
+  EXPECT_NE(out.at("out")[2], 0.3);  // 0.3 is not a bfloat16
+  EXPECT_NEAR(out.at("out")[2], 0.3, 1e-2);
+  EXPECT_TRUE(std::isnan(out.at("out")[1]));
+  EXPECT_TRUE(std::isnan(out.at("out")[3]));
+}
+
+TEST(PlanInterpreter, AnAccessOutsideABufferIsAnInputErrorNamingIt) {
+  try {
+    run_plan(shifted_copy_plan("1"), {{"n", 2}}, {{"x", {1.0, 2.0}}}, {{"out", {4}}});
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("\"x\""), std::string::npos) << error.what();
+  }
+}
+
+TEST(PlanInterpreter, AnUnknownOpIsAnInputError) {
+  Json plan = shifted_copy_plan("0");
+  plan["kernels"][0]["stores"][0]["value"] = Json::parse(R"(["frobnicate", ["f", 1.0]])");
+  EXPECT_THROW(run_plan(plan, {{"n", 2}}, {{"x", {1.0, 2.0}}}, {{"out", {4}}}), InputError);
+}
+
+TEST(PlanInterpreter, ReduceStagesAndWorkCount) {
+  const Json plan = Json::parse(R"({"version": 1,
+    "buffers": [{"name": "x", "kind": "input", "index": 0, "dtype": "float32"},
+                {"name": "out", "kind": "output", "index": 0, "dtype": "float32"},
+                {"name": "arg", "kind": "output", "index": 1, "dtype": "int64"}],
+    "kernels": [{"kind": "reduce", "domain": ["2"], "reduce": ["3"],
+      "loads": {"a": {"buffer": "x", "offset": "0", "strides": ["3", "1"],
+                      "coords": [["idx", 0], ["idx", 1]]}},
+      "stages": [{"name": "m", "op": "max", "value": ["load", "a"]},
+                 {"name": "i", "op": "argmax", "value": ["load", "a"]},
+                 {"name": "s", "op": "sum", "value": ["exp", ["sub", ["load", "a"], ["stage", "m"]]]}],
+      "stores": [{"buffer": "out", "offset": "0", "strides": ["3", "1"],
+                  "coords": [["idx", 0], ["idx", 1]], "over": "full",
+                  "value": ["div", ["exp", ["sub", ["load", "a"], ["stage", "m"]]], ["stage", "s"]]},
+                 {"buffer": "arg", "offset": "0", "strides": ["1"], "coords": [["idx", 0]],
+                  "over": "keep", "value": ["stage", "i"]}]}]})");
+  const PlanBuffers out =
+      run_plan(plan, {}, {{"x", {0, 1, 2, 5, 4, 3}}}, {{"out", {2, 3}}, {"arg", {2}}});
+  const double total = std::exp(-2.0) + std::exp(-1.0) + 1;
+  EXPECT_NEAR(out.at("out")[2], 1 / total, 1e-7);
+  EXPECT_NEAR(out.at("out")[3], 1 / total, 1e-7);
+  EXPECT_EQ(out.at("arg"), (std::vector<double>{2, 0}));
+  EXPECT_EQ(plan_work(plan, {}), 2 * 3 * 4);
+}
+
+}  // namespace
+}  // namespace kernelarc
