@@ -179,18 +179,7 @@ class Problem:
         torch = self.torch
         specs = self.definition["outputs"]
         names = list(specs)
-        if isinstance(result, dict):
-            missing = [name for name in names if name not in result]
-            if missing:
-                raise ReferenceFault(f"run() returned a dict without {missing}")
-            values = [result[name] for name in names]
-        elif isinstance(result, (tuple, list)):
-            values = list(result)
-        else:
-            values = [result]
-        if len(values) != len(names):
-            raise ReferenceFault(f"run() returned {len(values)} values, the definition has "
-                                 f"{len(names)} outputs ({', '.join(names)})")
+        values = returned_values(result, names, ReferenceFault)
         outputs = {}
         for name, value in zip(names, values):
             dtype = self.dtype(specs[name])
@@ -207,6 +196,24 @@ class Problem:
         for role in ("inputs", "outputs"):
             for spec in self.definition[role].values():
                 self.dtype(spec)
+
+
+def returned_values(result, names, fault):
+    """run()'s return value (a tensor, a tuple or list, or a dict by output name) as one value
+    per output name, in order; `fault` (an exception class) says what does not fit."""
+    if isinstance(result, dict):
+        missing = [name for name in names if name not in result]
+        if missing:
+            raise fault(f"run() returned a dict without {missing}")
+        values = [result[name] for name in names]
+    elif isinstance(result, (tuple, list)):
+        values = list(result)
+    else:
+        values = [result]
+    if len(values) != len(names):
+        raise fault(f"run() returned {len(values)} values, the definition has "
+                    f"{len(names)} outputs ({', '.join(names)})")
+    return values
 
 
 def load_reference(definition):

@@ -36,7 +36,7 @@ except Exception as torch_error:
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from kernelarc_oracle import describe_exception, load_reference
+from kernelarc_oracle import describe_exception, load_reference, returned_values
 from kernelarc_oracle_tensors import ReferenceFault, torch_dtype, write_atomically
 from kernelarc_trace_merge import Monomials, merge_traces
 from kernelarc_trace_recorder import Recorder, TraceFailure, dtype_name
@@ -121,18 +121,7 @@ class Tracer:
         torch = self.torch
         specs = self.definition["outputs"]
         names = list(specs)
-        if isinstance(result, dict):
-            missing = [name for name in names if name not in result]
-            if missing:
-                raise TraceFailure(f"run() returned a dict without {missing}")
-            values = [result[name] for name in names]
-        elif isinstance(result, (tuple, list)):
-            values = list(result)
-        else:
-            values = [result]
-        if len(values) != len(names):
-            raise TraceFailure(f"run() returned {len(values)} values, the definition has "
-                               f"{len(names)} outputs ({', '.join(names)})")
+        values = returned_values(result, names, TraceFailure)
         outputs = []
         for name, value in zip(names, values):
             if not isinstance(value, torch.Tensor):

@@ -9,25 +9,6 @@
 namespace kernelarc::lowering {
 namespace {
 
-/// The stored view holding tensor `id`'s elements, storing it first when nothing does.
-StoredAt stored_view(Lowering& lowering, int id) {
-  for (;;) {
-    const Tensor& t = lowering.tensor(id);
-    const int next_kernel = static_cast<int>(lowering.kernels.size());
-    if (t.stored && t.stored->kernel < next_kernel) return *t.stored;
-    if (t.view_base >= 0) {
-      const Tensor& base = lowering.tensor(t.view_base);
-      if (base.stored && base.stored->offset.is_zero() &&
-          base.stored->strides == base.layout_strides) {
-        return {base.stored->buffer, t.view_offset, t.view_strides, base.stored->kernel};
-      }
-    }
-    if (t.same_values_as < 0) break;
-    id = t.same_values_as;
-  }
-  return lowering.materialize_now(id);
-}
-
 /// A LOAD of `view` with one coord per dim (broadcast dims dropped).
 Json operand_load(const StoredAt& view, const Coords& coords) {
   Json strides = Json::array(), coords_json = Json::array();
@@ -50,6 +31,24 @@ int value_arg(Lowering& lowering, const GraphNode& node, std::size_t position,
 }
 
 }  // namespace
+
+StoredAt stored_view(Lowering& lowering, int id) {
+  for (;;) {
+    const Tensor& t = lowering.tensor(id);
+    const int next_kernel = static_cast<int>(lowering.kernels.size());
+    if (t.stored && t.stored->kernel < next_kernel) return *t.stored;
+    if (t.view_base >= 0) {
+      const Tensor& base = lowering.tensor(t.view_base);
+      if (base.stored && base.stored->offset.is_zero() &&
+          base.stored->strides == base.layout_strides) {
+        return {base.stored->buffer, t.view_offset, t.view_strides, base.stored->kernel};
+      }
+    }
+    if (t.same_values_as < 0) break;
+    id = t.same_values_as;
+  }
+  return lowering.materialize_now(id);
+}
 
 bool lower_matmul(Lowering& lowering, const GraphNode& node) {
   const std::string_view name = node.base_name();

@@ -428,25 +428,6 @@ struct Convolution {
   int64_t groups = 1;
 };
 
-/// The stored view holding tensor `id` (as lower_matmul reads its operands), storing it first
-/// when nothing does.
-StoredAt stored_view(Lowering& l, int id) {
-  for (;;) {
-    const Tensor& t = l.tensor(id);
-    if (t.stored && t.stored->kernel < static_cast<int>(l.kernels.size())) return *t.stored;
-    if (t.view_base >= 0) {
-      const Tensor& base = l.tensor(t.view_base);
-      if (base.stored && base.stored->offset.is_zero() &&
-          base.stored->strides == base.layout_strides) {
-        return {base.stored->buffer, t.view_offset, t.view_strides, base.stored->kernel};
-      }
-    }
-    if (t.same_values_as < 0) break;
-    id = t.same_values_as;
-  }
-  return l.materialize_now(id);
-}
-
 Json operand_load(const StoredAt& view, const Coords& coords) {
   Json strides = Json::array(), coords_json = Json::array();
   for (std::size_t d = 0; d < view.strides.size(); ++d) {

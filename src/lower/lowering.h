@@ -186,6 +186,9 @@ bool lower_view_or_pointwise(Lowering& lowering, const GraphNode& node);
 bool lower_reduction(Lowering& lowering, const GraphNode& node);
 bool lower_scan(Lowering& lowering, const GraphNode& node);
 bool lower_matmul(Lowering& lowering, const GraphNode& node);
+/// The stored view holding tensor `id`'s elements, storing it first when nothing does: how a
+/// matmul or a convolution reads an operand it cannot inline.
+StoredAt stored_view(Lowering& lowering, int id);
 bool lower_window(Lowering& lowering, const GraphNode& node);
 
 /// A reduction tensor: `stage_op` over dims `reduced` of tensor `input`. Output shape: the

@@ -310,45 +310,20 @@ struct KaArgs {{
                        fmt::join(params, ", "), args_initializer());
   }
 
-  // Checks one tensor as ka_bind receives it; `slot` is "inputs[i]" or "outputs[0]".
-  std::string tensor_checks(const TensorSpec& tensor, const std::string& slot) const {
-    const std::size_t rank = tensor.is_scalar() ? 0 : tensor.shape->size();
-    std::string text = fmt::format(
-        "  if ({0}.dtype != {1}) return \"{2}: expected dtype {3}\";\n"
-        "  if ({0}.ndim != {4}) return \"{2}: expected {4} dimensions\";\n",
-        slot, abi_dtype_name(tensor.dtype), tensor.name, dtype_name(tensor.dtype), rank);
-    if (rank > 0) {
-      text += fmt::format(
-          "  if (!ka_contiguous({})) return \"{}: expected a contiguous row-major tensor\";\n",
-          slot, tensor.name);
-    }
-    return text;
-  }
-
-  std::string shape_checks(const TensorSpec& tensor, const std::string& slot) const {
-    if (tensor.is_scalar() || tensor.shape->empty()) return "";
-    std::vector<std::string> conditions;
-    for (std::size_t d = 0; d < tensor.shape->size(); ++d)
-      conditions.push_back(
-          fmt::format("{}.shape[{}] != {}", slot, d, axis_var((*tensor.shape)[d])));
-    return fmt::format("  if ({}) return \"{}: expected shape [{}]\";\n",
-                       fmt::join(conditions, " || "), tensor.name, fmt::join(*tensor.shape, ", "));
-  }
-
   std::string bind_function() const {
     std::string body = fmt::format(
         "  if (n_inputs != {0} || n_outputs != 1) return \"expected {0} input{1} and 1 output\";\n",
         def_.inputs.size(), def_.inputs.size() == 1 ? "" : "s");
     for (std::size_t i = 0; i < def_.inputs.size(); ++i)
-      body += tensor_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
-    body += tensor_checks(output(), "outputs[0]");
+      body += bind_tensor_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
+    body += bind_tensor_checks(output(), "outputs[0]");
     for (const AxisSource& source : problem_.axis_sources) {
       body += fmt::format("  [[maybe_unused]] const long long {} = {};\n", axis_var(source.name),
                           source.code);
     }
     for (std::size_t i = 0; i < def_.inputs.size(); ++i)
-      body += shape_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
-    body += shape_checks(output(), "outputs[0]");
+      body += bind_shape_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
+    body += bind_shape_checks(output(), "outputs[0]");
     for (const ElementwiseOperand& operand : problem_.operands) {
       if (operand.kind == OperandKind::Scalar) continue;
       body += fmt::format(
@@ -366,22 +341,7 @@ struct KaArgs {{
     body += fmt::format("  ka_out_t* ka_out_{} = static_cast<ka_out_t*>(outputs[0].data);\n",
                         output().name);
     body += fmt::format("  *args = {};\n  return nullptr;\n", args_initializer());
-    return fmt::format(R"(
-inline bool ka_contiguous(const ka_tensor& t) {{
-  long long expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {{
-    if (t.shape[d] != 1 && t.stride[d] != expected) return false;
-    expected *= t.shape[d];
-  }}
-  return true;
-}}
-
-// Checks the tensors against the definition and fills *args; nullptr or what is wrong.
-inline const char* ka_bind(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
-                           int n_outputs, KaArgs* args) {{
-{}}}
-)",
-                       body);
+    return ka_bind_definition(body, "fills *args; nullptr or what is wrong");
   }
 
   const ElementwiseProblem& problem_;

@@ -172,43 +172,20 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
     return text;
   }
 
-  std::string tensor_checks(const TensorSpec& tensor, const std::string& slot) const {
-    const std::size_t rank = tensor.is_scalar() ? 0 : tensor.shape->size();
-    std::string text = fmt::format(
-        "  if ({0}.dtype != {1}) return \"{2}: expected dtype {3}\";\n"
-        "  if ({0}.ndim != {4}) return \"{2}: expected {4} dimensions\";\n",
-        slot, abi_dtype_name(tensor.dtype), tensor.name, dtype_name(tensor.dtype), rank);
-    if (rank > 0) {
-      text += fmt::format(
-          "  if (!ka_contiguous({})) return \"{}: expected a contiguous row-major tensor\";\n",
-          slot, tensor.name);
-    }
-    return text;
-  }
-
-  std::string shape_checks(const TensorSpec& tensor, const std::string& slot) const {
-    if (tensor.is_scalar() || tensor.shape->empty()) return "";
-    std::vector<std::string> conditions;
-    for (std::size_t d = 0; d < tensor.shape->size(); ++d)
-      conditions.push_back(fmt::format("{}.shape[{}] != ka_axis_{}", slot, d, (*tensor.shape)[d]));
-    return fmt::format("  if ({}) return \"{}: expected shape [{}]\";\n",
-                       fmt::join(conditions, " || "), tensor.name, fmt::join(*tensor.shape, ", "));
-  }
-
   std::string bind_function() const {
     std::string body = fmt::format(
         "  if (n_inputs != {0} || n_outputs != {1}) return \"expected {0} inputs and {1} "
         "outputs\";\n",
         def_.inputs.size(), def_.outputs.size());
     for (std::size_t i = 0; i < def_.inputs.size(); ++i)
-      body += tensor_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
+      body += bind_tensor_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
     for (std::size_t i = 0; i < def_.outputs.size(); ++i)
-      body += tensor_checks(def_.outputs[i], fmt::format("outputs[{}]", i));
+      body += bind_tensor_checks(def_.outputs[i], fmt::format("outputs[{}]", i));
     body += axis_sources();
     for (std::size_t i = 0; i < def_.inputs.size(); ++i)
-      body += shape_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
+      body += bind_shape_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
     for (std::size_t i = 0; i < def_.outputs.size(); ++i)
-      body += shape_checks(def_.outputs[i], fmt::format("outputs[{}]", i));
+      body += bind_shape_checks(def_.outputs[i], fmt::format("outputs[{}]", i));
     for (const Axis& axis : def_.axes)
       body += fmt::format("  args->ka_axis_{0} = ka_axis_{0};\n", axis.name);
     for (const PlanBuffer& buffer : plan_.buffers) {
@@ -221,24 +198,8 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
                       pointer_type(buffer),
                       buffer.kind == PlanBufferKind::Input ? "inputs" : "outputs", buffer.index);
     }
-    return fmt::format(R"(
-inline bool ka_contiguous(const ka_tensor& t) {{
-  long long expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {{
-    if (t.shape[d] != 1 && t.stride[d] != expected) return false;
-    expected *= t.shape[d];
-  }}
-  return true;
-}}
-
-// Checks the tensors against the definition and fills *args but the temps; nullptr or what is
-// wrong.
-inline const char* ka_bind(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
-                           int n_outputs, KaArgs* args) {{
-{}  return nullptr;
-}}
-)",
-                       body);
+    body += "  return nullptr;\n";
+    return ka_bind_definition(body, "fills *args but the temps; nullptr or what is wrong");
   }
 
   std::string axis_locals(const std::string& from) const {

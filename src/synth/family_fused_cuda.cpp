@@ -215,16 +215,9 @@ class CudaFusedWriter {
   /// dtype, rank and layout of one tensor, and the var axes it is the first to name.
   std::string tensor_checks(const TensorSpec& t, const std::string& slot,
                             std::set<std::string>& known) const {
-    const std::size_t rank = t.is_scalar() ? 0 : t.shape->size();
-    std::string text = fmt::format(
-        "  if ({0}.dtype != {1}) return \"{2}: expected dtype {3}\";\n"
-        "  if ({0}.ndim != {4}) return \"{2}: expected {4} dimensions\";\n",
-        slot, abi_dtype_name(t.dtype), t.name, dtype_name(t.dtype), rank);
-    if (rank == 0) return text;
-    text += fmt::format(
-        "  if (!ka_contiguous({})) return \"{}: expected a contiguous row-major tensor\";\n", slot,
-        t.name);
-    for (std::size_t d = 0; d < rank; ++d) {
+    std::string text = bind_tensor_checks(t, slot);
+    if (t.is_scalar()) return text;
+    for (std::size_t d = 0; d < t.shape->size(); ++d) {
       const std::string& axis = (*t.shape)[d];
       if (is_var_axis(axis) && known.insert(axis).second)
         text += fmt::format("  args->ka_axis_{} = {}.shape[{}];\n", axis, slot, d);
@@ -281,24 +274,9 @@ class CudaFusedWriter {
                           input ? "const " : "", element_type(b), input ? "inputs" : "outputs",
                           b.index);
     }
-    return fmt::format(R"(
-inline bool ka_contiguous(const ka_tensor& t) {{
-  long long expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {{
-    if (t.shape[d] != 1 && t.stride[d] != expected) return false;
-    expected *= t.shape[d];
-  }}
-  return true;
-}}
-
-// Checks the tensors against the definition and fills *args (temps are set by ka_plan_run);
-// nullptr or what is wrong.
-inline const char* ka_bind(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
-                           int n_outputs, KaArgs* args) {{
-{}  return nullptr;
-}}
-)",
-                       body);
+    body += "  return nullptr;\n";
+    return ka_bind_definition(
+        body, "fills *args (temps are set by ka_plan_run); nullptr or what is wrong");
   }
 
   /// Local ka_axis_<name> for every axis, read from `prefix` (var and expr axes) or constant,

@@ -112,4 +112,46 @@ std::string abi_dtype_name(DType dtype) {
   return name;
 }
 
+std::string bind_tensor_checks(const TensorSpec& tensor, const std::string& slot) {
+  const std::size_t rank = tensor.is_scalar() ? 0 : tensor.shape->size();
+  std::string text = fmt::format(
+      "  if ({0}.dtype != {1}) return \"{2}: expected dtype {3}\";\n"
+      "  if ({0}.ndim != {4}) return \"{2}: expected {4} dimensions\";\n",
+      slot, abi_dtype_name(tensor.dtype), tensor.name, dtype_name(tensor.dtype), rank);
+  if (rank > 0) {
+    text += fmt::format(
+        "  if (!ka_contiguous({})) return \"{}: expected a contiguous row-major tensor\";\n", slot,
+        tensor.name);
+  }
+  return text;
+}
+
+std::string bind_shape_checks(const TensorSpec& tensor, const std::string& slot) {
+  if (tensor.is_scalar() || tensor.shape->empty()) return "";
+  std::vector<std::string> conditions;
+  for (std::size_t d = 0; d < tensor.shape->size(); ++d)
+    conditions.push_back(fmt::format("{}.shape[{}] != ka_axis_{}", slot, d, (*tensor.shape)[d]));
+  return fmt::format("  if ({}) return \"{}: expected shape [{}]\";\n",
+                     fmt::join(conditions, " || "), tensor.name, fmt::join(*tensor.shape, ", "));
+}
+
+std::string ka_bind_definition(const std::string& body, std::string_view what) {
+  return fmt::format(R"(
+inline bool ka_contiguous(const ka_tensor& t) {{
+  long long expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {{
+    if (t.shape[d] != 1 && t.stride[d] != expected) return false;
+    expected *= t.shape[d];
+  }}
+  return true;
+}}
+
+// Checks the tensors against the definition and {}.
+inline const char* ka_bind(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
+                           int n_outputs, KaArgs* args) {{
+{}}}
+)",
+                     what, body);
+}
+
 }  // namespace kernelarc

@@ -47,6 +47,19 @@ std::string abi_dtype_name(DType dtype);
 std::string kernel_params_define(const Definition& def,
                                  const std::function<std::string(DType)>& element_type);
 
+/// ka_bind's checks of one tensor (`slot` is "inputs[i]" or "outputs[j]"): its dtype, its rank
+/// and, for rank > 0, a contiguous row-major layout (ka_contiguous, from ka_bind_definition).
+std::string bind_tensor_checks(const TensorSpec& tensor, const std::string& slot);
+
+/// ka_bind's check of every dimension of one tensor against its axis, once the local
+/// ka_axis_<name> values exist: "<name>: expected shape [a, b]". Empty for scalars and 0-D.
+std::string bind_shape_checks(const TensorSpec& tensor, const std::string& slot);
+
+/// ka_contiguous and `const char* ka_bind(inputs, n_inputs, outputs, n_outputs, args)` around
+/// `body`, which ends in a return statement. `what` finishes the comment "Checks the tensors
+/// against the definition and ...".
+std::string ka_bind_definition(const std::string& body, std::string_view what);
+
 /// The start of a CUDA ka_problem.h with aligned packs (the row and rope families): KA_HD,
 /// the float conversions of float, __half and __nv_bfloat16, ka_row_load<N> / ka_row_store<N>
 /// of N elements as one aligned unit, and ka_row_aligned(p, n).
