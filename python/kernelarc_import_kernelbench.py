@@ -55,7 +55,7 @@ SEED = 42
 TOLERANCE = {"max_atol": 1e-2, "max_rtol": 1e-2}  # KernelBench's own atol = rtol = 1e-2
 ENTRYPOINT = "make_inputs"
 # Names the reference defines at module level; an input must not shadow them.
-REFERENCE_GLOBALS = {"torch", "functional_call", "KERNELBENCH_SOURCE", "FORWARD_INPUTS",
+REFERENCE_GLOBALS = {"sys", "types", "torch", "functional_call", "KERNELBENCH_SOURCE", "FORWARD_INPUTS",
                      "PARAMETERS", "BUFFERS", "_MODEL", "_namespace", "_build", ENTRYPOINT}
 
 
@@ -235,13 +235,15 @@ def reference_source(source, path, forward, parameters, buffers, custom):
     """The reference: the file's source, the entry point drawing the inputs when `custom`, and
     run(), a functional call of the model when it has parameters or buffers."""
     text = (
-        "import torch\n\n"
+        "import sys\nimport types\n\nimport torch\n\n"
         f"# The KernelBench file {os.path.basename(path)}, run as a module by _namespace().\n"
         f"KERNELBENCH_SOURCE = {source!r}\n\n\n"
         "def _namespace():\n"
-        "    namespace = {\"__name__\": \"kernelbench_problem\"}\n"
-        f"    exec(compile(KERNELBENCH_SOURCE, {os.path.basename(path)!r}, \"exec\"), namespace)\n"
-        "    return namespace\n\n\n"
+        "    # A registered module: torch.compile looks up the module of every class it traces.\n"
+        "    module = types.ModuleType(\"kernelbench_problem\")\n"
+        "    sys.modules[module.__name__] = module\n"
+        f"    exec(compile(KERNELBENCH_SOURCE, {os.path.basename(path)!r}, \"exec\"), module.__dict__)\n"
+        "    return module.__dict__\n\n\n"
         "def _build(namespace):\n"
         "    \"\"\"Model(*get_init_inputs()), in training mode as KernelBench runs it.\"\"\"\n"
         "    init = namespace.get(\"get_init_inputs\", list)()\n"

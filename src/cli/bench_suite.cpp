@@ -51,6 +51,16 @@ std::vector<SuiteProblem> discover_suite(const std::filesystem::path& suite,
         fmt::format("--problems: no problem of {} is named {} (by directory or "
                     "definition name)",
                     suite.string(), fmt::join(unknown, ", ")));
+  // A list given is the order to bench in (the cheap or urgent first); else directory order.
+  const auto rank = [&only](const SuiteProblem& p) {
+    const auto named = [&p](const std::string& n) {
+      return n == p.dir.filename().string() || n == p.name;
+    };
+    return std::find_if(only.begin(), only.end(), named) - only.begin();
+  };
+  std::stable_sort(
+      problems.begin(), problems.end(),
+      [&rank](const SuiteProblem& a, const SuiteProblem& b) { return rank(a) < rank(b); });
   return problems;
 }
 

@@ -20,8 +20,9 @@ struct SuiteProblem {
 };
 
 /// Every problem of `suite` when `only` is empty, else those whose directory or definition
-/// name is listed. InputError when the suite is no directory or has no problem, or naming each
-/// listed name that no problem has. A definition that cannot be read is listed with its error.
+/// name is listed, in the order listed. InputError when the suite is no directory or has no
+/// problem, or naming each listed name that no problem has. A definition that cannot be read is
+/// listed with its error.
 std::vector<SuiteProblem> discover_suite(const std::filesystem::path& suite,
                                          const std::vector<std::string>& only);
 

@@ -219,7 +219,7 @@ int add_keepdim_reduction(Lowering& lowering, int input, std::vector<int> reduce
       same = same && kernel.json["reduce"][i] == reduce_sizes[i].text();
     }
     // The same reduced sizes in another order would be another domain.
-    same = same && kernel.spaces[1].coords == Json(in_coords) && kernel.spaces[1].shape == in_shape;
+    same = same && kernel.spaces[1].coords == in_coords && kernel.spaces[1].shape == in_shape;
     if (!same) continue;
     Ctx dry{lowering, k, kernel.loads, true, kMaxFusedStoreNodes};
     try {

@@ -214,8 +214,11 @@ class FusedBinder : public FamilyBinder {
     BoundsChecker(plan, definition).check();
 
     FamilyBinding binding;
+    std::string workspace = fused_workspace(plan).total;
     if (kernel.target == "cuda") {
-      binding.header = generate_fused_header_cuda(plan, definition, kernel);
+      const LibraryPlan library = with_library_matmuls(plan);
+      binding.header = generate_fused_header_cuda(library, definition, kernel);
+      workspace = fused_workspace(library.plan).total;
     } else if (kernel.target == "cpu") {
       binding.header = generate_fused_header_cpu(plan, definition, kernel);
     } else {
@@ -224,7 +227,7 @@ class FusedBinder : public FamilyBinder {
           fmt::format("template {} targets \"{}\"; the fused family generates cpu and cuda code",
                       kernel.name, kernel.target));
     }
-    binding.sizes["WORKSPACE_BYTES"] = fused_workspace(plan).total;
+    binding.sizes["WORKSPACE_BYTES"] = workspace;
     bool matmul = false;
     for (const PlanKernel& k : plan.kernels) matmul = matmul || k.kind == PlanKernelKind::Matmul;
     binding.constants["HAS_MATMUL"] = matmul ? 1 : 0;

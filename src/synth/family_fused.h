@@ -14,6 +14,7 @@
 #include "core/problem.h"
 #include "synth/kernel_plan.h"
 #include "synth/kernel_template.h"
+#include "synth/library_matmul.h"
 
 namespace kernelarc {
 
@@ -21,8 +22,9 @@ namespace kernelarc {
 std::string generate_fused_header_cpu(const KernelPlan& plan, const Definition& definition,
                                       const KernelTemplate& kernel);
 
-/// ka_problem.h of a CUDA template (family_fused_cuda.cpp).
-std::string generate_fused_header_cuda(const KernelPlan& plan, const Definition& definition,
+/// ka_problem.h of a CUDA template (family_fused_cuda.cpp), from the plan with its library
+/// routes (synth/library_matmul.h).
+std::string generate_fused_header_cuda(const LibraryPlan& plan, const Definition& definition,
                                        const KernelTemplate& kernel);
 
 /// The byte offset of each temp in the workspace (in plan order, empty strings for other

@@ -119,7 +119,8 @@ KA_HD long long ka_floormod(long long a, long long b) {
 
 class CudaFusedWriter {
  public:
-  CudaFusedWriter(const KernelPlan& plan, const Definition& def) : plan_(plan), def_(def) {
+  CudaFusedWriter(const LibraryPlan& library, const Definition& def)
+      : plan_(library.plan), library_(library), def_(def) {
     for (const Axis& axis : def.axes) axes_.push_back(axis.name);
   }
 
@@ -130,6 +131,7 @@ class CudaFusedWriter {
         "__forceinline__\n#include <cstdio>\n#include \"kernelarc/abi.h\"\n";
     out += plan_code_prelude(true, plan_.float64);
     out += "#include \"ka_fused.cuh\"\n#define KA_UNROLL_ELEMENTS _Pragma(\"unroll\")\n";
+    if (!library_.matmuls.empty()) out += "#include \"ka_lt_matmul.cuh\"\n";
     out += kValueConversions;
     out += args_struct();
     out += bind_function();
@@ -186,6 +188,7 @@ class CudaFusedWriter {
       const PlanKernel& kernel = plan_.kernels[k];
       text += fmt::format("//   {}: {} over [{}]", k, kernel_kind_name(kernel.kind),
                           fmt::join(kernel.index_sizes(), ", "));
+      if (k >= library_.own_kernels) text += " (the epilogue of a matmul cuBLASLt ran)";
       if (kernel.kind == PlanKernelKind::Reduce)
         text += fmt::format(", reducing the last {}", kernel.reduce.size());
       text += "\n";
@@ -844,6 +847,118 @@ struct KaKernel{0} : KaArgs {{
     return code;
   }
 
+  /// The element stride of an affine access along index dim `dim`, as host code.
+  std::string stride_code(const PlanCodeWriter& w, const PlanAccess& access, int dim) const {
+    std::string code;
+    for (std::size_t j = 0; j < access.coords.size(); ++j)
+      if (access.coords[j].op == "idx" && access.coords[j].integer == dim)
+        code += (code.empty() ? "" : " + ") + w.size(access.strides[j]);
+    return code.empty() ? "0LL" : "(" + code + ")";
+  }
+
+  /// Where an affine access starts (its offset and literal coords), as a host pointer.
+  std::string start_code(const PlanCodeWriter& w, const PlanAccess& access) const {
+    std::string code =
+        fmt::format("args.{} + {}", pointer(buffer(access.buffer)), w.size(access.offset));
+    for (std::size_t j = 0; j < access.coords.size(); ++j)
+      if (access.coords[j].op == "i" && access.coords[j].integer != 0)
+        code += fmt::format(" + {} * {}LL", w.size(access.strides[j]), access.coords[j].integer);
+    return code;
+  }
+
+  static std::string cuda_data_type(DType dtype) {
+    return dtype == DType::BFloat16  ? "CUDA_R_16BF"
+           : dtype == DType::Float16 ? "CUDA_R_16F"
+                                     : "CUDA_R_32F";
+  }
+
+  /// A ka_lt_matmul call for a matmul's library route, as an expression that is true when
+  /// cuBLASLt ran it.
+  std::string library_call(const LibraryMatmul& route) const {
+    const PlanKernel& kernel = plan_.kernels[route.kernel];
+    const PlanCodeWriter w = writer(kernel, -1, nullptr);
+    const int b_rank = static_cast<int>(kernel.batch.size());
+    const int m = b_rank, n = b_rank + 1, k = b_rank + 2;
+    std::string set = fmt::format(
+        "KaLtMatmul c; c.type_ab = {}; c.type_d = {}; c.m = {}; c.n = {}; c.k = {}; "
+        "c.batch_rank = {}; ",
+        cuda_data_type(buffer(kernel.a.buffer).dtype), cuda_data_type(buffer(route.d.buffer).dtype),
+        w.size(kernel.m), w.size(kernel.n), w.size(kernel.k), b_rank);
+    for (int d = 0; d < b_rank; ++d) {
+      set += fmt::format(
+          "c.batch[{0}] = {1}; c.a_batch[{0}] = {2}; c.b_batch[{0}] = {3}; c.d_batch[{0}] = {4}; ",
+          d, w.size(kernel.batch[d]), stride_code(w, kernel.a, d), stride_code(w, kernel.b, d),
+          stride_code(w, route.d, d));
+      if (route.c) set += fmt::format("c.c_batch[{}] = {}; ", d, stride_code(w, *route.c, d));
+    }
+    set += fmt::format(
+        "c.a_m = {}; c.a_k = {}; c.b_k = {}; c.b_n = {}; c.d_m = {}; c.d_n = {}; c.a = {}; "
+        "c.b = {}; c.d = {}; c.alpha = (float){}; ",
+        stride_code(w, kernel.a, m), stride_code(w, kernel.a, k), stride_code(w, kernel.b, k),
+        stride_code(w, kernel.b, n), stride_code(w, route.d, m), stride_code(w, route.d, n),
+        start_code(w, kernel.a), start_code(w, kernel.b), start_code(w, route.d),
+        fmt::format("{:.9g}", route.alpha));
+    if (route.c)
+      set += fmt::format("c.c_m = {}; c.c_n = {}; c.c = {}; ", stride_code(w, *route.c, m),
+                         stride_code(w, *route.c, n), start_code(w, *route.c));
+    return fmt::format(
+        "[&] {{\n    {}\n    return ka_lt_matmul(c, scratch, (size_t)scratch_bytes, stream) == "
+        "nullptr;\n  }}()",
+        set);
+  }
+
+  /// The launch of kernel `index` in ka_plan_run, as a block.
+  std::string launch(std::size_t index) const {
+    const PlanKernel& kernel = plan_.kernels[index];
+    const PlanCodeWriter w = writer(kernel, -1, nullptr);
+    std::string text;
+    text += fmt::format("  {{\n    KaKernel{0} k;\n    static_cast<KaArgs&>(k) = args;\n", index);
+    switch (kernel.kind) {
+      case PlanKernelKind::Pointwise:
+        text += fmt::format(
+            "    k.total = {};\n    k.inner = {};\n"
+            "    ka_launch_pointwise<KaKernel{}, VEC, BLOCK_THREADS, ITEMS>(k, stream);\n",
+            product(w, kernel.domain), kernel.domain.empty() ? "1LL" : w.size(kernel.domain.back()),
+            index);
+        break;
+      case PlanKernelKind::Reduce:
+        text += fmt::format(
+            "    k.kept = {0};\n    k.reduced = {1};\n    k.red_inner = {2};\n"
+            "    void* split = scratch_bytes >= ka_split_scratch_bytes<KaKernel{3}>() ? scratch "
+            ": "
+            "nullptr;\n"
+            "    ka_launch_reduce<KaKernel{3}, VEC, BLOCK_THREADS, CACHE_VECS, ROW_MAPPING>(k, "
+            "split, stream);\n",
+            product(w, kernel.domain), product(w, kernel.reduce),
+            kernel.reduce.empty() ? "1LL" : w.size(kernel.reduce.back()), index);
+        break;
+      case PlanKernelKind::Scan: {
+        std::vector<std::string> others;
+        for (std::size_t d = 0; d < kernel.domain.size(); ++d)
+          if (static_cast<int>(d) != kernel.axis) others.push_back(kernel.domain[d]);
+        text += fmt::format(
+            "    k.lines = {};\n    k.length = {};\n"
+            "    ka_launch_scan<KaKernel{}, BLOCK_THREADS>(k, stream);\n",
+            product(w, others), w.size(kernel.domain[kernel.axis]), index);
+        break;
+      }
+      case PlanKernelKind::Matmul: {
+        const int k_dim = static_cast<int>(kernel.batch.size()) + 2;
+        text += fmt::format(
+            "    k.batches = {};\n    k.m = {};\n    k.n = {};\n    k.k = {};\n"
+            "    k.b_k_fastest = {};\n"
+            "    ka_launch_matmul<KaKernel{}, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N, "
+            "TENSOR_CORES>(k, stream);\n",
+            product(w, kernel.batch), w.size(kernel.m), w.size(kernel.n), w.size(kernel.k),
+            classify(kernel, kernel.b, k_dim).kind == AccessClass::Contiguous ? "true" : "false",
+            index);
+        break;
+      }
+    }
+    text += "  }\n";
+    return text;
+  }
+
   std::string run_function() const {
     const FusedWorkspace workspace = fused_workspace(plan_);
     std::string body = axis_values("args.");
@@ -867,53 +982,17 @@ struct KaKernel{0} : KaArgs {{
         "nullptr;\n"
         "  const long long scratch_bytes = scratch ? (long long)workspace_bytes - scratch_at : 0;\n"
         "  (void)scratch_bytes;\n";
-    for (std::size_t index = 0; index < plan_.kernels.size(); ++index) {
-      const PlanKernel& kernel = plan_.kernels[index];
-      const PlanCodeWriter w = writer(kernel, -1, nullptr);
-      body += fmt::format("  {{\n    KaKernel{0} k;\n    static_cast<KaArgs&>(k) = args;\n", index);
-      switch (kernel.kind) {
-        case PlanKernelKind::Pointwise:
-          body += fmt::format(
-              "    k.total = {};\n    k.inner = {};\n"
-              "    ka_launch_pointwise<KaKernel{}, VEC, BLOCK_THREADS, ITEMS>(k, stream);\n",
-              product(w, kernel.domain),
-              kernel.domain.empty() ? "1LL" : w.size(kernel.domain.back()), index);
-          break;
-        case PlanKernelKind::Reduce:
-          body += fmt::format(
-              "    k.kept = {0};\n    k.reduced = {1};\n    k.red_inner = {2};\n"
-              "    void* split = scratch_bytes >= ka_split_scratch_bytes<KaKernel{3}>() ? scratch "
-              ": "
-              "nullptr;\n"
-              "    ka_launch_reduce<KaKernel{3}, VEC, BLOCK_THREADS, CACHE_VECS, ROW_MAPPING>(k, "
-              "split, stream);\n",
-              product(w, kernel.domain), product(w, kernel.reduce),
-              kernel.reduce.empty() ? "1LL" : w.size(kernel.reduce.back()), index);
-          break;
-        case PlanKernelKind::Scan: {
-          std::vector<std::string> others;
-          for (std::size_t d = 0; d < kernel.domain.size(); ++d)
-            if (static_cast<int>(d) != kernel.axis) others.push_back(kernel.domain[d]);
-          body += fmt::format(
-              "    k.lines = {};\n    k.length = {};\n"
-              "    ka_launch_scan<KaKernel{}, BLOCK_THREADS>(k, stream);\n",
-              product(w, others), w.size(kernel.domain[kernel.axis]), index);
-          break;
-        }
-        case PlanKernelKind::Matmul: {
-          const int k_dim = static_cast<int>(kernel.batch.size()) + 2;
-          body += fmt::format(
-              "    k.batches = {};\n    k.m = {};\n    k.n = {};\n    k.k = {};\n"
-              "    k.b_k_fastest = {};\n"
-              "    ka_launch_matmul<KaKernel{}, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N, "
-              "TENSOR_CORES>(k, stream);\n",
-              product(w, kernel.batch), w.size(kernel.m), w.size(kernel.n), w.size(kernel.k),
-              classify(kernel, kernel.b, k_dim).kind == AccessClass::Contiguous ? "true" : "false",
-              index);
-          break;
-        }
+    for (std::size_t index = 0; index < library_.own_kernels; ++index) {
+      const auto route = std::find_if(library_.matmuls.begin(), library_.matmuls.end(),
+                                      [&](const LibraryMatmul& m) { return m.kernel == index; });
+      if (route == library_.matmuls.end()) {
+        body += launch(index);
+        continue;
       }
-      body += "  }\n";
+      body += fmt::format("#if MATMUL_LIBRARY\n  if ({}) {{\n{}  }} else\n#endif\n",
+                          library_call(*route),
+                          route->epilogue ? launch(*route->epilogue) : std::string());
+      body += launch(index);
     }
     return fmt::format(R"(
 // Launches every kernel of the plan on `stream`; the temps are carved from the workspace.
@@ -934,13 +1013,14 @@ inline const char* ka_plan_run(KaArgs args, cudaStream_t stream, char* workspace
   }
 
   const KernelPlan& plan_;
+  const LibraryPlan& library_;
   const Definition& def_;
   std::vector<std::string> axes_;
 };
 
 }  // namespace
 
-std::string generate_fused_header_cuda(const KernelPlan& plan, const Definition& definition,
+std::string generate_fused_header_cuda(const LibraryPlan& plan, const Definition& definition,
                                        const KernelTemplate& kernel) {
   if (kernel.target != "cuda" || kernel.build != TemplateBuild::SharedObject)
     throw TemplateMismatch(fmt::format(

@@ -13,8 +13,9 @@ struct CommandResult {
   std::string output;
 };
 
-CommandResult run(const std::string& arguments) {
-  const std::string command = std::string(KERNELARC_BINARY) + " " + arguments + " 2>&1";
+/// Runs a shell command line with its stderr joined to stdout.
+CommandResult run_shell(const std::string& command_line) {
+  const std::string command = command_line + " 2>&1";
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return result;
@@ -23,6 +24,11 @@ CommandResult run(const std::string& arguments) {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+/// Runs kernelarc with `arguments`.
+CommandResult run(const std::string& arguments) {
+  return run_shell(std::string(KERNELARC_BINARY) + " " + arguments);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "cli_test_support.h"
@@ -39,13 +40,21 @@ class ImportKernelBenchTest : public ::testing::Test {
     static const std::string missing = [] {
       TempDir scratch;
       try {
-        PythonBridge("", "cpu", std::chrono::seconds(120)).description(scratch / "detect");
+        PythonBridge bridge("", "cpu", std::chrono::seconds(120));
+        bridge.description(scratch / "detect");
+        interpreter() = bridge.interpreter();
         return std::string();
       } catch (const InputError& error) {
         return std::string(error.what());
       }
     }();
     if (!missing.empty()) GTEST_SKIP() << "no Python with torch: " << missing;
+  }
+
+  /// The Python that imported torch.
+  static std::string& interpreter() {
+    static std::string path;
+    return path;
   }
 
   /// Imports tests/data/kernelbench/<file> and loads the problem it wrote.
@@ -154,6 +163,25 @@ TEST_F(ImportKernelBenchTest, LinearParametersBecomeInputsDrawnByTheModulesOwnIn
   // The weights are drawn with the draw, not fixed by the file: another seed, other weights.
   const HostTensor& other = reference(problem, 7).first.at("gemm_weight");
   EXPECT_FALSE(other.bytes == weight.bytes);
+}
+
+// torch.compile (dynamo) imports the module of each class it traces by name: the reference must
+// register the module it runs the file in, or the compiled baseline fails ("No module named
+// 'kernelbench_problem'", seen on the H200 with torch 2.11).
+TEST_F(ImportKernelBenchTest, ReferenceModelsModuleIsImportableByName) {
+  const Problem problem = import_sample("linear_gelu.py", "linear_gelu");
+  std::ofstream(temp_ / "reference.py") << problem.definition.reference;
+  std::ofstream(temp_ / "check.py")
+      << "import importlib, sys\n"
+         "sys.path.insert(0, sys.argv[1])\n"
+         "import reference\n"
+         "cls = type(reference._MODEL)\n"
+         "assert getattr(importlib.import_module(cls.__module__), cls.__name__) is cls\n"
+         "print('importable')\n";
+  const CommandResult result =
+      run_shell(interpreter() + " " + (temp_ / "check.py").string() + " " + (temp_ / "").string());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("importable"), std::string::npos) << result.output;
 }
 
 TEST_F(ImportKernelBenchTest, LinearGeluComputesTheModuleOnItsDrawnWeights) {

@@ -24,10 +24,10 @@ const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 const std::filesystem::path kProblems = kSource / "tests/data/fused_cuda";
 
 /// Moves every knob the drivers branch on away from the default: narrower blocks and vectors,
-/// no register cache, a block per row, small FMA tiles and no tensor cores.
+/// no register cache, a block per row, small FMA tiles, no tensor cores and no cuBLASLt route.
 constexpr const char* kOtherPoint =
-    "BLOCK_THREADS=128,CACHE_VECS=0,ITEMS=1,ROW_MAPPING=block,TENSOR_CORES=0,THREAD_M=2,"
-    "THREAD_N=4,TILE_K=8,TILE_M=32,TILE_N=64,VEC=4";
+    "BLOCK_THREADS=128,CACHE_VECS=0,ITEMS=1,MATMUL_LIBRARY=0,ROW_MAPPING=block,TENSOR_CORES=0,"
+    "THREAD_M=2,THREAD_N=4,TILE_K=8,TILE_M=32,TILE_N=64,VEC=4";
 
 const KernelTemplate& fused_cuda_template() {
   static const std::vector<KernelTemplate> library = load_template_library(kSource / "templates");
@@ -94,7 +94,8 @@ TEST_P(GpuFusedGuard, PassesAtTheDefaultAndAnotherPoint) {
 INSTANTIATE_TEST_SUITE_P(
     GpuFused, GpuFusedGuard,
     ::testing::Values("pointwise_bcast_bf16", "softmax_bf16", "mse_scalar", "sum_middle",
-                      "argmax_middle", "cumsum_reverse_exclusive", "bmm_bias_gelu_bf16", "mm_f32"),
+                      "argmax_middle", "cumsum_reverse_exclusive", "bmm_bias_gelu_bf16", "mm_f32",
+                      "mm_residual_kn_bf16", "bmm_scaled_transposed_f16"),
     [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // The plan of wrong_stride reads x transposed: it compiles and runs, and the guard must see the

@@ -1,4 +1,6 @@
-// The CUDA generator of family "fused" on a plan of each kernel kind (tests/data/fused_cuda):
+// The CUDA generator of family "fused" on a plan of each kernel kind (tests/data/fused_cuda; the
+// cuBLASLt route's direct and epilogue forms through mm_f32 and bmm_bias_gelu_bf16, its residual
+// and alpha forms only in the GPU guard test, to keep CI's nvcc time down):
 // the bound template instantiates at its default knob point and two others, and each solution
 // compiles with nvcc for sm_90a with the flags the backend's shared-object build uses
 // (backend/cuda_compiler.cpp). Skipped where no nvcc is installed; no GPU is needed.
@@ -29,12 +31,14 @@ const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 const std::filesystem::path kProblems = kSource / "tests/data/fused_cuda";
 
 /// Points besides the default that move every knob the drivers branch on: narrow blocks, short
-/// vectors, no register cache, a block per row, small FMA tiles and no tensor cores; then wide
+/// vectors, no register cache, a block per row, small FMA tiles, no tensor cores and no cuBLASLt
+/// route (the default takes it where a plan allows); then wide
 /// blocks, warps per row, a deep cache and large tiles.
 const char* const kOtherPoints[] = {
-    "BLOCK_THREADS=128,CACHE_VECS=0,ITEMS=1,ROW_MAPPING=block,TENSOR_CORES=0,THREAD_M=2,"
-    "THREAD_N=4,TILE_K=8,TILE_M=32,TILE_N=64,VEC=4",
-    "BLOCK_THREADS=1024,CACHE_VECS=4,ITEMS=8,ROW_MAPPING=warp,TENSOR_CORES=1,THREAD_M=8,"
+    "BLOCK_THREADS=128,CACHE_VECS=0,ITEMS=1,MATMUL_LIBRARY=0,ROW_MAPPING=block,TENSOR_CORES=0,"
+    "THREAD_M=2,THREAD_N=4,TILE_K=8,TILE_M=32,TILE_N=64,VEC=4",
+    "BLOCK_THREADS=1024,CACHE_VECS=4,ITEMS=8,MATMUL_LIBRARY=1,ROW_MAPPING=warp,TENSOR_CORES=1,"
+    "THREAD_M=8,"
     "THREAD_N=8,TILE_K=16,TILE_M=128,TILE_N=128,VEC=2",
 };
 
@@ -148,6 +152,17 @@ TEST(FusedCudaHeader, OffersThePathsEachPlanAllows) {
   EXPECT_NE(header("sum_middle").find("int layout() const { return 2; }"), std::string::npos);
   EXPECT_NE(header("softmax_bf16").find("kPasses = 2"), std::string::npos);
   EXPECT_NE(header("softmax_bf16").find("kHasFull = true"), std::string::npos);
+
+  // The cuBLASLt route: where the operands allow it, behind MATMUL_LIBRARY, the generated
+  // kernel in its else branch; the epilogue kernel launched only after the library ran.
+  const std::string bmm = header("bmm_bias_gelu_bf16");
+  EXPECT_NE(bmm.find("#include \"ka_lt_matmul.cuh\""), std::string::npos) << bmm;
+  EXPECT_NE(bmm.find("#if MATMUL_LIBRARY"), std::string::npos) << bmm;
+  EXPECT_NE(bmm.find("c.type_ab = CUDA_R_16BF; c.type_d = CUDA_R_32F;"), std::string::npos);
+  EXPECT_NE(bmm.find("ka_launch_pointwise<KaKernel1"), std::string::npos) << bmm;
+  EXPECT_NE(header("mm_residual_kn_bf16").find("c.c = args."), std::string::npos);
+  EXPECT_NE(header("bmm_scaled_transposed_f16").find("c.alpha = (float)0.125;"), std::string::npos);
+  EXPECT_EQ(header("softmax_bf16").find("ka_lt_matmul"), std::string::npos);
 }
 
 }  // namespace

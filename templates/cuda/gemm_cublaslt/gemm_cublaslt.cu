@@ -18,6 +18,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "ka_lt_matmul.cuh"
 #include "ka_problem.h"
 
 #if !defined(MODE) || !defined(HEURISTIC_RANK) || !defined(KA_MODE_table)
@@ -38,8 +39,6 @@ static_assert(
 namespace {
 
 constexpr int kHeuristicResults = 8;  // HEURISTIC_RANK is 0..7
-constexpr int kMaxPlans = 16;         // distinct shapes kept; more evict the oldest
-constexpr unsigned kMaxAlignment = 256;
 
 /// The cudaDataType_t of a bias element (the header's ka_*_t or float).
 template <class T>
@@ -91,10 +90,7 @@ int fail(const char* what) {
 /// The largest power of two (up to 256) that divides the address: cuBLASLt picks kernels by the
 /// alignment it is promised, so the plan must promise only what the pointers give.
 unsigned alignment_of(const void* pointer) {
-  const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
-  if (address == 0) return kMaxAlignment;
-  const uintptr_t lowest_bit = address & (~address + 1);
-  return lowest_bit >= kMaxAlignment ? kMaxAlignment : static_cast<unsigned>(lowest_bit);
+  return ka_lt::alignment_of(reinterpret_cast<uintptr_t>(pointer));
 }
 
 struct PlanKey {
@@ -127,25 +123,6 @@ struct Plan {
     *this = Plan{};
   }
 };
-
-struct State {
-  std::mutex mutex;
-  cublasLtHandle_t handle = nullptr;
-  cublasStatus_t create_status = CUBLAS_STATUS_NOT_INITIALIZED;
-  Plan plans[kMaxPlans];
-  int next_victim = 0;
-};
-
-/// One handle per process, created on first use. It is never destroyed: at process exit the
-/// CUDA context may already be gone, and destroying a handle then can crash.
-State& state() {
-  static State* instance = [] {
-    State* created = new State;
-    created->create_status = cublasLtCreate(&created->handle);
-    return created;
-  }();
-  return *instance;
-}
 
 template <class T>
 cublasStatus_t set_attribute(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t attribute,
@@ -285,27 +262,20 @@ cublasStatus_t choose_algo(cublasLtHandle_t handle, Plan& plan) {
   return heuristic_algo(handle, plan, MODE == KA_MODE_table ? 0 : HEURISTIC_RANK);
 }
 
-/// The plan for `key`: cached, or built now (the only place that allocates).
-Plan* find_plan(State& s, const PlanKey& key, const void* bias, cublasStatus_t& status,
-                const char*& step) {
-  for (Plan& plan : s.plans)
-    if (plan.used && plan.key == key) return &plan;
-  Plan& plan = s.plans[s.next_victim];
-  s.next_victim = (s.next_victim + 1) % kMaxPlans;
-  plan.release();
-  plan.key = key;
-  step = "creating the matmul descriptors";
-  if ((status = create_descriptors(plan, bias)) != CUBLAS_STATUS_SUCCESS) {
-    plan.release();
-    return nullptr;
-  }
-  step = "choosing an algorithm (no cuBLASLt algorithm serves this shape, types and workspace)";
-  if ((status = choose_algo(s.handle, plan)) != CUBLAS_STATUS_SUCCESS) {
-    plan.release();
-    return nullptr;
-  }
-  plan.used = true;
-  return &plan;
+/// The plan for `key`: cached, or built now.
+Plan* find_plan(ka_lt::Cache<Plan>& cache, const PlanKey& key, const void* bias,
+                cublasStatus_t& status, const char*& step) {
+  return ka_lt::find_plan(
+      cache, key,
+      [&](cublasLtHandle_t handle, Plan& plan) {
+        step = "creating the matmul descriptors";
+        const cublasStatus_t created = create_descriptors(plan, bias);
+        if (created != CUBLAS_STATUS_SUCCESS) return created;
+        step =
+            "choosing an algorithm (no cuBLASLt algorithm serves this shape, types and workspace)";
+        return choose_algo(handle, plan);
+      },
+      status);
 }
 
 }  // namespace
@@ -324,7 +294,7 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   if (kHasBias && args.bias == nullptr) return fail("the bias epilogue has no bias pointer");
   if (workspace == nullptr) workspace_bytes = 0;
 
-  State& s = state();
+  ka_lt::Cache<Plan>& s = ka_lt::cache<Plan>();
   if (s.create_status != CUBLAS_STATUS_SUCCESS) return fail("cublasLtCreate", s.create_status);
   std::lock_guard<std::mutex> lock(s.mutex);
   const PlanKey key{args.m,

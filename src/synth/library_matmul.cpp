@@ -1,0 +1,185 @@
+#include "synth/library_matmul.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+namespace kernelarc {
+namespace {
+
+bool library_element(DType dtype) {
+  return dtype == DType::BFloat16 || dtype == DType::Float16 || dtype == DType::Float32;
+}
+
+/// cuBLASLt multiplies bfloat16 or float16 into the same type or float32, float32 into float32.
+bool library_destination(DType operands, DType destination) {
+  return destination == operands || destination == DType::Float32;
+}
+
+bool is_acc(const PlanExpr& e) {
+  return e.op == "acc";
+}
+
+std::optional<double> literal(const PlanExpr& e) {
+  if (e.op == "f") return e.number;
+  return std::nullopt;
+}
+
+/// alpha * acc, as the value spells it: acc, acc * f, f * acc, acc / f.
+std::optional<double> scaled_product(const PlanExpr& e) {
+  if (is_acc(e)) return 1.0;
+  if (e.args.size() != 2) return std::nullopt;
+  if (e.op == "mul") {
+    if (is_acc(e.args[0])) return literal(e.args[1]);
+    if (is_acc(e.args[1])) return literal(e.args[0]);
+  }
+  if (e.op == "div" && is_acc(e.args[0])) {
+    const std::optional<double> divisor = literal(e.args[1]);
+    if (divisor && *divisor != 0) return 1.0 / *divisor;
+  }
+  return std::nullopt;
+}
+
+struct DirectValue {
+  double alpha = 1;
+  std::optional<std::string> residual;  ///< a load's name
+};
+
+/// The value as alpha * acc (+ a load), once casts to the destination's own dtype (which the
+/// store does anyway) are peeled off.
+std::optional<DirectValue> direct_value(const PlanExpr& value, DType destination) {
+  const PlanExpr* e = &value;
+  while (e->op == "cast" && e->dtype == destination && e->args.size() == 1) e = &e->args[0];
+  if (const std::optional<double> alpha = scaled_product(*e)) return DirectValue{*alpha, {}};
+  if (e->op != "add" || e->args.size() != 2) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const PlanExpr& load = e->args[side];
+    const std::optional<double> alpha = scaled_product(e->args[1 - side]);
+    if (alpha && load.op == "load") return DirectValue{*alpha, load.text};
+  }
+  return std::nullopt;
+}
+
+/// A name for something new that none of `taken` has.
+template <class Taken>
+std::string fresh_name(const std::string& base, const Taken& taken) {
+  for (int n = 0;; ++n) {
+    std::string name = n == 0 ? base : fmt::format("{}_{}", base, n);
+    if (!taken(name)) return name;
+  }
+}
+
+PlanExpr replace_acc(const PlanExpr& e, const std::string& load) {
+  if (is_acc(e)) {
+    PlanExpr read;
+    read.op = "load";
+    read.text = load;
+    read.type = ValueType::Float;
+    return read;
+  }
+  PlanExpr copy = e;
+  for (PlanExpr& arg : copy.args) arg = replace_acc(arg, load);
+  return copy;
+}
+
+PlanExpr index_dim(int d) {
+  PlanExpr e;
+  e.op = "idx";
+  e.integer = d;
+  e.type = ValueType::Int;
+  return e;
+}
+
+/// A float32 temp holding the product in row-major [batch..., m, n], and its access.
+PlanAccess add_product_temp(KernelPlan& plan, const PlanKernel& matmul, std::size_t index) {
+  std::vector<std::string> sizes = matmul.batch;
+  sizes.push_back(matmul.m);
+  sizes.push_back(matmul.n);
+  PlanBuffer temp;
+  temp.name = fresh_name(fmt::format("ka_product{}", index),
+                         [&](const std::string& n) { return plan.find_buffer(n) != nullptr; });
+  temp.kind = PlanBufferKind::Temp;
+  temp.dtype = DType::Float32;
+  PlanAccess access;
+  access.buffer = temp.name;
+  std::string stride = "1";
+  access.strides.resize(sizes.size());
+  for (std::size_t d = sizes.size(); d-- > 0;) {
+    access.strides[d] = stride;
+    stride =
+        stride == "1" ? fmt::format("({})", sizes[d]) : fmt::format("{} * ({})", stride, sizes[d]);
+  }
+  temp.elements = stride;
+  for (std::size_t d = 0; d < sizes.size(); ++d) access.coords.push_back(index_dim(int(d)));
+  plan.buffers.push_back(temp);
+  return access;
+}
+
+/// The pointwise kernel over [batch..., m, n] that computes the matmul's stores from the
+/// product in `product` (its other loads keep their coords: the dims number the same).
+PlanKernel epilogue_kernel(const PlanKernel& matmul, const PlanAccess& product) {
+  PlanKernel epilogue;
+  epilogue.kind = PlanKernelKind::Pointwise;
+  epilogue.domain = matmul.batch;
+  epilogue.domain.push_back(matmul.m);
+  epilogue.domain.push_back(matmul.n);
+  epilogue.loads = matmul.loads;
+  const std::string load = fresh_name(
+      "ka_product", [&](const std::string& n) { return matmul.find_load(n) != nullptr; });
+  epilogue.loads.emplace_back(load, product);
+  for (const PlanStore& store : matmul.stores) {
+    PlanStore moved = store;
+    moved.value = replace_acc(store.value, load);
+    epilogue.stores.push_back(moved);
+  }
+  return epilogue;
+}
+
+}  // namespace
+
+bool is_affine_access(const PlanAccess& access) {
+  return std::all_of(access.coords.begin(), access.coords.end(), [](const PlanExpr& c) {
+    return c.op == "idx" || (c.op == "i" && c.integer >= 0);
+  });
+}
+
+LibraryPlan with_library_matmuls(const KernelPlan& original) {
+  LibraryPlan out;
+  out.plan = original;
+  out.own_kernels = original.kernels.size();
+  if (original.float64) return out;
+  for (std::size_t i = 0; i < original.kernels.size(); ++i) {
+    const PlanKernel& kernel = original.kernels[i];
+    if (kernel.kind != PlanKernelKind::Matmul) continue;
+    const DType a = original.find_buffer(kernel.a.buffer)->dtype;
+    const DType b = original.find_buffer(kernel.b.buffer)->dtype;
+    if (a != b || !library_element(a) || !is_affine_access(kernel.a) || !is_affine_access(kernel.b))
+      continue;
+    LibraryMatmul route;
+    route.kernel = i;
+    if (kernel.stores.size() == 1 && is_affine_access(kernel.stores[0].access)) {
+      const PlanStore& store = kernel.stores[0];
+      const DType destination = original.find_buffer(store.access.buffer)->dtype;
+      const std::optional<DirectValue> value = direct_value(store.value, destination);
+      const PlanAccess* residual =
+          value && value->residual ? kernel.find_load(*value->residual) : nullptr;
+      const bool residual_ok = residual && is_affine_access(*residual) &&
+                               original.find_buffer(residual->buffer)->dtype == destination;
+      if (value && library_destination(a, destination) && (!value->residual || residual_ok)) {
+        route.d = store.access;
+        route.alpha = value->alpha;
+        if (residual) route.c = *residual;
+        out.matmuls.push_back(route);
+        continue;
+      }
+    }
+    route.d = add_product_temp(out.plan, kernel, i);
+    route.epilogue = out.plan.kernels.size();
+    out.plan.kernels.push_back(epilogue_kernel(kernel, route.d));
+    out.matmuls.push_back(route);
+  }
+  return out;
+}
+
+}  // namespace kernelarc
