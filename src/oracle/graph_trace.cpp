@@ -11,6 +11,8 @@
 #include <optional>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -130,17 +132,35 @@ OrderedJson axes_json(const Definition& definition) {
 
 /// Int and bool scalar inputs as the first workload gives them; a float one is a sentinel the
 /// tracer picks.
-OrderedJson scalars_json(const Problem& problem) {
+/// The int and bool scalar inputs, which the trace bakes into the graph, from the first
+/// workload; `error` says which workload gives another value (a plan for one value would be
+/// wrong for it).
+OrderedJson scalars_json(const Problem& problem, std::string& error) {
   OrderedJson scalars = OrderedJson::object();
   if (problem.workloads.empty()) return scalars;
-  const Workload& workload = problem.workloads.front();
+  const Workload& first = problem.workloads.front();
   for (const TensorSpec& spec : problem.definition.inputs) {
-    auto found = workload.inputs.find(spec.name);
-    if (!spec.is_scalar() || dtype_is_floating(spec.dtype) || found == workload.inputs.end() ||
+    auto found = first.inputs.find(spec.name);
+    if (!spec.is_scalar() || dtype_is_floating(spec.dtype) || found == first.inputs.end() ||
         found->second.kind != InputKind::Scalar) {
       continue;
     }
-    double value = found->second.scalar_value;
+    const double value = found->second.scalar_value;
+    for (const Workload& other : problem.workloads) {
+      auto given = other.inputs.find(spec.name);
+      if (given != other.inputs.end() && given->second.kind == InputKind::Scalar &&
+          given->second.scalar_value == value)
+        continue;
+      error = fmt::format(
+          "input {} ({} scalar): traced as a constant, {} in workload {}, but workload {} gives "
+          "{}; a kernel is generated for one value (make it a tensor, or bench each value as its "
+          "own problem)",
+          spec.name, dtype_name(spec.dtype), value, first.uuid, other.uuid,
+          given == other.inputs.end() || given->second.kind != InputKind::Scalar
+              ? std::string("no scalar")
+              : fmt::format("{}", given->second.scalar_value));
+      return scalars;
+    }
     if (spec.dtype == DType::Bool) {
       scalars[spec.name] = value != 0;
     } else {
@@ -297,10 +317,13 @@ GraphTraceResult trace_reference(const Problem& problem, const std::string& pyth
   TracedAxes axes = choose_traced_axes(problem);
   if (!axes.error.empty()) return {false, {}, axes.error};
 
+  std::string scalar_error;
+  OrderedJson scalars = scalars_json(problem, scalar_error);
+  if (!scalar_error.empty()) return {false, {}, scalar_error};
   OrderedJson job = {{"definition", definition_to_job_json(definition)},
                      {"axes", axes_json(definition)},
                      {"traces", {axes.traces[0], axes.traces[1]}},
-                     {"scalars", scalars_json(problem)}};
+                     {"scalars", std::move(scalars)}};
   ContentHasher key;
   key.add(definition.raw.dump())
       .add(trace_script_version())

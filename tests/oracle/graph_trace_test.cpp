@@ -183,6 +183,18 @@ TEST_F(GraphTrace, ReductionOverAMiddleDimensionKeepsIt) {
   EXPECT_EQ(result_of(graph, "aten.sum.dim_IntList")["shape"], OrderedJson({"batch", "1", "64"}));
 }
 
+TEST_F(GraphTrace, AnIntScalarThatDiffersBetweenWorkloadsIsNotTraced) {
+  Problem problem = trace_problem("reduce_middle");
+  problem.workloads.at(1).inputs.at("dim").scalar_value = 2;
+  const GraphTraceResult result = trace_reference(problem, python_, temp_ / "cache");
+  EXPECT_FALSE(result.ok);
+  EXPECT_NE(result.error.find("input dim (int64 scalar): traced as a constant, 1 in workload "
+                              "small, but workload large gives 2"),
+            std::string::npos)
+      << result.error;
+  EXPECT_EQ(runs(), 0) << "refused before any Python runs";
+}
+
 TEST_F(GraphTrace, FloatScalarInputIsNamedWhereItIsUsed) {
   OrderedJson graph = traced("rmsnorm_eps");
   EXPECT_EQ(graph["inputs"][2], OrderedJson({{"name", "eps"}, {"scalar", "float32"}}));
