@@ -36,7 +36,9 @@ std::string point_key(const std::string& template_name, const KnobPoint& point) 
 }  // namespace
 
 std::string problem_hash(const Problem& problem) {
-  return content_hash(problem.definition.raw.dump());
+  const Definition& definition = problem.definition;
+  return content_hash(definition.raw.dump() + '\n' + definition.ext.op_family + '\n' +
+                      definition.ext.op_params.dump());
 }
 
 nlohmann::json OptimizeOptions::to_json() const {

@@ -189,8 +189,10 @@ class Orchestrator {
 /// What `kernelarc show` reads back: the finalists, the speedup, the lineage.
 nlohmann::json summary_to_json(const OptimizeSummary& summary);
 
-/// A problem's identity in the store: the content of its definition. A resumed (or reused) run
-/// must optimize the same computation.
+/// A problem's identity in the store: the content of its definition and the family and
+/// parameters it is served as (recognition may give an unannotated definition a family and a
+/// plan, and a newer kernelarc may lower the same definition differently). A resumed (or
+/// reused) run must optimize the same computation the same way.
 std::string problem_hash(const Problem& problem);
 
 /// The stored options of a run (its config), for --resume.

@@ -471,6 +471,26 @@ TEST_F(OrchestratorTest, AResumedRunFollowsTheStoredSuggestions) {
             sequence(straight.database(), straight_summary.run_id));
 }
 
+// bench --resume and optimize --resume find runs by this hash: a run made for another lowering
+// of the same definition is another problem.
+TEST(ProblemHash, CoversTheFamilyAndParametersTheProblemIsServedAs) {
+  Problem problem;
+  problem.definition.raw = {{"name", "p"}, {"reference", "def run(x): return x"}};
+  problem.definition.ext.op_family = "fused";
+  problem.definition.ext.op_params = {{"version", 1}, {"kernels", {1}}};
+  const std::string hash = problem_hash(problem);
+  EXPECT_EQ(problem_hash(problem), hash);
+  Problem relowered = problem;
+  relowered.definition.ext.op_params["kernels"] = {1, 2};
+  EXPECT_NE(problem_hash(relowered), hash);
+  Problem matched = problem;
+  matched.definition.ext.op_family = "softmax";
+  EXPECT_NE(problem_hash(matched), hash);
+  Problem edited = problem;
+  edited.definition.raw["reference"] = "def run(x): return x + 1";
+  EXPECT_NE(problem_hash(edited), hash);
+}
+
 TEST_F(OrchestratorTest, ResumeRefusesAFinishedRunAndAnUnknownOne) {
   TempDir dir;
   Workspace workspace(dir.path());
