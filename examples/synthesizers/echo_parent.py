@@ -6,9 +6,12 @@ its stdin and reads one JSON object from its stdout (the protocol is in README.m
 file). A real synthesizer would change the sources; this one returns them unchanged, which makes
 it a template to start from and a check that the plumbing works.
 
-Without a parent (a draft) there is nothing to echo, so it answers with an error, which kernelarc
-records as the reason this candidate has no solution. Anything written to stderr is kept for
-failure messages; stdout must hold the answer alone.
+A draft has no parent; it answers a draft with the sources of the first candidate it is shown
+(kernelarc shows the run's baseline, solutions/naive or solutions/basic, to a draft), so that a
+run with `--synth command` alone gets going. With neither a parent nor a candidate to copy (a
+run with `--baseline none`) it answers with an error, which kernelarc records as the reason the
+candidate has no solution. Anything written to stderr is kept for failure messages; stdout must
+hold the answer alone.
 """
 
 import json
@@ -22,14 +25,30 @@ def answer(request):
         return {"error": f"echo_parent.py speaks protocol {PROTOCOL}, "
                          f"got {request.get('protocol')!r}"}
     parent = request.get("parent")
-    if parent is None:
-        return {"error": f"echo_parent.py needs a parent candidate to echo; "
-                         f"the {request.get('move')} request has none"}
-    solution = parent["solution"]
-    return {
+    if parent is not None:
+        return copy_of(parent, "the sources of the parent, unchanged")
+    # A draft: the entry file must be the draft default (main.cpp on the CPU, kernel.cu on
+    # CUDA), so copy a shown candidate whose entry file is that one.
+    entry = "kernel.cu" if str(request.get("device", "")).startswith("cuda") else "main.cpp"
+    for candidate in request.get("inspirations") or []:
+        if candidate["solution"].get("spec", {}).get("entry_point", "").split("::")[0] == entry:
+            return copy_of(candidate, "a draft: the sources of the candidate shown, unchanged")
+    return {"error": f"echo_parent.py has nothing to echo: the {request.get('move')} request "
+                     f"has no parent and shows no candidate with entry file {entry} "
+                     f"(run with a baseline)"}
+
+
+def copy_of(candidate, description):
+    solution = candidate["solution"]
+    answer = {
         "sources": [{"path": s["path"], "content": s["content"]} for s in solution["sources"]],
-        "description": f"the sources of candidate {parent['candidate_id']}, unchanged",
+        "description": description,
     }
+    build = solution.get("spec", {}).get("compile_options", {})
+    for key in ("cflags", "cuda_cflags", "ld_flags"):
+        if key in build:
+            answer[key] = build[key]
+    return answer
 
 
 def main():

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "backend/build_input_policy.h"
+#include "backend/compile_sandbox.h"
 #include "backend/device.h"
 #include "backend/process.h"
 #include "backend/solution_knobs.h"
@@ -109,10 +111,17 @@ std::optional<std::string> build(const Solution& solution, const CpuCompileOptio
   common.push_back("-I" + abi_include_dir().string());
   common.push_back("-Isrc");
 
+  // Synthesized code may #include any path: its compiler reads only the toolchain and build_dir.
+  std::optional<std::vector<std::string>> environment;
+  std::optional<SandboxOptions> sandbox;
+  if (is_synthesized_solution(solution)) {
+    environment = compile_environment(build_dir);
+    sandbox = compile_sandbox(build_dir, {compiler.front()});
+  }
   auto run = [&](const std::vector<std::string>& argv) -> std::optional<std::string> {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    CommandResult result =
-        run_command(argv, std::max(left, std::chrono::milliseconds(1)), build_dir);
+    CommandResult result = run_command(argv, std::max(left, std::chrono::milliseconds(1)),
+                                       build_dir, environment, sandbox);
     output += command_line(argv) + result.output;
     if (result.timed_out)
       return "the compiler did not finish within " + std::to_string(options.timeout.count()) +
@@ -157,6 +166,13 @@ CompileResult compile_cpu_solution(const Solution& solution, const CpuCompileOpt
   auto elapsed = [&] { return seconds_since(start); };
   if (options.cache_dir.empty()) throw InternalError("compile_cpu_solution: no cache_dir given");
   CompileResult result;
+  // A stored synthesized solution is checked again: it may predate the allowlist.
+  if (is_synthesized_solution(solution)) {
+    if (auto refused = refuse_build_inputs(solution)) {
+      result.log = "refused to build a synthesized solution: " + *refused;
+      return result;
+    }
+  }
 
   std::vector<std::string> compiler = split_words(options.compiler);
   std::optional<std::string> resolved =

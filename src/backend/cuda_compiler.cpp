@@ -8,6 +8,8 @@
 #include <mutex>
 #include <regex>
 
+#include "backend/build_input_policy.h"
+#include "backend/compile_sandbox.h"
 #include "backend/cuda_build.h"
 #include "backend/cuda_launch.h"
 #include "backend/process.h"
@@ -144,7 +146,14 @@ CompileResult compile_with_nvcc(const Solution& solution, const CudaCompileOptio
   for (const SourceFile& source : solution.sources) {
     write_build_file(build.work_dir() / "src" / source.path, source.content);
   }
-  CommandResult run = run_command(argv, options.timeout, build.work_dir());
+  // Synthesized code may #include any path: nvcc reads only the toolchain and the build.
+  std::optional<std::vector<std::string>> environment;
+  std::optional<SandboxOptions> sandbox;
+  if (is_synthesized_solution(solution)) {
+    environment = compile_environment(build.work_dir());
+    sandbox = compile_sandbox(build.work_dir(), {*nvcc});
+  }
+  CommandResult run = run_command(argv, options.timeout, build.work_dir(), environment, sandbox);
   const std::string output = command_line(argv) + run.output;
   if (run.timed_out) {
     result.log = "nvcc did not finish within " + std::to_string(options.timeout.count()) +
@@ -183,7 +192,12 @@ CompileResult compile_cuda_solution(const Solution& solution, const Definition& 
   const auto start = Clock::now();
   CompileResult result;
   const std::string arch = select_cuda_arch(solution, options.device_arch);
-  if (auto error = check_source_paths(solution)) {
+  const std::optional<std::string> refused =
+      is_synthesized_solution(solution) ? refuse_build_inputs(solution) : std::nullopt;
+  if (refused) {
+    // A stored synthesized solution is checked again: it may predate the allowlist.
+    result.log = "refused to build a synthesized solution: " + *refused;
+  } else if (auto error = check_source_paths(solution)) {
     result.log = *error;
   } else if (!is_arch(arch)) {
     result.log = "architecture \"" + arch + "\": expected sm_<number> with an optional a or f";

@@ -34,7 +34,8 @@ struct CudaCompileOptions {
   /// NVRTC options, before the solution's cuda_cflags; the architecture and the toolkit's
   /// include directories are added.
   std::vector<std::string> nvrtc_flags = {"-std=c++17"};
-  /// nvcc is killed after this long (NVRTC runs in-process and has no timeout).
+  /// nvcc is killed after this long; so is the sandboxed NVRTC child of a synthesized kernel
+  /// (NVRTC for trusted code runs in-process and has no timeout).
   std::chrono::seconds timeout{300};
   /// Builds by hash of sources, flags, launch plan, compiler version and architecture, under
   /// <cache_dir>/cuda/<hash>/. Required.

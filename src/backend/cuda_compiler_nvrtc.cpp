@@ -1,4 +1,6 @@
 // The NVRTC path of compile_cuda_solution: a device-only solution to a cubin and a launch plan.
+#include "backend/build_input_policy.h"
+#include "backend/compile_sandbox.h"
 #include "backend/cuda_build.h"
 #include "backend/cuda_launch.h"
 #include "backend/cuda_nvrtc.h"
@@ -65,7 +67,10 @@ CompileResult compile_device_only_solution(const Solution& solution, const Defin
     return result;
   }
 
-  NvrtcResult compiled = nvrtc_compile(request);
+  // Synthesized code may #include any path, and NVRTC reads includes from the filesystem.
+  NvrtcResult compiled = is_synthesized_solution(solution)
+                             ? nvrtc_compile_in_sandbox(request, options.timeout)
+                             : nvrtc_compile(request);
   result.log = trim_build_log(compiled.log);
   if (!compiled.ok) return result;
   CudaBuild build(options.cache_dir, result.cache_key);

@@ -39,7 +39,22 @@ struct PreparedSpawn {
   rlim_t file_size_limit = 0;
   std::string exec_error;  ///< written when exec fails
   pid_t parent = 0;
+  const SandboxOptions* sandbox = nullptr;
 };
+
+// Entered after fork, before exec. It allocates, which glibc's fork makes safe (its malloc
+// locks are reset in the child); it is used for compilers, forked from any thread.
+void enter_child_sandbox(const SandboxOptions& options) {
+  const SandboxStatus status = enter_worker_sandbox(options);
+  if (status.landlock_abi > 0 && status.seccomp) return;
+  const std::string reason = "kernelarc: the build sandbox could not be entered, so the " +
+                             std::string("compiler was not run: ") +
+                             (status.landlock_abi == 0 ? "Landlock: " + status.landlock_note
+                                                       : "seccomp: " + status.seccomp_note) +
+                             "\n";
+  [[maybe_unused]] ssize_t ignored = write(2, reason.data(), reason.size());
+  _exit(126);
+}
 
 void write_errno(int fd, int error) {
   char digits[16];
@@ -84,6 +99,7 @@ void write_errno(int fd, int error) {
   }
   for (std::size_t i = 0; i < count; ++i) dup2(moved[i], spawn.fds[i].first);
   if (spawn.working_directory.empty() || chdir(spawn.working_directory.c_str()) == 0) {
+    if (spawn.sandbox != nullptr) enter_child_sandbox(*spawn.sandbox);
     if (spawn.environment.empty())
       execv(spawn.argv[0], spawn.argv.data());
     else
@@ -170,6 +186,7 @@ pid_t spawn_process(const SpawnOptions& options) {
   spawn.file_size_limit = options.file_size_limit;
   spawn.exec_error = "kernelarc: cannot execute " + options.argv[0] + ": errno ";
   spawn.parent = getpid();
+  if (options.sandbox) spawn.sandbox = &*options.sandbox;
 
   int error = 0;
   pid_t pid;
@@ -226,7 +243,8 @@ void kill_process_group(pid_t pid) {
 
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                           const std::filesystem::path& working_directory,
-                          const std::optional<std::vector<std::string>>& environment) {
+                          const std::optional<std::vector<std::string>>& environment,
+                          const std::optional<SandboxOptions>& sandbox) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0)
     throw InternalError(std::string("pipe2 failed: ") + std::strerror(errno));
@@ -235,6 +253,7 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
   options.stdout_fd = pipe_fds[1];
   options.working_directory = working_directory;
   options.environment = environment;
+  options.sandbox = sandbox;
   pid_t pid;
   try {
     pid = spawn_process(options);

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "backend/worker_sandbox.h"
+
 namespace kernelarc {
 
 /// How to start a child process.
@@ -32,6 +34,10 @@ struct SpawnOptions {
   std::size_t file_size_limit = 0;      ///< RLIMIT_FSIZE in bytes; 0 = unchanged
   /// The child's environment as NAME=value entries; nullopt = the parent's.
   std::optional<std::vector<std::string>> environment;
+  /// Entered by the child just before exec (a compiler's build sandbox, compile_sandbox.h).
+  /// When Landlock or seccomp cannot be applied the child does not exec: it exits with status
+  /// 126 and the reason on its output.
+  std::optional<SandboxOptions> sandbox;
 };
 
 /// Starts a child; stdin is /dev/null. An exec failure shows as exit status 127 with the reason
@@ -66,10 +72,11 @@ struct CommandResult {
 
 /// Runs a command to completion, capturing its output. After `timeout` its whole process group
 /// is killed and timed_out is set. Runs in `working_directory` (empty = the current one), with
-/// `environment` (nullopt = this process's).
+/// `environment` (nullopt = this process's), inside `sandbox` when one is given.
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                           const std::filesystem::path& working_directory = {},
-                          const std::optional<std::vector<std::string>>& environment = {});
+                          const std::optional<std::vector<std::string>>& environment = {},
+                          const std::optional<SandboxOptions>& sandbox = {});
 
 /// The first executable named `name` on $PATH (or `name` itself when it contains a '/');
 /// nullopt if none.

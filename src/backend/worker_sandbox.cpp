@@ -21,6 +21,8 @@
 #include <set>
 #include <string>
 
+#include "backend/child_environment.h"
+
 extern char** environ;
 
 namespace kernelarc {
@@ -108,9 +110,16 @@ class FilterBuilder {
   std::vector<sock_filter> code_;
 };
 
-std::vector<sock_filter> worker_filter(pid_t self) {
+std::vector<sock_filter> worker_filter(pid_t self, bool allow_programs) {
   auto own = static_cast<uint32_t>(self);
   FilterBuilder filter;
+  if (allow_programs) {
+    for (long nr : {long{__NR_ptrace}, long{__NR_process_vm_readv}, long{__NR_process_vm_writev}})
+      filter.always(nr, kKill);
+    filter.always(__NR_io_uring_setup, fail_with(EPERM));
+    filter.allow_values(__NR_socket, 0, {AF_UNIX, AF_NETLINK}, fail_with(EPERM));
+    return filter.finish();
+  }
   // Starting processes or programs, and reading or writing other processes, end the worker.
   for (long nr : {long{__NR_execve}, long{__NR_execveat}, long{__NR_ptrace},
                   long{__NR_process_vm_readv}, long{__NR_process_vm_writev}})
@@ -137,13 +146,13 @@ std::vector<sock_filter> worker_filter(pid_t self) {
   return filter.finish();
 }
 
-std::string install_seccomp() {
+std::string install_seccomp(bool allow_programs) {
   if (kAuditArch == 0) return "no filter for this architecture (only x86_64 and aarch64)";
   uint32_t action = kKill;
   if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0)
     return std::string("the kernel cannot kill a whole process from a filter: ") +
            std::strerror(errno);
-  std::vector<sock_filter> code = worker_filter(getpid());
+  std::vector<sock_filter> code = worker_filter(getpid(), allow_programs);
   sock_fprog program{static_cast<unsigned short>(code.size()), code.data()};
   // TSYNC: the threads the device already started (the CUDA driver's) get the filter too.
   if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) != 0)
@@ -345,11 +354,12 @@ bool is_secret_variable(std::string_view name) {
 }
 
 std::vector<std::string> environment_without_secrets() {
-  std::vector<std::string> entries;
-  for (char** entry = environ; entry && *entry; ++entry) {
-    std::string_view text(*entry);
-    if (!is_secret_variable(text.substr(0, text.find('=')))) entries.emplace_back(text);
-  }
+  // An allowlist, not the name filter: a key in a variable of an innocent name (LLM_AUTH) must
+  // not reach a kernel either.
+  std::vector<std::string> entries = child_environment();
+  std::erase_if(entries, [](const std::string& entry) {
+    return is_secret_variable(std::string_view(entry).substr(0, entry.find('=')));
+  });
   return entries;
 }
 
@@ -362,7 +372,7 @@ SandboxStatus enter_worker_sandbox(const SandboxOptions& options) {
     return status;
   }
   status.landlock_note = install_landlock(options, status.landlock_abi);
-  status.seccomp_note = install_seccomp();
+  status.seccomp_note = install_seccomp(options.allow_programs);
   status.seccomp = status.seccomp_note.empty();
   return status;
 }

@@ -29,6 +29,10 @@ struct SandboxOptions {
   /// Further directories it may read and write, those that exist (a profiled run: /dev/shm,
   /// where Nsight Compute's injected library talks to ncu).
   std::vector<std::filesystem::path> writable_paths;
+  /// A build sandbox (compile_sandbox.h): the process may start programs (a compiler driver
+  /// runs its passes), so seccomp leaves execve, fork, clone and signals alone; the socket,
+  /// ptrace and process_vm rules stay.
+  bool allow_programs = false;
 };
 
 struct SandboxStatus {
@@ -59,8 +63,9 @@ std::vector<std::filesystem::path> readable_roots(
 /// PASSWORD or CREDENTIAL, in any case); such variables never reach the worker.
 bool is_secret_variable(std::string_view name);
 
-/// This process's environment ("NAME=value" entries) without the secret variables: what a
-/// process that runs candidate code (the worker, ncu and its target) is started with.
+/// This process's environment ("NAME=value" entries) reduced to the allowlist of
+/// child_environment.h, and without secret-named variables: what a process that runs candidate
+/// code (the worker, ncu and its target) is started with.
 std::vector<std::string> environment_without_secrets();
 
 }  // namespace kernelarc

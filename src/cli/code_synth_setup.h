@@ -72,9 +72,11 @@ class CodeSynthSetup {
 /// The device in words for a synthesizer: its calibrated peaks, caches and cores.
 std::string hardware_facts(const std::filesystem::path& workspace, const std::string& device);
 
-/// The knowledge-base notes that match the problem's family and the device, as text.
+/// The knowledge-base notes that match the problem's family and the device, as text, without
+/// those about the other kind of device (a GPU note on the CPU). The orchestrator shows a few
+/// of them per request, chosen by the request's seed (knowledge_for_request).
 std::vector<std::string> synthesis_knowledge(const std::filesystem::path& workspace,
                                              const std::string& family, const std::string& device,
-                                             int limit = 4);
+                                             int limit = 12);
 
 }  // namespace kernelarc

@@ -99,8 +99,9 @@ int run_prompt(const PromptFlags& flags) {
     if (!flags.traces.empty()) read_traces(flags.traces, problem, parent);
     request.parent = std::move(parent);
   }
-  request.knowledge =
-      synthesis_knowledge(flags.workspace, problem.definition.ext.op_family, flags.device);
+  request.knowledge = knowledge_for_request(
+      synthesis_knowledge(flags.workspace, problem.definition.ext.op_family, flags.device),
+      request.seed);
   request.board = flags.board;
   if (flags.run_id > 0) {
     Workspace workspace(flags.workspace);

@@ -6,7 +6,9 @@
 //
 // A synthesizer never throws for what its backend did (an unreachable server, a malformed or
 // truncated answer, a program that crashed): it returns a SynthesisOutcome without a solution
-// and with the reason, so that the run records it and carries on.
+// and with the reason, so that the run records it and carries on. The one exception is a
+// configuration the server refuses (a wrong key, an unknown model or endpoint path): that throws
+// InputError, because every further request would fail the same way, and the run stops.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +42,8 @@ const char* synthesis_move_name(SynthesisMove move);
 
 struct SynthesisRequest {
   const Problem* problem = nullptr;
+  /// The workloads the run evaluates (a selection of the problem's); empty = all of them.
+  std::vector<Workload> workloads;
   std::string device;    ///< "cpu" or "cuda:N"
   std::string hardware;  ///< calibrated facts in words (peaks, SMs, caches, clocks)
   std::string agent;     ///< the asking agent's name
@@ -75,7 +79,16 @@ struct SynthesisOutcome {
   std::string failure;
   std::vector<SynthesisExchange> exchanges;
   SynthesisUsage usage;
+  /// No answer arrived (the server or the network failed, or the replay cache missed): nothing
+  /// about the code, so the run keeps it out of the prompts' "Recent failures".
+  bool transport_failure = false;
 };
+
+/// `count` chunks of the run's retrieved knowledge for one request, chosen by its seed (a
+/// window of the list starting at seed mod its size), so that prompts vary from request to
+/// request and a replay with the same seed gets the same ones.
+std::vector<std::string> knowledge_for_request(const std::vector<std::string>& pool, uint64_t seed,
+                                               std::size_t count = 4);
 
 class CodeSynthesizer {
  public:

@@ -39,13 +39,20 @@ SynthesisOutcome LlmSynthesizer::synthesize(const SynthesisRequest& request) {
   const ModelConfig& model = choose_model_(request.seed);
   ChatRequest chat = build_prompt(templates_, request);
   chat.sample = request.seed;
+  chat.cache_identity = cache_identity(templates_, request);
   SynthesisExchange exchange{exchange_request(model, chat), "", model_label(model)};
   const ChatResult result = client_.complete(model, chat);
   outcome.usage.from_cache = result.from_cache;
+  if (result.configuration_error)
+    throw InputError(fmt::format(
+        "model \"{}\": {}; check its api_key_env, model name and endpoint (the run stops: "
+        "every request would fail the same way)",
+        model_label(model), result.failure));
   if (!result.response) {
     exchange.response = result.response_body;
     outcome.exchanges.push_back(std::move(exchange));
     outcome.failure = result.failure.empty() ? "the model gave no answer" : result.failure;
+    outcome.transport_failure = true;
     return outcome;
   }
   const ChatResponse& response = *result.response;

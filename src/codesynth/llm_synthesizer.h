@@ -2,7 +2,7 @@
 // move, asks the model the run's configuration picks for the request's seed, and turns the
 // answer into a solution (whole files or edits of the parent, see response_parser.h). Whatever
 // the model or the transport did, it returns an outcome with the exchange recorded; only an
-// unusable configuration throws.
+// unusable configuration throws (including one the server refuses: 401, 403, 404).
 #pragma once
 
 #include <cstdint>

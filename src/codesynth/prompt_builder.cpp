@@ -41,10 +41,13 @@ constexpr std::array<PromptFile, 7> kPromptFiles = {{
 // Every section a template may name. guard_rules.md and response_format.md fill two of them, so
 // they may not name those two themselves.
 const std::set<std::string, std::less<>> kPlaceholders = {
-    "problem",         "workloads",       "abi",         "guard_rules",    "hardware",
-    "strategy",        "parent_solution", "parent_code", "parent_results", "parent_log",
-    "diagnosis",       "inspirations",    "knowledge",   "board",          "failures",
-    "response_format", "entry_file"};
+    "problem",         "workloads",   "abi",
+    "guard_rules",     "hardware",    "strategy",
+    "parent_solution", "parent_code", "parent_results",
+    "parent_log",      "diagnosis",   "inspirations",
+    "knowledge",       "board",       "failures",
+    "response_format", "entry_file",  "entry_language",
+    "flags_example"};
 
 bool is_fragment_file(std::string_view name) {
   return name == "guard_rules.md" || name == "response_format.md";
@@ -245,11 +248,13 @@ std::string input_note(const std::string& name, const WorkloadInput& input) {
   return "";
 }
 
-std::string workloads_section(const Problem& problem) {
-  const std::vector<Workload>& workloads = problem.workloads;
+std::string workloads_section(const SynthesisRequest& request) {
+  const std::vector<Workload>& workloads =
+      request.workloads.empty() ? request.problem->workloads : request.workloads;
   if (workloads.empty()) return std::string(kNone);
   const bool same_tolerance = all_tolerances_equal(workloads);
-  std::string out = fmt::format("{} workloads, each timed and checked:\n", workloads.size());
+  std::string out = fmt::format("{} workload{}, each timed and checked:\n", workloads.size(),
+                                workloads.size() == 1 ? "" : "s");
   for (const Workload& workload : workloads) {
     std::vector<std::string> notes;
     for (const auto& [name, input] : workload.inputs)
@@ -312,6 +317,10 @@ std::string strategy_section(const SynthesisRequest& request) {
 std::string solution_metadata(const Solution& solution) {
   OrderedJson json = solution_to_json(solution);
   json.erase("sources");
+  // A workspace-wide candidate id says nothing to the model and differs from run to run.
+  if (json.contains("kernelarc") && json["kernelarc"].is_object() &&
+      json["kernelarc"].contains("synthesized") && json["kernelarc"]["synthesized"].is_object())
+    json["kernelarc"]["synthesized"].erase("parent_candidate");
   return fenced("json", json.dump(2));
 }
 
@@ -328,8 +337,9 @@ std::string results_text(const CandidateContext& candidate) {
 std::string inspirations_section(const std::vector<CandidateContext>& inspirations) {
   std::vector<std::string> parts;
   for (const CandidateContext& candidate : inspirations) {
+    // Numbered by position: workspace candidate ids differ from run to run.
     std::string part =
-        fmt::format("### Candidate {}\n{}\n", candidate.candidate_id, results_text(candidate));
+        fmt::format("### Candidate {}\n{}\n", parts.size() + 1, results_text(candidate));
     if (!candidate.diagnosis.empty()) part += "Diagnosis: " + candidate.diagnosis + "\n";
     if (!candidate.log.empty()) part += "Log:\n" + log_block(candidate.log) + "\n";
     part += code_files(candidate.solution.sources);
@@ -375,7 +385,7 @@ Sections make_sections(const PromptTemplates& templates, const SynthesisRequest&
   Sections sections;
   const std::optional<CandidateContext>& parent = request.parent;
   sections["problem"] = problem_section(*request.problem);
-  sections["workloads"] = workloads_section(*request.problem);
+  sections["workloads"] = workloads_section(request);
   sections["abi"] = abi_section(templates, request);
   sections["hardware"] = hardware_section(request);
   sections["strategy"] = strategy_section(request);
@@ -388,9 +398,20 @@ Sections make_sections(const PromptTemplates& templates, const SynthesisRequest&
   sections["inspirations"] = inspirations_section(request.inspirations);
   sections["knowledge"] = numbered(request.knowledge);
   sections["board"] = bullets(request.board);
-  sections["failures"] = failures_section(request.recent_failures);
+  // A repair shows the parent's log once, under the parent, not again among the failures.
+  std::vector<std::string> failures = request.recent_failures;
+  if (parent && !parent->log.empty())
+    std::erase_if(failures, [&](const std::string& failure) {
+      return failure.find(parent->log) != std::string::npos;
+    });
+  sections["failures"] = failures_section(failures);
   sections["entry_file"] =
       parent ? parent->solution.entry_file : default_entry_file(request.device);
+  sections["entry_language"] = language_of(sections["entry_file"]);
+  sections["flags_example"] =
+      request.device.starts_with("cuda")
+          ? R"({"cuda_cflags": ["-O3", "--use_fast_math", "-lineinfo"]})"
+          : R"({"cflags": ["-O3", "-march=native", "-fopenmp"], "ld_flags": ["-fopenmp"]})";
   // The two fragments may use every other section, so they are rendered last.
   sections["guard_rules"] =
       without_final_newlines(render(templates.guard_rules, sections, "guard_rules.md"));
@@ -466,6 +487,47 @@ ChatRequest build_prompt(const PromptTemplates& templates, const SynthesisReques
   const std::string move = fmt::format("{}.md", synthesis_move_name(request.move));
   chat.messages.push_back({"user", render(move_template(templates, request.move), sections, move)});
   return chat;
+}
+
+namespace {
+
+/// Every number (digits, with a fraction or exponent) replaced by '#'.
+std::string mask_numbers(std::string_view text) {
+  std::string out;
+  for (std::size_t at = 0; at < text.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(text[at]))) {
+      out += text[at++];
+      continue;
+    }
+    while (at < text.size() && (std::isdigit(static_cast<unsigned char>(text[at])) ||
+                                text[at] == '.' || text[at] == 'e' || text[at] == 'E'))
+      ++at;
+    out += '#';
+  }
+  return out;
+}
+
+void mask_candidate(CandidateContext& candidate) {
+  candidate.candidate_id = 0;
+  candidate.results = mask_numbers(candidate.results);
+  candidate.diagnosis = mask_numbers(candidate.diagnosis);
+  candidate.log = mask_numbers(candidate.log);
+}
+
+}  // namespace
+
+std::string cache_identity(const PromptTemplates& templates, const SynthesisRequest& request) {
+  SynthesisRequest masked = request;
+  masked.hardware = mask_numbers(masked.hardware);
+  if (masked.parent) mask_candidate(*masked.parent);
+  for (CandidateContext& candidate : masked.inspirations) mask_candidate(candidate);
+  for (std::string& line : masked.board) line = mask_numbers(line);
+  for (std::string& failure : masked.recent_failures) failure = mask_numbers(failure);
+  const ChatRequest chat = build_prompt(templates, masked);
+  std::string identity = chat.system;
+  for (const ChatMessage& message : chat.messages)
+    identity += "\n\n[" + message.role + "]\n" + message.content;
+  return identity;
 }
 
 std::string trim_failure_log(std::string_view log) {

@@ -41,6 +41,13 @@ PromptTemplates load_prompt_templates(const std::filesystem::path& override_dir)
 /// The system message and the move's user message for `request` (its problem must be set).
 ChatRequest build_prompt(const PromptTemplates& templates, const SynthesisRequest& request);
 
+/// What the response cache keys this request on (ChatRequest::cache_identity): the prompt
+/// built from the request with every number in what the run measured or calibrated (results,
+/// diagnoses, logs, the board, recent failures, the hardware) masked, so that a replay of the
+/// same search (--seed) finds its answers although times and candidate ids differ. Code is not
+/// masked: two programs that differ in a constant are two requests.
+std::string cache_identity(const PromptTemplates& templates, const SynthesisRequest& request);
+
 /// A guard or compiler log cut for a prompt: from the first line that mentions an error, at most
 /// 40 lines and 4000 characters, with a last line saying what was left out.
 std::string trim_failure_log(std::string_view log);

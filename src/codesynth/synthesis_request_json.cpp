@@ -18,7 +18,7 @@ nlohmann::json candidate_to_json(const CandidateContext& candidate) {
 nlohmann::json synthesis_request_to_json(const SynthesisRequest& request) {
   const Problem& problem = *request.problem;
   nlohmann::json workloads = nlohmann::json::array();
-  for (const Workload& workload : problem.workloads)
+  for (const Workload& workload : request.workloads.empty() ? problem.workloads : request.workloads)
     workloads.push_back(resolve_axes(problem.definition, workload));
   nlohmann::json inspirations = nlohmann::json::array();
   for (const CandidateContext& inspiration : request.inspirations)

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/build_input_policy.h"
 #include "core/error.h"
 #include "core/hash.h"
 
@@ -85,6 +86,9 @@ Solution make_synthesized_solution(const SynthesisRequest& request, const std::s
     solution.ext["synthesized"]["parent_candidate"] = request.parent->candidate_id;
   solution.sources = std::move(sources);
   solution.path.clear();
+  // Checked before the solution is stored or built: a flag such as -wrapper runs programs.
+  if (auto refused = refuse_build_inputs(solution))
+    throw InputError("refused the answer's build inputs: " + *refused);
   return solution;
 }
 

@@ -140,6 +140,7 @@ OrderedJson profile_command(const ProfileOptions& options, const std::vector<std
     std::erase_if(environment,
                   [](const std::string& entry) { return entry.starts_with("TMPDIR="); });
     environment.push_back("TMPDIR=" + temp_directory.string());
+    environment.push_back("HOME=" + temp_directory.string());  // ncu keeps its settings there
   }
   const std::vector<std::string> argv = ncu_command(
       *location.path, target.front(), std::vector<std::string>(target.begin() + 1, target.end()));

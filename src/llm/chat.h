@@ -42,6 +42,10 @@ struct ChatRequest {
   /// Tells repeated samples of one prompt apart in the response cache (not sent): a run that
   /// asks the same question twice wants two answers, and a replay with the same seed gets each.
   uint64_t sample = 0;
+  /// What the response cache keys on instead of the request body, when set (not sent): the
+  /// prompt with what differs from run to run of the same search masked (measured times,
+  /// calibrated figures), so that a replay of the search finds every answer.
+  std::string cache_identity;
 };
 
 struct ChatResponse {
@@ -62,6 +66,9 @@ struct ChatResult {
   std::string request_body;   ///< the JSON sent (no key: keys travel in headers)
   std::string response_body;  ///< the last body received, "" when none
   bool from_cache = false;
+  /// The server refused the configuration itself (401, 403: the key; 404: the model or the
+  /// endpoint's path): every further request would fail the same way, so the run stops.
+  bool configuration_error = false;
 };
 
 class ChatClient {

@@ -85,6 +85,9 @@ ChatResult HttpChatClient::complete(const ModelConfig& model, const ChatRequest&
     }
     const AttemptFailure failure = classify(reply, url);
     result.failure = redact(failure.reason, api_key);
+    result.configuration_error =
+        reply.transport_error.empty() &&
+        (reply.status == 401 || reply.status == 403 || reply.status == 404);
     if (!failure.retryable) return result;
     if (attempt > model.retries) {
       result.failure = fmt::format("gave up after {} attempt{}: {}", attempt,

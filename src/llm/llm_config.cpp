@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <climits>
+#include <regex>
 #include <set>
 #include <type_traits>
 
@@ -65,10 +66,26 @@ void check_provider(const std::string& provider, std::string_view where, std::st
                     fmt::format("expected \"openai\" or \"anthropic\", got \"{}\"", provider));
 }
 
+/// http(s)://host[:port][/path]: a host of letters, digits, '.', '-', '_' (or [IPv6]), a port
+/// of 1 to 65535, and a path without spaces, quotes or a query.
+bool is_endpoint_url(const std::string& endpoint) {
+  static const std::regex pattern(
+      R"(https?://([A-Za-z0-9._\-]+|\[[0-9A-Fa-f:.]+\])(:([0-9]{1,5}))?(/[A-Za-z0-9._~%!$&'()*+,;=:@/\-]*)?)");
+  std::smatch match;
+  if (!std::regex_match(endpoint, match, pattern)) return false;
+  if (match[3].matched) {
+    const int port = std::stoi(match[3].str());
+    if (port < 1 || port > 65535) return false;
+  }
+  return true;
+}
+
 void check_endpoint(const std::string& endpoint, std::string_view where, std::string_view field) {
-  if (endpoint.starts_with("http://") || endpoint.starts_with("https://")) return;
+  if (is_endpoint_url(endpoint)) return;
   throw_input_error(where, field,
-                    fmt::format("expected an http:// or https:// URL, got \"{}\"", endpoint));
+                    fmt::format("expected an http:// or https:// URL (http://host[:port]/path), "
+                                "got \"{}\"",
+                                endpoint));
 }
 
 void check_model_name(const std::string& model, std::string_view where, std::string_view field) {

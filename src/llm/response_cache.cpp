@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "core/error.h"
 #include "core/atomic_file.h"
+#include "core/error.h"
 #include "core/hash.h"
 #include "core/json_fields.h"
 #include "llm/providers.h"
@@ -58,7 +58,7 @@ std::filesystem::path ResponseCache::path_of(const std::string& key) const {
   return dir_ / (key + ".json");
 }
 
-std::optional<ChatResult> ResponseCache::find(const std::string& key) const {
+std::optional<ResponseCache::Entry> ResponseCache::find(const std::string& key) const {
   std::ifstream file(path_of(key), std::ios::binary);
   if (!file) return std::nullopt;
   try {
@@ -68,14 +68,16 @@ std::optional<ChatResult> ResponseCache::find(const std::string& key) const {
     result.request_body = entry.at("request_body").get<std::string>();
     result.response_body = entry.at("response_body").get<std::string>();
     result.from_cache = true;
-    return result;
+    std::string identity =
+        entry.contains("identity") ? entry.at("identity").get<std::string>() : result.request_body;
+    return Entry{std::move(result), std::move(identity)};
   } catch (const OrderedJson::exception&) {
     return std::nullopt;  // a damaged entry is a miss; Record mode writes it anew
   }
 }
 
 void ResponseCache::store(const std::string& key, const ModelConfig& model,
-                          const ChatResult& result) const {
+                          const ChatResult& result, const std::string& identity) const {
   if (!result.response) return;
   std::error_code error;
   std::filesystem::create_directories(dir_, error);
@@ -83,17 +85,18 @@ void ResponseCache::store(const std::string& key, const ModelConfig& model,
     throw InternalError("cannot create the response cache directory " + dir_.string() + ": " +
                         error.message());
   }
-  const OrderedJson entry = {{"key", key},
-                             {"provider", model.provider},
-                             {"endpoint", model.endpoint},
-                             {"model", model.model},
-                             {"temperature", model.temperature},
-                             {"max_tokens", model.max_tokens},
-                             {"request_body", result.request_body},
-                             {"response", response_json(*result.response)},
-                             {"response_body", result.response_body}};
+  OrderedJson entry = {{"key", key},
+                       {"provider", model.provider},
+                       {"endpoint", model.endpoint},
+                       {"model", model.model},
+                       {"temperature", model.temperature},
+                       {"max_tokens", model.max_tokens},
+                       {"request_body", result.request_body},
+                       {"response", response_json(*result.response)},
+                       {"response_body", result.response_body}};
+  if (!identity.empty()) entry["identity"] = identity;
   write_file_atomically(path_of(key),
-                   entry.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n");
+                        entry.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n");
 }
 
 CachingChatClient::CachingChatClient(std::unique_ptr<ChatClient> inner, std::filesystem::path dir,
@@ -106,10 +109,11 @@ CachingChatClient::CachingChatClient(std::unique_ptr<ChatClient> inner, std::fil
 ChatResult CachingChatClient::complete(const ModelConfig& model, const ChatRequest& request) {
   check_model_config(model, fmt::format("model \"{}\"", model.name), "");
   const std::string body = provider_request_body(model, request);
-  const std::string key = ResponseCache::key(model, body, request.sample);
-  // The body comparison guards against an entry edited by hand under another request's name.
-  if (std::optional<ChatResult> hit = cache_.find(key); hit && hit->request_body == body)
-    return std::move(*hit);
+  const std::string& identity = request.cache_identity.empty() ? body : request.cache_identity;
+  const std::string key = ResponseCache::key(model, identity, request.sample);
+  // The comparison guards against an entry edited by hand under another request's name.
+  if (std::optional<ResponseCache::Entry> hit = cache_.find(key); hit && hit->identity == identity)
+    return std::move(hit->result);
   if (mode_ == CacheMode::Replay) {
     ChatResult miss;
     miss.request_body = body;
@@ -120,7 +124,7 @@ ChatResult CachingChatClient::complete(const ModelConfig& model, const ChatReque
   }
   ChatResult result = inner_->complete(model, request);
   result.request_body = body;  // what the key was made from, whatever the inner client kept
-  cache_.store(key, model, result);
+  cache_.store(key, model, result, request.cache_identity);
   return result;
 }
 

@@ -1,7 +1,8 @@
 // The response cache that makes a run replayable and lets tests run offline: one JSON file per
 // request, <dir>/<key>.json, named by a content hash of everything that decides the answer
-// (provider, endpoint, model, temperature, max_tokens and the request body), never by the API
-// key, which is in neither the key nor the file.
+// (provider, endpoint, model, temperature, max_tokens and the request body, or the request's
+// cache_identity when it has one), never by the API key, which is in neither the key nor the
+// file.
 #pragma once
 
 #include <filesystem>
@@ -22,12 +23,18 @@ class ResponseCache {
   static std::string key(const ModelConfig& model, const std::string& request_body,
                          uint64_t sample = 0);
 
-  /// The stored result (response, request and response bodies) with from_cache set and
-  /// attempts 0; nullopt when there is none or its file cannot be read as an entry.
-  std::optional<ChatResult> find(const std::string& key) const;
+  /// A stored result (response, request and response bodies, with from_cache set and attempts
+  /// 0) and the identity it was stored under (the request body when none was given).
+  struct Entry {
+    ChatResult result;
+    std::string identity;
+  };
+  /// The entry stored under `key`; nullopt when there is none or its file cannot be read.
+  std::optional<Entry> find(const std::string& key) const;
   /// Stores a result that holds a response (a failure is not stored), written to a temporary
   /// file and renamed so that a reader never sees half an entry. InternalError on an I/O error.
-  void store(const std::string& key, const ModelConfig& model, const ChatResult& result) const;
+  void store(const std::string& key, const ModelConfig& model, const ChatResult& result,
+             const std::string& identity = "") const;
 
   std::filesystem::path path_of(const std::string& key) const;
   const std::filesystem::path& dir() const { return dir_; }

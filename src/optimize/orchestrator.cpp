@@ -111,6 +111,8 @@ struct Orchestrator::State {
     /// Set for a code candidate whose synthesizer gave no program: it is recorded as failed
     /// without an evaluation.
     std::optional<std::string> synthesis_failure;
+    /// The synthesis failure was the transport's (no answer): kept out of recent failures.
+    bool transport_failure = false;
     std::future<void> build;
   };
 
@@ -445,6 +447,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
                                const std::vector<int64_t>& inspired) {
     SynthesisRequest request;
     request.problem = target_.problem;
+    request.workloads = target_.workloads;
     request.device = target_.device;
     request.hardware = target_.hardware;
     request.agent = agent.name();
@@ -458,12 +461,12 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     if (request.move == SynthesisMove::Draft && state.baseline)
       if (auto context = context_of(state.baseline_candidate))
         request.inspirations.push_back(std::move(*context));
-    request.knowledge = target_.knowledge;
+    request.seed = options_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(state.next_seq);
+    request.knowledge = knowledge_for_request(target_.knowledge, request.seed);
     for (const Conclusion& conclusion : state.conclusions)
       request.board.push_back(conclusion_text(conclusion, target_.problem->definition.name,
                                               target_.workload_class, evaluator_->device_name()));
     request.recent_failures.assign(state.recent_failures.begin(), state.recent_failures.end());
-    request.seed = options_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(state.next_seq);
     return request;
   };
 
@@ -507,6 +510,7 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
         pending.solution = std::move(*outcome.solution);
       else
         pending.synthesis_failure = outcome.failure;
+      pending.transport_failure = outcome.transport_failure;
     }
     pending.candidate_id = candidate_for(agent.name(), parent, inspired,
                                          pending.synthesis_failure ? nullptr : &pending.solution,
@@ -653,11 +657,12 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
     state.passed += measurement.passed;
     State::Known& known = state.known.at(pending.key);
     known.measurement = measurement;
-    if (!measurement.passed && is_code(known.template_name)) {
+    if (!measurement.passed && is_code(known.template_name) && !pending.transport_failure) {
       // The prompt builder trims the log; a synthesis failure is the synthesizer's own news.
-      state.recent_failures.push_back(fmt::format("candidate {} ({}): {}: {}", pending.candidate_id,
-                                                  label_of(known), measurement.status,
-                                                  measurement.log));
+      // No candidate id: it is workspace-wide, means nothing to the model and differs between
+      // a run and its replay.
+      state.recent_failures.push_back(
+          fmt::format("{}: {}: {}", label_of(known), measurement.status, measurement.log));
       if (state.recent_failures.size() > 3) state.recent_failures.pop_front();
     }
     const CandidateResult result = result_of(measurement, known.template_name);

@@ -69,6 +69,7 @@ struct OptimizeTarget {
   std::string workload_class;        ///< the evaluated workloads in words, for the board
   std::string device;                ///< "cpu" or "cuda:0", as stored with the run
   std::string largest_workload;      ///< uuid of the workload the live view shows
+  std::vector<Workload> workloads;   ///< the evaluated workloads (--workloads selects them)
   /// Skills retrieved for this run (empty = a cold start); the caller stores them in
   /// run_config so that a resume starts from the same hints.
   std::vector<SkillHint> skill_hints;

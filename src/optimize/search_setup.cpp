@@ -59,6 +59,7 @@ OptimizeTarget SearchSetup::target(const std::vector<Workload>& workloads) const
     target.workload_class = fmt::format("{}", fmt::join(parts, "; "));
   }
   if (!workloads.empty()) target.largest_workload = largest_workload(workloads).uuid;
+  target.workloads = workloads;
   return target;
 }
 

@@ -159,18 +159,18 @@ TEST_F(WorkerSandboxTest, SignalsAndSocketsReachOnlyTheWorker) {
 TEST_F(WorkerSandboxTest, SecretsStayOutOfTheWorkersEnvironment) {
   setenv("KERNELARC_TEST_API_KEY", "sk-not-for-candidates", 1);
   setenv("kernelarc_test_session_token", "not-either", 1);
-  setenv("KERNELARC_TEST_PLAIN", "visible", 1);
+  setenv("OMP_KERNELARC_TEST_PLAIN", "visible", 1);
   const std::string body = R"(
     note("api_key_absent", getenv("KERNELARC_TEST_API_KEY") == nullptr);
     note("token_absent", getenv("kernelarc_test_session_token") == nullptr);
-    const char* plain = getenv("KERNELARC_TEST_PLAIN");
+    const char* plain = getenv("OMP_KERNELARC_TEST_PLAIN");
     note("plain_present", plain && std::string(plain) == "visible");
   )";
   Worker worker(workspace.options());
   ExecuteResult result = test::load_and_call(worker, workspace.build_run(body));
   unsetenv("KERNELARC_TEST_API_KEY");
   unsetenv("kernelarc_test_session_token");
-  unsetenv("KERNELARC_TEST_PLAIN");
+  unsetenv("OMP_KERNELARC_TEST_PLAIN");
   EXPECT_EQ(result.message, "api_key_absent=ok;token_absent=ok;plain_present=ok;");
 }
 

@@ -73,12 +73,39 @@ class OptimizeLlm : public ::testing::Test {
     return path;
   }
 
-  CommandResult optimize(const fs::path& llm_config, int budget) {
+  CommandResult optimize(const fs::path& llm_config, int budget, const std::string& extra = "") {
     return run("optimize " + (kSource / "problems/cpu/rmsnorm_f32").string() +
                " --synth llm --llm-config " + llm_config.string() + " --agents 1 --budget " +
                std::to_string(budget) + " --workspace " + (dir_ / "ws").string() +
                " --workloads 9f5092c6 --trials 1 --warmup 1 --iterations 5 --timing-budget 0.1"
-               " --final-top 2 --final-rounds 1 --no-skills --plain");
+               " --final-top 2 --final-rounds 1 --no-skills --plain " +
+               extra);
+  }
+
+  /// Each code candidate of the last run, in order: its solution's name, or "failed: <reason>"
+  /// when the synthesizer gave none.
+  std::vector<std::string> programs() {
+    kernelarc::Workspace workspace(dir_ / "ws");
+    std::vector<std::string> names;
+    const auto run = workspace.database().list_runs().back();
+    for (const auto& candidate : workspace.database().candidates_of(run.id)) {
+      const auto synthesis = workspace.database().synthesis_of(candidate.id);
+      if (!synthesis) continue;
+      const auto json = nlohmann::json::parse(workspace.objects().get(candidate.solution_key));
+      names.push_back(json.is_null() ? "failed: " + synthesis->failure
+                                     : json["name"].get<std::string>());
+    }
+    return names;
+  }
+
+  /// The stored solutions of every run (solution.json objects), as text.
+  std::vector<std::string> stored_solutions() {
+    kernelarc::Workspace workspace(dir_ / "ws");
+    std::vector<std::string> texts;
+    for (const auto& run : workspace.database().list_runs())
+      for (const auto& candidate : workspace.database().candidates_of(run.id))
+        texts.push_back(workspace.objects().get(candidate.solution_key));
+    return texts;
   }
 
   /// The failure of every code candidate of the run, in order ("" for one that got a program).
@@ -179,6 +206,126 @@ TEST_F(OptimizeLlm, ADeadServerFailsEveryCandidateAndTheRunEndsCleanly) {
   ASSERT_EQ(reasons.size(), 3u);
   for (const std::string& reason : reasons)
     EXPECT_NE(reason.find("onnect"), std::string::npos) << reason;
+}
+
+// Issue 25, item 1: the flag that ran a shell on the host. It is refused by name, the shell never
+// runs, and no stored solution holds it; the run goes on to the next answer.
+TEST_F(OptimizeLlm, AWrapperFlagIsRefusedNeverRunAndNeverStored) {
+  FakeModelServer server;
+  const fs::path marker = dir_ / "wrapper-ran";
+  const std::string code =
+      "```cpp main.cpp\n" +
+      read_file(kSource / "problems/cpu/rmsnorm_f32/solutions/optimized/main.cpp") + "```\n";
+  const nlohmann::json flags = {
+      {"cflags",
+       {"-O3", "-wrapper", "/bin/sh,-c,touch " + marker.string() + "; exec \"$0\" \"$@\""}}};
+  server.script(
+      {{200, openai_answer(code + "```json solution\n" + flags.dump() + "\n```\n"), {}, 0},
+       {200, openai_answer(optimized_answer()), {}, 0}});
+  const auto result = optimize(config("openai", server.endpoint()), 2);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_FALSE(fs::exists(marker));
+  const auto reasons = failures();
+  ASSERT_EQ(reasons.size(), 2u);
+  EXPECT_NE(reasons[0].find("flag \"-wrapper\" is not allowed"), std::string::npos) << reasons[0];
+  EXPECT_EQ(reasons[1], "");
+  for (const std::string& solution : stored_solutions())
+    EXPECT_EQ(solution.find("-wrapper"), std::string::npos) << solution;
+}
+
+/// A kernel that reports the LLM_AUTH variable as its error, or "LLM_AUTH unset".
+std::string key_reading_answer() {
+  return "```cpp main.cpp\n#include <kernelarc/abi.h>\n#include <cstdlib>\n"
+         "static const char* seen = \"LLM_AUTH unset\";\n"
+         "extern \"C\" const char* ka_last_error(void) { return seen; }\n"
+         "extern \"C\" int ka_run(const ka_tensor*, int, ka_tensor*, int, void*, void*, size_t) {\n"
+         "  if (const char* key = std::getenv(\"LLM_AUTH\")) seen = key;\n  return 1;\n}\n```\n";
+}
+
+// Issue 25, item 3: the key in a variable with an innocent name, read from inside a kernel. The
+// worker's environment is an allowlist, so the kernel sees no such variable, and the key reaches
+// neither the workspace nor the output.
+TEST_F(OptimizeLlm, AKeyInAnInnocentNamedVariableNeverReachesAKernel) {
+  FakeModelServer server;
+  setenv("LLM_AUTH", kKey, 1);
+  nlohmann::json json = nlohmann::json::parse(read_file(config("openai", server.endpoint())));
+  json["models"][0]["api_key_env"] = "LLM_AUTH";
+  std::ofstream(dir_ / "llm.json") << json.dump(2);
+  server.script({{200, openai_answer(key_reading_answer()), {}, 0}});
+  const auto result = optimize(dir_ / "llm.json", 1);
+  unsetenv("LLM_AUTH");
+  expect_key_sent(server, "Authorization", std::string("Bearer ") + kKey);
+  EXPECT_EQ(result.output.find(kKey), std::string::npos) << result.output;
+  EXPECT_FALSE(workspace_holds_key());
+  kernelarc::Workspace workspace(dir_ / "ws");
+  bool saw_unset = false;
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "ws"))
+    if (entry.is_regular_file() &&
+        read_file(entry.path()).find("LLM_AUTH unset") != std::string::npos)
+      saw_unset = true;
+  EXPECT_TRUE(saw_unset) << "the kernel ran and reported the variable missing\n" << result.output;
+}
+
+// Issue 25, item 5: a missing key variable stops the run before anything is asked or spent.
+TEST_F(OptimizeLlm, AMissingKeyStopsTheRunAtStart) {
+  FakeModelServer server;
+  unsetenv("KA_TEST_LLM_KEY");
+  const auto result = optimize(config("openai", server.endpoint()), 3);
+  EXPECT_EQ(result.exit_code, 2) << result.output;  // an input error, not "no candidate passed"
+  EXPECT_EQ(result.output.find("1/3]"), std::string::npos) << "no candidate was spent\n"
+                                                           << result.output;
+  EXPECT_NE(result.output.find("KA_TEST_LLM_KEY"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("is not set or empty"), std::string::npos) << result.output;
+  EXPECT_TRUE(server.requests().empty());
+}
+
+// Issue 25, item 5: a model the server does not know (404) stops the run at its first request
+// instead of failing every candidate the same way.
+TEST_F(OptimizeLlm, AnUnknownModelStopsTheRun) {
+  FakeModelServer server;
+  server.script(
+      {{404, R"({"error": {"message": "The model `test-model` does not exist"}})", {}, 0}});
+  const auto result = optimize(config("openai", server.endpoint()), 3);
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("does not exist"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("the run stops"), std::string::npos) << result.output;
+  EXPECT_EQ(server.requests().size(), 1u);
+}
+
+/// A program that does not compile.
+std::string broken_answer() {
+  return "```cpp main.cpp\n#include <kernelarc/abi.h>\nextern \"C\" int ka_run( {\n```\n";
+}
+
+// Issue 25, item 4: a replay of a run that had failures (compile errors and a kernel that fails
+// at run time) asks the cache for every request of the same search and gets the same
+// candidates, with the server gone, in the same workspace (so candidate ids differ).
+TEST_F(OptimizeLlm, AReplayOfARunWithFailuresReproducesItsCandidates) {
+  std::vector<std::string> recorded;
+  std::string endpoint;  // part of the cache key: the replay names the same (now dead) server
+  {
+    FakeModelServer server;
+    endpoint = server.endpoint();
+    server.script({{200, openai_answer(broken_answer()), {}, 0},
+                   {200, openai_answer(key_reading_answer()), {}, 0},
+                   {200, openai_answer(optimized_answer()), {}, 0},
+                   {200, openai_answer(broken_answer() + "\n"), {}, 0},
+                   {200, openai_answer(optimized_answer() + "\n"), {}, 0}});
+    const auto result = optimize(config("openai", server.endpoint()), 5, "--seed 7");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    recorded = programs();
+  }
+  ASSERT_EQ(recorded.size(), 5u);
+  int failed = 0;
+  for (const std::string& program : recorded) failed += program.starts_with("failed: ");
+  const auto replay =
+      optimize(config("openai", endpoint), 5,
+               "--seed 7 --llm-replay --llm-cache " + (dir_ / "ws/llm-cache").string());
+  ASSERT_EQ(replay.exit_code, 0) << replay.output;
+  EXPECT_EQ(programs(), recorded) << replay.output;
+  for (const std::string& reason : failures())
+    EXPECT_EQ(reason.find("not in the replay cache"), std::string::npos) << reason;
+  EXPECT_EQ(failed, 0) << "every answer here holds a program; failures come from the guard";
 }
 
 }  // namespace

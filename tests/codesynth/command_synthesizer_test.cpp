@@ -321,11 +321,26 @@ TEST_F(CommandSynthesizerTest, EchoParentExampleReturnsTheParentsSources) {
   ASSERT_EQ(outcome.solution->sources.size(), 1u);
   EXPECT_EQ(outcome.solution->sources[0].path, "main.cpp");
   EXPECT_EQ(outcome.solution->sources[0].content, "// the parent\nint ka_run();\n");
-  EXPECT_EQ(outcome.solution->description, "the sources of candidate 17, unchanged");
+  EXPECT_EQ(outcome.solution->description, "the sources of the parent, unchanged");
+}
 
+// Issue 25, item 6: a draft (no parent) is answered with the candidate it is shown (the run's
+// baseline), flags included; with nothing shown it says why.
+TEST_F(CommandSynthesizerTest, EchoParentExampleAnswersADraftFromTheCandidateShown) {
+  const std::string example =
+      std::string(KERNELARC_SOURCE_DIR) + "/examples/synthesizers/echo_parent.py";
+  CommandSynthesizer synthesizer({{"python3", example}, 30, 1 << 20, {}});
   const SynthesisOutcome draft = synthesizer.synthesize(request(false));
-  EXPECT_FALSE(draft.solution);
-  EXPECT_NE(draft.failure.find("needs a parent candidate"), std::string::npos) << draft.failure;
+  ASSERT_TRUE(draft.solution) << draft.failure;
+  EXPECT_EQ(draft.solution->sources[0].content, "// the parent\nint ka_run();\n");
+  EXPECT_EQ(draft.solution->cflags, (std::vector<std::string>{"-O2"}));
+  EXPECT_EQ(draft.solution->ld_flags, (std::vector<std::string>{"-lm"}));
+
+  SynthesisRequest nothing_shown = request(false);
+  nothing_shown.inspirations.clear();
+  const SynthesisOutcome refused = synthesizer.synthesize(nothing_shown);
+  EXPECT_FALSE(refused.solution);
+  EXPECT_NE(refused.failure.find("nothing to echo"), std::string::npos) << refused.failure;
 }
 
 }  // namespace

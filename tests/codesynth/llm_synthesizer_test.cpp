@@ -154,6 +154,24 @@ TEST_F(LlmSynthesizerTest, FlagsFromTheAnswerAreAppliedAndNamed) {
   EXPECT_NE(plain.solution->name, flagged.solution->name);
 }
 
+// The flag the issue found running a shell on the host: refused by name, and no solution (so
+// nothing is stored or built).
+TEST_F(LlmSynthesizerTest, WrapperFlagIsRefusedAndNeverBecomesASolution) {
+  const std::string code = "```cuda kernel.cu\n" + kKernel + "```\n";
+  client_.script.push_back(answer(code + "```json solution\n{\"cflags\": [\"-O3\", \"-wrapper\", "
+                                         "\"/bin/sh,-c,id\"]}\n```\n"));
+  client_.script.push_back(
+      answer(code + "```json solution\n{\"cuda_cflags\": [\"-ccbin\", \"/tmp/cc\"]}\n```\n"));
+  LlmSynthesizer llm = synthesizer();
+  const SynthesisOutcome wrapper = llm.synthesize(draft_request());
+  EXPECT_FALSE(wrapper.solution);
+  EXPECT_NE(wrapper.failure.find("flag \"-wrapper\" is not allowed"), std::string::npos)
+      << wrapper.failure;
+  const SynthesisOutcome ccbin = llm.synthesize(draft_request());
+  EXPECT_FALSE(ccbin.solution);
+  EXPECT_NE(ccbin.failure.find("\"-ccbin\""), std::string::npos) << ccbin.failure;
+}
+
 TEST_F(LlmSynthesizerTest, TruncatedAnswerIsAFailure) {
   client_.script.push_back(answer("```cuda kernel.cu\n" + kKernel + "```\n", "length"));
   const SynthesisOutcome outcome = synthesizer().synthesize(draft_request());

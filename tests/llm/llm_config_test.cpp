@@ -88,6 +88,13 @@ TEST(LlmConfig, BadFilesNameTheField) {
       {R"({"models": [{)" + good + R"(, "weight": 0}]})", "llm.json: models: every weight is zero"},
       {second + R"("provider": "openai", "endpoint": "", "model": "m"}]})",
        "llm.json: models[1].endpoint: expected an http:// or https:// URL"},
+      {second + R"("provider": "openai", "endpoint": "http://", "model": "m"}]})",
+       "llm.json: models[1].endpoint: expected an http:// or https:// URL"},
+      {second + R"("provider": "openai", "endpoint": "http://h:99999/v1", "model": "m"}]})",
+       "llm.json: models[1].endpoint: expected an http:// or https:// URL"},
+      {second +
+           R"("provider": "openai", "endpoint": "https://api.openai.com/v1 ", "model": "m"}]})",
+       "llm.json: models[1].endpoint: expected an http:// or https:// URL"},
       {second + R"("provider": "openai", "endpoint": "http://h", "model": ""}]})",
        "llm.json: models[1].model: must not be empty"},
       {R"({"models": [{"provider": "openai", "model": "m"}]})",

@@ -163,7 +163,7 @@ TEST_F(ResponseCacheTest, ADamagedEntryIsAMiss) {
   result.request_body = "{}";
   cache.store("k", model, result);
   ASSERT_TRUE(cache.find("k"));
-  EXPECT_EQ(cache.find("k")->response->output_tokens, 2);
+  EXPECT_EQ(cache.find("k")->result.response->output_tokens, 2);
   std::ofstream(cache.path_of("k")) << "{\"response\": ";
   EXPECT_FALSE(cache.find("k"));
   EXPECT_FALSE(cache.find("absent"));
