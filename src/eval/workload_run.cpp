@@ -25,7 +25,7 @@ constexpr int kNullRequests = 7;
 }  // namespace
 
 int timing_draw_count(const GuardOptions& options) {
-  return std::max(0, options.warmup) + std::max({options.timing_draws, options.min_iterations, 3});
+  return std::max(1, options.warmup) + std::max({options.timing_draws, options.min_iterations, 3});
 }
 
 int oracle_trials_needed(const GuardOptions& options) {
