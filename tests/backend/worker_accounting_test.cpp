@@ -2,6 +2,7 @@
 #include "backend/worker_accounting.h"
 
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,10 +11,17 @@
 namespace kernelarc {
 namespace {
 
+/// Spins until this thread has run for `duration` of CPU time (not wall time: on a loaded
+/// machine the thread may wait for a core).
 void busy_for(std::chrono::milliseconds duration) {
-  const auto end = std::chrono::steady_clock::now() + duration;
+  auto cpu_now = [] {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+  };
+  const auto end = cpu_now() + duration;
   volatile unsigned sink = 0;
-  while (std::chrono::steady_clock::now() < end) sink = sink + 1;
+  while (cpu_now() < end) sink = sink + 1;
 }
 
 TEST(WorkerAccounting, CountsTheCpuTimeOfEachThread) {
