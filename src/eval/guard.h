@@ -1,7 +1,9 @@
 // The benchmark guard: builds a solution, runs it in an isolated worker, checks correctness
 // against the oracle in this (the parent) process, times it, and returns one Trace per workload.
 //
-// Deterministic: the same problem, solution binary, options and seed give the same verdicts.
+// Deterministic: the same problem, solution binary, options and seed give the same draws; only
+// the twin audit's position among the timed calls comes from the system's entropy, so that no
+// candidate can predict it (an honest candidate's verdict does not depend on it).
 #pragma once
 
 #include <chrono>
