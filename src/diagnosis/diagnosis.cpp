@@ -192,6 +192,10 @@ std::pair<std::string, std::string> latency_cause(const Diagnosis& d,
             fmt::format("the problem's own bound is only {:.3g} us, so fixed costs weigh heavily",
                         *d.sol_us)};
   }
+  if (!d.gpu)
+    return {"stalls",
+            "every core has work and the problem is not small, so the cores wait on memory or on "
+            "dependent instructions"};
   return {"stalls", "occupancy and parallelism are adequate, so latency is not hidden"};
 }
 

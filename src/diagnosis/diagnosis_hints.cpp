@@ -151,6 +151,12 @@ void add_latency_hints(AdviceBuilder& advice, const Diagnosis& d,
     advice.hint(
         "neither occupancy nor the block count explains the stalls: an Nsight Compute profile "
         "(warp stall reasons, DRAM bytes) would show what the warps wait for");
+  } else if (d.cause == "stalls") {
+    advice.hint(
+        "the cores stall: walk memory in the order it lies (unit stride in the inner loop), block "
+        "the loops so a tile's data stays in L1/L2, keep several independent accumulators per "
+        "loop so the FMA latency is hidden, and let the inner loop vectorize (no aliasing, no "
+        "calls); `perf stat` (cache misses, instructions per cycle) shows which");
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,12 @@ bool is_negative_inf(double value) {
   return std::isinf(value) && value < 0;
 }
 
+/// One element of an output beside its reference, for a log a person reads.
+struct ElementSample {
+  int64_t index = 0;
+  double got = 0, expected = 0;
+};
+
 /// The counts and maxima of one range of elements; ranges merge in order, so the result does
 /// not depend on how many threads compared.
 struct Tally {
@@ -23,8 +30,17 @@ struct Tally {
   double max_absolute_error = 0, max_relative_error = 0;
   double max_reference = 0;  ///< the largest finite |ref|: the output's scale
   bool output_all_zero = true, reference_all_zero = true;
+  /// Samples for the log: the first element that failed and the one with the largest error.
+  std::optional<ElementSample> first_failure, largest_error;
+
+  void note_failure(int64_t index, double out, double ref) {
+    if (!first_failure) first_failure = ElementSample{index, out, ref};
+  }
 
   void merge(const Tally& other) {
+    if (!first_failure) first_failure = other.first_failure;
+    if (other.largest_error && other.max_absolute_error > max_absolute_error)
+      largest_error = other.largest_error;
     failed += other.failed;
     nan_count += other.nan_count;
     inf_count += other.inf_count;
@@ -53,6 +69,7 @@ Tally tally_range(TensorView output, TensorView reference, const Tolerance& tole
       if (std::isnan(out) || std::isnan(ref)) {
         ++tally.nan_count;
         ++tally.failed;
+        tally.note_failure(block + i, out, ref);
         continue;
       }
       if (std::isinf(out) || std::isinf(ref)) {
@@ -61,15 +78,22 @@ Tally tally_range(TensorView output, TensorView reference, const Tolerance& tole
         if (!allowed) {
           ++tally.inf_count;
           ++tally.failed;
+          tally.note_failure(block + i, out, ref);
         }
         continue;
       }
       const double diff = std::fabs(out - ref);
       tally.max_reference = std::max(tally.max_reference, std::fabs(ref));
-      tally.max_absolute_error = std::max(tally.max_absolute_error, diff);
+      if (diff > tally.max_absolute_error || !tally.largest_error) {
+        tally.max_absolute_error = diff;
+        tally.largest_error = ElementSample{block + i, out, ref};
+      }
       tally.max_relative_error =
           std::max(tally.max_relative_error, diff / std::max(std::fabs(ref), tolerance.max_atol));
-      if (diff > tolerance.max_atol + tolerance.max_rtol * std::fabs(ref)) ++tally.failed;
+      if (diff > tolerance.max_atol + tolerance.max_rtol * std::fabs(ref)) {
+        ++tally.failed;
+        tally.note_failure(block + i, out, ref);
+      }
     }
   }
   return tally;
@@ -144,6 +168,16 @@ CompareResult compare_output(TensorView output, TensorView reference, const Tole
         tally.max_reference, result.matched_ratio);
   }
   result.passed = result.reason.empty();
+  if (!result.passed) {
+    // Where it goes wrong, and by how much: a layout bug reads differently from a rounding one.
+    const auto sample = [](const char* what, const ElementSample& e) {
+      return fmt::format("; {} element {}: got {:.6g}, expected {:.6g}", what, e.index, e.got,
+                         e.expected);
+    };
+    if (tally.first_failure) result.reason += sample("first failing", *tally.first_failure);
+    if (tally.largest_error && tally.max_absolute_error > 0)
+      result.reason += sample("largest error at", *tally.largest_error);
+  }
   return result;
 }
 

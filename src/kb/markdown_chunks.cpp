@@ -57,24 +57,37 @@ std::string join_path(const std::vector<std::string>& path) {
   return joined;
 }
 
-/// One paragraph over the limit is cut between words, keeping its lines' words in order.
+bool ends_sentence(const std::string& word) {
+  const char last = word.back();
+  return last == '.' || last == '!' || last == '?' || last == ':';
+}
+
+/// One paragraph over the limit is cut after the last sentence that fits (a prompt shows a
+/// chunk whole, and half a sentence misleads), between words only when no sentence ends within
+/// the limit; its lines' words stay in order.
 std::vector<std::string> split_words(std::string_view paragraph, int max_words) {
   std::vector<std::string> pieces;
-  std::istringstream words{std::string(paragraph)};
-  std::string word;
-  std::string piece;
-  int count = 0;
-  while (words >> word) {
-    if (count == max_words) {
-      pieces.push_back(piece);
-      piece.clear();
-      count = 0;
+  std::istringstream stream{std::string(paragraph)};
+  std::vector<std::string> words;
+  const auto emit = [&pieces, &words](std::size_t count) {
+    std::string piece;
+    for (std::size_t i = 0; i < count; ++i) piece += (i ? " " : "") + words[i];
+    pieces.push_back(std::move(piece));
+    words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(count));
+  };
+  for (std::string word; stream >> word;) {
+    words.push_back(word);
+    if (static_cast<int>(words.size()) < max_words) continue;
+    std::size_t cut = words.size();
+    for (std::size_t i = words.size(); i-- > 0;) {
+      if (ends_sentence(words[i])) {
+        cut = i + 1;
+        break;
+      }
     }
-    if (!piece.empty()) piece += ' ';
-    piece += word;
-    ++count;
+    emit(cut);
   }
-  if (!piece.empty()) pieces.push_back(piece);
+  if (!words.empty()) emit(words.size());
   return pieces;
 }
 

@@ -159,6 +159,24 @@ TEST(Diagnosis, CpuThreadsBelowCores) {
   EXPECT_TRUE(has_hint(d, "THREADS=1 leaves 1 of 2 cores idle")) << all_hints(d);
 }
 
+// With every core busy and a large problem, a CPU kernel far from its ceilings stalls: the cause
+// and the hint speak of cores, caches and vector loops, not of occupancy or warps.
+TEST(Diagnosis, CpuStallsAreToldInCpuTerms) {
+  const Definition def = load_definition(kProblems / "cpu/rmsnorm_f32/definition.json");
+  Trace trace;
+  trace.clock = "steady_clock";
+  const double bytes = 8.0 * 4096 * 4096 + 4.0 * 4096;
+  trace.latency_ms = TimingSummary{.samples = 20, .median = median_ms_at_bandwidth(bytes, 0.3, 20)};
+  const Diagnosis d = diagnose(def, {{"batch_size", 4096}, {"hidden_size", 4096}}, trace,
+                               cpu_calibration(), KnobPoint{{"THREADS", int64_t{0}}});
+  EXPECT_EQ(d.bottleneck, Bottleneck::Latency);
+  EXPECT_EQ(d.cause, "stalls");
+  const std::string text = d.reason + "\n" + all_hints(d);
+  for (const char* gpu_word : {"occupancy", "warp", "SMs", "Nsight", "BLOCK_THREADS"})
+    EXPECT_EQ(text.find(gpu_word), std::string::npos) << gpu_word << " in: " << text;
+  EXPECT_TRUE(has_hint(d, "perf stat")) << all_hints(d);
+}
+
 TEST(Diagnosis, ComputeBoundGemm) {
   const AxisValues axes{{"M", 4096}, {"N", 4096}, {"K", 4096}};
   const double flops = 2.0 * 4096 * 4096 * 4096;

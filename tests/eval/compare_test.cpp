@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "eval/compare.h"
 #include "eval/stats.h"
 
@@ -24,6 +26,31 @@ TEST(Compare, AtolPlusRtolTimesReference) {
   EXPECT_FALSE(failed.passed);
   EXPECT_NEAR(failed.max_absolute_error, 1.2, 1e-5);
   EXPECT_NEAR(failed.max_relative_error, 0.12, 1e-5);
+}
+
+// A failure says where: the first failing element and the one with the largest error, with
+// what was computed and what the reference has, also across the parts large outputs split into.
+TEST(Compare, AFailureNamesTheFirstFailingAndTheWorstElement) {
+  Tolerance tolerance{.max_atol = 0.01, .max_rtol = 0, .required_matched_ratio = 1.0};
+  const auto small = compare_output(make({1, 1.5, 1, 4}), make({1, 1, 1, 1}), tolerance);
+  EXPECT_FALSE(small.passed);
+  EXPECT_NE(small.reason.find("first failing element 1: got 1.5, expected 1"), std::string::npos)
+      << small.reason;
+  EXPECT_NE(small.reason.find("largest error at element 3: got 4, expected 1"), std::string::npos)
+      << small.reason;
+
+  const int64_t n = int64_t{3} << 20;  // split over threads
+  std::vector<double> out(static_cast<std::size_t>(n), 2.0), ref = out;
+  out[(n / 3) + 5] = 3.0;
+  out[n - 2] = 9.0;
+  const auto large = compare_output(make(out), make(ref), tolerance);
+  EXPECT_NE(large.reason.find(fmt::format("first failing element {}: got 3", n / 3 + 5)),
+            std::string::npos)
+      << large.reason;
+  EXPECT_NE(large.reason.find(fmt::format("largest error at element {}: got 9", n - 2)),
+            std::string::npos)
+      << large.reason;
+  EXPECT_TRUE(compare_output(make(ref), make(ref), tolerance).reason.empty());
 }
 
 TEST(Compare, MatchedRatioDecides) {

@@ -48,6 +48,21 @@ TEST(MarkdownChunks, AParagraphOverTheLimitIsCutBetweenWords) {
   EXPECT_TRUE(chunks[2].text.ends_with("w599"));
 }
 
+// A chunk is shown whole in prompts: a long paragraph is cut after its last sentence that fits.
+TEST(MarkdownChunks, ALongParagraphIsCutAtASentenceEnd) {
+  std::string paragraph;
+  for (int sentence = 0; sentence < 30; ++sentence) {
+    for (int w = 0; w < 19; ++w) paragraph += "s" + std::to_string(sentence) + "w ";
+    paragraph += "end" + std::to_string(sentence) + ". ";
+  }
+  const auto chunks = split_markdown(paragraph, 250);  // 20 words a sentence: 12 fit
+  ASSERT_EQ(chunks.size(), 3u);
+  for (const auto& chunk : chunks) EXPECT_TRUE(chunk.text.ends_with(".")) << chunk.text;
+  EXPECT_TRUE(chunks[0].text.ends_with("end11.")) << chunks[0].text;
+  EXPECT_TRUE(chunks[1].text.starts_with("s12w ")) << chunks[1].text;
+  EXPECT_TRUE(chunks[2].text.ends_with("end29.")) << chunks[2].text;
+}
+
 TEST(MarkdownChunks, HeadingsWithoutTextMakeNoChunk) {
   EXPECT_TRUE(split_markdown("# A\n\n## B\n\n").empty());
 }
