@@ -454,7 +454,7 @@ CommandRunner add_bench_command(CLI::App& app) {
   cmd->add_flag("--plain", flags->plain, "line output even on a terminal");
   cmd->add_flag("--baselines-always", flags->baselines_always,
                 "time PyTorch even for a problem no template family serves");
-  add_guard_flags(*cmd, flags->guard, {"--timing-budget", "--input-seed"});
+  add_guard_flags(*cmd, flags->guard);
   // Bench writes its own files and always times the baselines.
   cmd->remove_option(cmd->get_option("--json"));
   cmd->remove_option(cmd->get_option("--no-baseline"));

@@ -13,6 +13,7 @@
 
 #include "codesynth/code_synthesizer.h"
 #include "llm/llm_config.h"
+#include "optimize/orchestrator.h"
 
 namespace kernelarc {
 
@@ -27,7 +28,7 @@ struct CodeSynthFlags {
   bool replay = false;
   std::string command;  ///< run with /bin/sh -c
   double command_timeout_s = 120;
-  double code_share = 0.5;
+  double code_share = OptimizeOptions{}.code_share;
   int repair_rounds = -1;  ///< -1: the configuration's (1 by default)
   int64_t max_tokens = 0;  ///< 0: the configuration's (none by default)
   double max_cost_usd = 0;

@@ -63,7 +63,7 @@ void print_traces(const Problem& problem, const std::vector<Trace>& traces, std:
 
 }  // namespace
 
-void add_guard_flags(CLI::App& cmd, GuardFlags& flags, const GuardFlagNames& names) {
+void add_guard_flags(CLI::App& cmd, GuardFlags& flags) {
   cmd.add_option("--json", flags.json_path, "write the traces (SOL-ExecBench form) to this file");
   cmd.add_option("--workspace", flags.workspace, "caches and calibration")->capture_default_str();
   cmd.add_option("--device", flags.device, "cpu or cuda:N")->capture_default_str();
@@ -82,12 +82,12 @@ void add_guard_flags(CLI::App& cmd, GuardFlags& flags, const GuardFlagNames& nam
   cmd.add_option("--iterations", flags.iterations, "timed calls at most")
       ->capture_default_str()
       ->check(CLI::Range(3, 100000));
-  cmd.add_option(names.timing_budget, flags.budget_s, "timing budget per workload, seconds")
+  cmd.add_option("--timing-budget", flags.budget_s, "timing budget per workload, seconds")
       ->capture_default_str();
   cmd.add_option("--timeout-ms", flags.timeout_ms, "a call longer than this is a hang")
       ->capture_default_str()
       ->check(CLI::Range(1, 3'600'000));
-  cmd.add_option(names.input_seed, flags.seed, "input seed")->capture_default_str();
+  cmd.add_option("--input-seed", flags.seed, "input seed")->capture_default_str();
   cmd.add_flag("--no-baseline", flags.no_baseline, "do not time the PyTorch reference");
 }
 

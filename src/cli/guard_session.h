@@ -34,16 +34,11 @@ struct GuardFlags {
   bool no_baseline = false;
 };
 
-/// The names of the guard's flags that a command may need for its own meaning (`optimize` has
-/// its own --budget and --seed).
-struct GuardFlagNames {
-  std::string timing_budget = "--budget";
-  std::string input_seed = "--seed";
-};
-
 /// Registers --json, --workspace, --device, --python, --cflags, --workloads, --trials,
-/// --warmup, --iterations, --budget, --timeout-ms, --seed and --no-baseline.
-void add_guard_flags(CLI::App& command, GuardFlags& flags, const GuardFlagNames& names = {});
+/// --warmup, --iterations, --timing-budget, --timeout-ms, --input-seed and --no-baseline. The
+/// names are the same on every command: --budget and --seed belong to the search (`optimize`,
+/// `bench`), so the guard's own budget (seconds) and seed say what they are.
+void add_guard_flags(CLI::App& command, GuardFlags& flags);
 
 /// An oracle and a guard configured from the flags.
 class GuardSession {

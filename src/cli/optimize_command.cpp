@@ -244,7 +244,7 @@ CommandRunner add_optimize_command(CLI::App& app) {
   cmd->add_option("--templates", flags->root, "template library root");
   cmd->add_option("--file", flags->files, "NAME=PATH added to every instantiated solution");
   cmd->add_flag("--plain", flags->plain, "line output even on a terminal");
-  add_guard_flags(*cmd, flags->guard, {"--timing-budget", "--input-seed"});
+  add_guard_flags(*cmd, flags->guard);
   add_profile_flags(*cmd, flags->profile, /*with_top=*/true);
   return [flags, resume] { return run_optimize(*flags, resume->count() > 0); };
 }

@@ -22,19 +22,20 @@
 
 namespace kernelarc {
 
+/// The search's defaults are OptimizeOptions' own (one place for each).
 struct OptimizeFlags {
   std::string problem_dir;
-  int64_t budget = 64;
-  std::string agents = "6";
-  std::string policy = "mcts";
-  uint64_t seed = 1;
+  int64_t budget = OptimizeOptions{}.budget;
+  std::string agents = std::to_string(OptimizeOptions{}.agents.size());
+  std::string policy = OptimizeOptions{}.policy;
+  uint64_t seed = OptimizeOptions{}.seed;
   std::string backend;
   std::string synth = "template";
   std::string resume;
-  int plateau = 8;
-  int build_ahead = -1;
-  int final_candidates = 3;
-  int final_rounds = 3;
+  int plateau = OptimizeOptions{}.plateau;
+  int build_ahead = -1;  ///< -1: chosen from the device (optimize_session.cpp)
+  int final_candidates = OptimizeOptions{}.final_candidates;
+  int final_rounds = OptimizeOptions{}.final_rounds;
   int search_trials = 3;
   bool no_skills = false;
   double wall_time_s = 0;

@@ -177,7 +177,6 @@ class Orchestrator {
   OptimizeSummary resume(int64_t run_id);
 
  private:
-  struct State;
   OptimizeSummary execute(int64_t run_id);
 
   OptimizeTarget target_;

@@ -41,7 +41,7 @@ TEST_F(CliTest, EvalPrintsTableAndWritesTraces) {
   const auto result = run("eval " + (kSource / "problems/cpu/softmax_f32").string() + " " +
                           (kSource / "problems/cpu/softmax_f32/solutions/optimized").string() +
                           " --workspace " + (dir_ / "ws").string() + " --json " +
-                          json_path.string() + " --iterations 10 --budget 0.2");
+                          json_path.string() + " --iterations 10 --timing-budget 0.2");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("median_ms"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("PASSED"), std::string::npos);

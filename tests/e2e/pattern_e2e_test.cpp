@@ -116,7 +116,7 @@ TEST_P(PatternEndToEnd, IsRecognizedAndItsFirstBindingTemplatePassesTheGuard) {
 
   const CommandResult tried =
       run("templates try " + dir.string() + " " + template_name + workspace() +
-          " --trials 2 --warmup 0 --iterations 3 --budget 0.05 --no-baseline --workloads largest");
+          " --trials 2 --warmup 0 --iterations 3 --timing-budget 0.05 --no-baseline --workloads largest");
   EXPECT_EQ(tried.exit_code, 0) << tried.output;
   EXPECT_NE(tried.output.find("workloads: 1 of 1 PASSED"), std::string::npos) << tried.output;
 }
