@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu_cache.h"
 #include "core/error.h"
 
 namespace kernelarc {
@@ -259,8 +260,8 @@ Calibration calibrate_cpu() {
   result.measured_at = utc_timestamp();
   result.cores = usable_cores();
   result.l2_bytes = cache_bytes(_SC_LEVEL2_CACHE_SIZE);
-  result.llc_bytes = cache_bytes(_SC_LEVEL3_CACHE_SIZE);
-  if (result.llc_bytes == 0) result.llc_bytes = result.l2_bytes;
+  result.llc_bytes = static_cast<int64_t>(last_level_cache().bytes);
+  result.environment["llc_source"] = last_level_cache().source;
   result.environment["compiler"] = compiler_id();
   result.environment["threads"] = std::to_string(result.cores);
   utsname name{};
