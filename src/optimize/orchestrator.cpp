@@ -362,11 +362,13 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
           *state.known.at(state.key_of_candidate.at(*state.incumbent)).measurement;
       view.best_fitness = state.incumbent_fitness;
       view.best_sol_fraction = sol_fraction(best);
+      view.sol_bound_beaten = sol_bound_beaten(best);
       const auto largest = best.times.find(target_.largest_workload);
       if (largest != best.times.end()) {
         view.best_median_ms = largest->second.median_ms;
         if (largest->second.sol_ms)
-          view.best_largest_sol_fraction = *largest->second.sol_ms / largest->second.median_ms;
+          view.best_largest_sol_fraction =
+              std::min(1.0, *largest->second.sol_ms / largest->second.median_ms);
       }
     }
     for (const auto& agent : state.agents) {

@@ -109,6 +109,7 @@ struct ProgressView {
   std::optional<double> best_largest_sol_fraction;  ///< T_SOL / median there
   SynthesisTotals synthesis;  ///< what the code synthesizer spent so far (all zero without one)
   std::vector<AgentLine> agents;
+  bool sol_bound_beaten = false;  ///< the best ran below T_SOL on some workload
 };
 
 class ProgressSink {
