@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <new>
 #include <string>
@@ -43,6 +44,13 @@ __attribute__((target("clflushopt"))) void flush_lines_unordered(const char* beg
   _mm_mfence();
 }
 #endif
+
+std::string read_first_line(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  std::string line;
+  std::getline(file, line);
+  return line;
+}
 
 }  // namespace
 

@@ -770,6 +770,9 @@ OptimizeSummary Orchestrator::execute(int64_t run_id) {
   summary.evaluated = state.evaluated;
   summary.passed = state.passed;
   summary.skipped_agents = state.skipped_agents;
+  std::vector<const SearchTree*> trees;
+  for (const auto& agent : state.agents) trees.push_back(&agent->tree());
+  summary.tree_shape = tree_shape(trees);
   std::vector<std::pair<double, int64_t>> ranked;
   for (const auto& [key, known] : state.known)
     if (known.measurement && known.measurement->passed)
