@@ -201,7 +201,7 @@ CpuBandwidth measure_cpu_bandwidth(int threads, int64_t llc_bytes) {
       std::memset(dst.get() + begin, 0, size);
     });
     for (const Method& method : methods()) {
-      auto seconds = time_parallel(count, 5, [&](int t) {
+      auto seconds = time_parallel(count, 4, [&](int t) {
         auto [begin, size] = slice(t);
         method.run(src.get() + begin, dst.get() + begin, size);
       });

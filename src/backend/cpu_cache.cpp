@@ -84,8 +84,8 @@ std::size_t cpuid_last_level_cache_bytes() {
 
 CacheSize capped_cache_size(std::size_t reported, std::string source, int cpus) {
   const std::size_t ceiling = kCacheCeilingPerCpu * static_cast<std::size_t>(std::max(1, cpus));
-  if (reported <= ceiling) return {reported, std::move(source)};
-  return {ceiling, fmt::format("{} (capped from {} MiB)", source, reported >> 20)};
+  if (reported <= ceiling) return {reported, std::move(source), reported};
+  return {ceiling, fmt::format("{} (capped from {} MiB)", source, reported >> 20), reported};
 }
 
 const CacheSize& last_level_cache() {
@@ -96,7 +96,7 @@ const CacheSize& last_level_cache() {
       return capped_cache_size(sysfs, "sysfs", cpus);
     if (const std::size_t cpuid = cpuid_last_level_cache_bytes())
       return capped_cache_size(cpuid, "cpuid", cpus);
-    return CacheSize{std::size_t{32} << 20, "default"};
+    return CacheSize{std::size_t{32} << 20, "default", std::size_t{32} << 20};
   }();
   return size;
 }

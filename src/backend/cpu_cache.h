@@ -17,6 +17,9 @@ inline constexpr std::size_t kCacheCeilingPerCpu = std::size_t{32} << 20;
 struct CacheSize {
   std::size_t bytes = 0;
   std::string source;  ///< "sysfs", "cpuid" or "default", with " (capped from N MiB)" when capped
+  /// What the machine claims, uncapped: a buffer that must not fit in any cache (a bandwidth
+  /// measurement) is sized from this, since a VM's claim may be the host's real cache.
+  std::size_t reported = 0;
 };
 
 /// The largest highest-level cache under `cache_dir` (index*/level and index*/size, as in

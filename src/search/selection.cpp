@@ -239,6 +239,8 @@ std::unique_ptr<SelectionPolicy> make_inner_policy(std::string_view name, Policy
 
 std::unique_ptr<SelectionPolicy> make_policy(std::string_view name, PolicyOptions options) {
   checked(options);
+  // Random search stays unguided: it is the control the guided policies are measured against.
+  if (name == "random") return make_inner_policy(name, std::move(options));
   const PolicyOptions kept = options;  // the inner policy takes the options
   if (auto inner = make_inner_policy(name, std::move(options))) {
     return std::make_unique<DeepeningPolicy>(

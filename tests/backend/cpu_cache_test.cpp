@@ -38,6 +38,7 @@ TEST(CpuCache, AVmsClaimIsCappedPerCpu) {
   const CacheSize capped = capped_cache_size(std::size_t{508} << 20, "sysfs", 2);
   EXPECT_EQ(capped.bytes, 2 * kCacheCeilingPerCpu);
   EXPECT_EQ(capped.source, "sysfs (capped from 508 MiB)");
+  EXPECT_EQ(capped.reported, std::size_t{508} << 20);
   const CacheSize real = capped_cache_size(std::size_t{32} << 20, "cpuid", 2);
   EXPECT_EQ(real.bytes, std::size_t{32} << 20);
   EXPECT_EQ(real.source, "cpuid");
