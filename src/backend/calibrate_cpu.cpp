@@ -193,8 +193,8 @@ Calibration calibrate_cpu() {
     result.environment["kernel"] = std::string(name.sysname) + " " + name.release;
   // Sized from the claimed cache, not the capped one: on this VM kind the host's cache may be as
   // large as claimed, and buffers that fit in it measured 55-100 GB/s "memory" bandwidth.
-  const CpuBandwidth bandwidth = measure_cpu_bandwidth(
-      result.cores, static_cast<int64_t>(last_level_cache().reported));
+  const CpuBandwidth bandwidth =
+      measure_cpu_bandwidth(result.cores, static_cast<int64_t>(last_level_cache().reported));
   result.copy_bandwidth_gbs = bandwidth.best.gbs;
   result.environment["bandwidth_method"] = bandwidth.best.method;
   result.environment["copy_buffer_bytes"] = std::to_string(bandwidth.buffer_bytes);

@@ -110,8 +110,10 @@ struct Method {
 
 std::vector<Method> methods() {
   std::vector<Method> all{
-      {"read-only sum, 16-byte vectors", 1, [](const char* s, char*, std::size_t n) { read_sum<V16>(s, n); }},
-      {"write-only fill, 16-byte vectors", 1, [](const char*, char* d, std::size_t n) { write_fill<V16>(d, n); }},
+      {"read-only sum, 16-byte vectors", 1,
+       [](const char* s, char*, std::size_t n) { read_sum<V16>(s, n); }},
+      {"write-only fill, 16-byte vectors", 1,
+       [](const char*, char* d, std::size_t n) { write_fill<V16>(d, n); }},
       {"read+write copy loop, 16-byte vectors", 2,
        [](const char* s, char* d, std::size_t n) { copy_loop<V16>(s, d, n); }},
       {"memcpy", 2, [](const char* s, char* d, std::size_t n) { std::memcpy(d, s, n); }},

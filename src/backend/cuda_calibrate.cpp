@@ -1,4 +1,5 @@
-// GPU calibration: memory bandwidth (the best of several methods), fp32 FMA peak and cuBLASLt matrix-product peaks of one GPU.
+// GPU calibration: memory bandwidth (the best of several methods), fp32 FMA peak and cuBLASLt
+// matrix-product peaks of one GPU.
 //
 // Only the static CUDA runtime is linked. The measuring kernels are compiled with NVRTC and
 // launched through the runtime's library API, so nothing links libcuda; cuBLASLt, like NVRTC and

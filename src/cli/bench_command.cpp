@@ -210,8 +210,8 @@ class ProblemBench {
       // A problem no template serves has nothing of kernelarc's to compare the baselines with:
       // timing eager and torch.compile took ~150 s per problem on the H200 for an empty row.
       if (result.status != BenchStatus::NoTemplate || flags_.baselines_always)
-        measure(session.problem(), session.workloads(), winner.solution,
-                cublaslt_default(session), result);
+        measure(session.problem(), session.workloads(), winner.solution, cublaslt_default(session),
+                result);
       result.settle_status();
     } catch (const InputError& error) {
       result.status = BenchStatus::Failed;

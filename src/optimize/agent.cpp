@@ -227,8 +227,8 @@ std::optional<AgentProposal> Agent::draft_from_board(const SharedView& view) {
       ++applied;
     }
     if (applied == 0 || tree_.contains(name, point)) continue;
-    return AgentProposal{start_at(name, std::move(point)), board_start_text(name_, applied, name),
-                         {}, std::nullopt};
+    return AgentProposal{
+        start_at(name, std::move(point)), board_start_text(name_, applied, name), {}, std::nullopt};
   }
   return std::nullopt;
 }

@@ -202,9 +202,8 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
     return now - last_change < job_timeout_;
   };
   Launch launch;
-  launch.process =
-      run_process({interpreter, script_path().string(), job_file.string()}, log, keep_going,
-                  oracle_python_environment());
+  launch.process = run_process({interpreter, script_path().string(), job_file.string()}, log,
+                               keep_going, oracle_python_environment());
   launch.events = read_events(results);
   launch.log_tail = file_tail(log);
   if (environment_event(launch.events) != nullptr) ++runs_;

@@ -12,7 +12,7 @@ namespace kernelarc {
 
 /// The thresholds set for the oracle's Python, 1 GiB each, as NAME=value.
 inline constexpr const char* kOracleMallocSettings[] = {"MALLOC_MMAP_THRESHOLD_=1073741824",
-                                                         "MALLOC_TRIM_THRESHOLD_=1073741824"};
+                                                        "MALLOC_TRIM_THRESHOLD_=1073741824"};
 
 /// This process' environment with kOracleMallocSettings added; a threshold the user set is kept.
 std::vector<std::string> oracle_python_environment();

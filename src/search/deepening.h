@@ -1,5 +1,5 @@
-// Deepening: whatever the guided selection policy, a node that improved on its parent (or, without a
-// parent, on the best of the tree) is expanded next. A search whose improving children went back
+// Deepening: whatever the guided selection policy, a node that improved on its parent (or, without
+// a parent, on the best of the tree) is expanded next. A search whose improving children went back
 // into the policy's draw grew flat trees at the budgets people use (24 candidates: the memory
 // agent's 14 all roots), so inheritance, sibling learning and the tree itself hardly mattered.
 #pragma once

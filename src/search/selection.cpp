@@ -244,8 +244,7 @@ std::unique_ptr<SelectionPolicy> make_policy(std::string_view name, PolicyOption
   const PolicyOptions kept = options;  // the inner policy takes the options
   if (auto inner = make_inner_policy(name, std::move(options))) {
     return std::make_unique<DeepeningPolicy>(
-        std::move(inner),
-        UniversalOperator(kept.templates, kept.spaces, kept.operator_options));
+        std::move(inner), UniversalOperator(kept.templates, kept.spaces, kept.operator_options));
   }
   std::string known;
   for (const std::string& candidate : policy_names()) {

@@ -10,11 +10,11 @@
 namespace kernelarc {
 
 struct TreeShape {
-  int nodes = 0;                ///< recorded nodes
-  int children = 0;             ///< recorded nodes with a parent
-  int improving_children = 0;   ///< children that passed faster than their parent (fitness)
-  int max_depth = 0;            ///< a root is at depth 0
-  double mean_depth = 0;        ///< over the recorded nodes
+  int nodes = 0;               ///< recorded nodes
+  int children = 0;            ///< recorded nodes with a parent
+  int improving_children = 0;  ///< children that passed faster than their parent (fitness)
+  int max_depth = 0;           ///< a root is at depth 0
+  double mean_depth = 0;       ///< over the recorded nodes
   double improving_share() const { return children ? double(improving_children) / children : 0; }
 };
 

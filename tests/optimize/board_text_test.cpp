@@ -48,8 +48,9 @@ TEST(BoardText, AgentRestartPostNamesItsTemplate) {
   options.policy = "beam";
   options.seed = 5;
   options.plateau = 1;
-  Agent agent("explore", find_strategy("explore"), {"row"},
-              [&](const std::string& name) { return name == "row" ? &row : nullptr; }, options);
+  Agent agent(
+      "explore", find_strategy("explore"), {"row"},
+      [&](const std::string& name) { return name == "row" ? &row : nullptr; }, options);
   std::optional<std::string> redirect;
   for (int i = 0; i < 40 && !redirect; ++i) {
     const auto next = agent.propose(SharedView{});

@@ -31,12 +31,12 @@ TEST(BaselineAllocator, OracleEnvironmentSetsTheThresholdsAndKeepsTheUsers) {
   {
     ScopedEnv unset("MALLOC_MMAP_THRESHOLD_", std::nullopt);
     const auto environment = oracle_python_environment();
-    EXPECT_NE(std::find(environment.begin(), environment.end(),
-                        "MALLOC_MMAP_THRESHOLD_=1073741824"),
-              environment.end());
-    EXPECT_NE(std::find(environment.begin(), environment.end(),
-                        "MALLOC_TRIM_THRESHOLD_=1073741824"),
-              environment.end());
+    EXPECT_NE(
+        std::find(environment.begin(), environment.end(), "MALLOC_MMAP_THRESHOLD_=1073741824"),
+        environment.end());
+    EXPECT_NE(
+        std::find(environment.begin(), environment.end(), "MALLOC_TRIM_THRESHOLD_=1073741824"),
+        environment.end());
   }
   ScopedEnv users("MALLOC_MMAP_THRESHOLD_", "65536");
   const auto environment = oracle_python_environment();
@@ -87,10 +87,10 @@ TEST(BaselineAllocator, RmsNormBaselineIsWithinTwiceAPlainLoop) {
                         << "        times.append(time.perf_counter_ns() - begin)\n"
                         << "times = sorted(times[3:])\n"
                         << "open(sys.argv[2], 'w').write(str(times[len(times) // 2] / 1e6))\n";
-  const std::string command =
-      std::string("env ") + kOracleMallocSettings[0] + " " + kOracleMallocSettings[1] + " " +
-      python + " " + script.string() + " " +
-      (problem.dir / "definition.json").string() + " " + result.string();
+  const std::string command = std::string("env ") + kOracleMallocSettings[0] + " " +
+                              kOracleMallocSettings[1] + " " + python + " " + script.string() +
+                              " " + (problem.dir / "definition.json").string() + " " +
+                              result.string();
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   double loop_ms = 0;
   std::ifstream(result) >> loop_ms;

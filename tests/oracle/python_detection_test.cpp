@@ -86,8 +86,8 @@ TEST(PythonDetection, FoundOncePerProcess) {
   ScopedEnv env("KERNELARC_PYTHON", wrapper.string());
   auto count = [&] {
     std::ifstream file(launches);
-    return static_cast<int>(std::count(std::istreambuf_iterator<char>(file),
-                                       std::istreambuf_iterator<char>(), '\n'));
+    return static_cast<int>(
+        std::count(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>(), '\n'));
   };
   const std::string first = Oracle(options_in(temp)).description();
   ASSERT_NE(first.find(", torch "), std::string::npos) << first;

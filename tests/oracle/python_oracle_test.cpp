@@ -234,8 +234,7 @@ TEST_F(PythonOracleTest, BaselineTimingIsMeasuredOnceForAllWorkloads) {
             std::string::npos);
   // Every workload timed in each of kBaselineProcesses fresh processes, the fastest kept.
   EXPECT_EQ(oracle.python_runs(), kBaselineProcesses);
-  EXPECT_NE(eager->note.find("the fastest of 2 fresh processes"), std::string::npos)
-      << eager->note;
+  EXPECT_NE(eager->note.find("the fastest of 2 fresh processes"), std::string::npos) << eager->note;
 
   std::string description = oracle.description();
   EXPECT_EQ(description.rfind("python ", 0), 0u) << description;

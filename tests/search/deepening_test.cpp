@@ -51,7 +51,8 @@ TEST(Deepening, ImprovedOnParentComparesWithTheParentOrTheTree) {
   EXPECT_TRUE(improved_on_parent(tree, better));
   const int same = testing::add_passed(tree, "BM=16,BN=16,LAYOUT=row,UNROLL=1", 2, better);
   EXPECT_FALSE(improved_on_parent(tree, same));
-  const int failed = tree.add({.parent = root, .template_name = "tile",
+  const int failed = tree.add({.parent = root,
+                               .template_name = "tile",
                                .point = parse_knob_point("BM=32,BN=8,LAYOUT=row,UNROLL=1")});
   tree.record(failed, {.passed = false});
   EXPECT_FALSE(improved_on_parent(tree, failed));

@@ -66,14 +66,14 @@ void print_row(const BenchRow& row, bool stored) {
   const auto number = [](const std::optional<double>& value, const char* format) {
     return value ? fmt::format(fmt::runtime(format), *value) : std::string("-");
   };
-  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7.0f} {:>5} {:>9}  {}{}{}\n",
-                           row.problem, row.configuration, row.seed, best,
-                           interval(row.ci_low_ms, row.ci_high_ms, "{:.4f}-{:.4f}"), speedup,
-                           row.wall_s, number(row.mean_depth, "{:.2f}"),
-                           number(row.improving_share, "{:.2f}"),
-                           row.winner.empty() ? "-" : row.winner,
-                           slower_than_baseline(row) ? " (slower than the baseline)" : "",
-                           stored ? " (stored)" : "")
+  std::cout << fmt::format(
+                   "{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7.0f} {:>5} {:>9}  {}{}{}\n",
+                   row.problem, row.configuration, row.seed, best,
+                   interval(row.ci_low_ms, row.ci_high_ms, "{:.4f}-{:.4f}"), speedup, row.wall_s,
+                   number(row.mean_depth, "{:.2f}"), number(row.improving_share, "{:.2f}"),
+                   row.winner.empty() ? "-" : row.winner,
+                   slower_than_baseline(row) ? " (slower than the baseline)" : "",
+                   stored ? " (stored)" : "")
             << std::flush;
 }
 
@@ -187,8 +187,8 @@ void print_tree_shapes(const BenchRows& rows) {
       improving += *row.improving_share;
     }
     if (runs == 0) continue;
-    std::cout << fmt::format("{:<26} {:>5} {:>6.2f} {:>10.2f}\n", config.name, runs,
-                             depth / runs, improving / runs);
+    std::cout << fmt::format("{:<26} {:>5} {:>6.2f} {:>10.2f}\n", config.name, runs, depth / runs,
+                             improving / runs);
   }
 }
 
