@@ -280,38 +280,23 @@ def synchronize(problem):
         problem.torch.cuda.synchronize(problem.device)
 
 
-def last_level_cache_bytes():
-    best = 0
-    root = "/sys/devices/system/cpu/cpu0/cache"
-    for entry in os.listdir(root) if os.path.isdir(root) else []:
-        try:
-            with open(os.path.join(root, entry, "size")) as file:
-                text = file.read().strip()
-        except OSError:
-            continue
-        scale = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
-        digits = text.rstrip("KM")
-        if digits.isdigit():
-            best = max(best, int(digits) * scale)
-    return best or (32 << 20)
-
-
-def cache_flusher(problem):
+def cache_flusher(problem, job):
     """A function that evicts the last-level cache (CPU) or L2 (CUDA) by writing twice its size,
     and its description. The buffer is allocated once per process."""
     if problem.flusher is None:
-        problem.flusher = make_cache_flusher(problem)
+        problem.flusher = make_cache_flusher(problem, job)
     return problem.flusher
 
 
-def make_cache_flusher(problem):
+def make_cache_flusher(problem, job):
     torch = problem.torch
     if problem.device.type == "cuda":
         properties = torch.cuda.get_device_properties(problem.device)
         size = getattr(properties, "L2_cache_size", 0) or (64 << 20)
         description = f"L2 flushed ({2 * size >> 20} MiB written)"
     else:
-        size = last_level_cache_bytes()
+        # kernelarc's size (sysfs or cpuid, capped per CPU where a VM claims hundreds of MiB).
+        size = job.get("cpu_cache_bytes") or (32 << 20)
         description = f"last-level cache flushed ({2 * size >> 20} MiB written)"
     buffer = torch.empty(2 * size // 4, dtype=torch.int32, device=problem.device)
     return (lambda: buffer.zero_()), description
@@ -384,7 +369,7 @@ def timing_job(problem, job):
             function = torch.compile(function, dynamic=False)
         except Exception as error:
             return {"unavailable": "torch.compile failed: " + describe_exception(error)}
-    flush, flush_note = cache_flusher(problem)
+    flush, flush_note = cache_flusher(problem, job)
     cuda = problem.device.type == "cuda"
     try:
         with torch.no_grad():

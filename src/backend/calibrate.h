@@ -18,8 +18,11 @@ struct Calibration {
   std::string device;       ///< "cpu" or "cuda:N"
   std::string description;  ///< CPU model or GPU name
   std::string measured_at;  ///< ISO 8601, UTC ("2025-01-31T12:00:00Z")
-  /// Copy of a buffer far larger than the last-level cache, counted as bytes read + written,
-  /// in GB/s (1e9 bytes). CPU: all cores; GPU: the better of cudaMemcpy D2D and a copy kernel.
+  /// Memory bandwidth over buffers far larger than the last-level cache, counted as bytes read +
+  /// written, in GB/s (1e9 bytes): the best of several methods (read-only, write-only and
+  /// read+write streams at several vector widths; CPU: on all cores and one; GPU: also
+  /// cudaMemcpy D2D), so that no honest kernel moves bytes faster. environment["bandwidth_method"]
+  /// names the winner.
   double copy_bandwidth_gbs = 0;
   /// GPU only: dense matrix-product peak per input dtype ("bfloat16", "float16",
   /// "float8_e4m3fn", "tfloat32"), in TFLOP/s, measured through cuBLASLt.

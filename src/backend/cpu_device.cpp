@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "backend/cpu_cache.h"
 #include "backend/device.h"
 #include "backend/raw_clock.h"
 
@@ -51,36 +52,6 @@ std::string read_first_line(const std::filesystem::path& path) {
   return line;
 }
 
-// "32K", "2048K", "32M" as in /sys/devices/system/cpu/cpu0/cache/index*/size.
-std::size_t parse_cache_size(const std::string& text) {
-  std::size_t value = 0;
-  std::size_t i = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i)
-    value = value * 10 + (text[i] - '0');
-  if (i < text.size() && text[i] == 'K') value <<= 10;
-  if (i < text.size() && text[i] == 'M') value <<= 20;
-  if (i < text.size() && text[i] == 'G') value <<= 30;
-  return value;
-}
-
-/// The size of the largest-level cache of cpu0, or 32 MiB when sysfs does not say.
-std::size_t last_level_cache_bytes() {
-  std::size_t size = 0;
-  int best_level = 0;
-  std::error_code error;
-  for (const auto& entry :
-       std::filesystem::directory_iterator("/sys/devices/system/cpu/cpu0/cache", error)) {
-    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
-    int level = std::atoi(read_first_line(entry.path() / "level").c_str());
-    std::size_t bytes = parse_cache_size(read_first_line(entry.path() / "size"));
-    if (bytes > 0 && (level > best_level || (level == best_level && bytes > size))) {
-      best_level = level;
-      size = bytes;
-    }
-  }
-  return size > 0 ? size : std::size_t{32} << 20;
-}
-
 }  // namespace
 
 std::string host_cpu_model() {
@@ -101,7 +72,7 @@ class CpuDevice final : public Device {
   // Twice the LLC, capped: on hosts that report a huge shared LLC (260 MiB seen on a 2-core VM)
   // writing 2x of it costs 0.3 s per timed run. The cap is safe because evict() already
   // flushes every line of the tensors themselves; the buffer only cools the rest of the caches.
-  CpuDevice() : flush_bytes_(std::min(2 * last_level_cache_bytes(), kMaxFlushBytes)) {}
+  CpuDevice() : flush_bytes_(std::min(2 * last_level_cache().bytes, kMaxFlushBytes)) {}
   ~CpuDevice() override { std::free(flush_buffer_); }
 
   std::string kind() const override { return "cpu"; }

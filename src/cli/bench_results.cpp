@@ -8,6 +8,7 @@
 
 #include "cli/table.h"
 #include "core/error.h"
+#include "eval/speed_of_light.h"
 #include "eval/trace.h"
 
 namespace kernelarc {
@@ -56,7 +57,7 @@ Rows problem_rows(const BenchProblem& problem) {
     row.push_back(time_cell(w.kernelarc));
     row.push_back(speedup_cell(w.speedup()));
     if (is_gemm(problem)) row.push_back(speedup_cell(w.speedup_over_cublaslt()));
-    row.push_back(number_cell(w.sol_score(), 3));
+    row.push_back(number_cell(w.sol_score(), 3) + (w.sol_bound_beaten() ? " (bound beaten)" : ""));
     rows.push_back(std::move(row));
   }
   return rows;
@@ -73,6 +74,7 @@ std::vector<std::string> problem_notes(const BenchProblem& problem) {
   };
   for (const BenchWorkload& w : problem.workloads) {
     if (!w.sol_ms) add("T_SOL", w.sol_note);
+    if (w.sol_bound_beaten()) add("T_SOL", std::string("kernelarc is ") + kSolBoundBeatenAdvice);
     add("eager", w.eager.note);
     add("compiled", w.compiled.note);
     if (is_gemm(problem)) add("cuBLASLt", w.cublaslt.note);
@@ -181,6 +183,7 @@ OrderedJson workload_json(const BenchWorkload& w) {
           {"speedup", speedup_json(w.speedup())},
           {"speedup_over_cublaslt", speedup_json(w.speedup_over_cublaslt())},
           {"sol_score", optional_number(w.sol_score())},
+          {"sol_bound_beaten", w.sol_bound_beaten()},
           {"diagnosis", w.diagnosis}};
 }
 
@@ -283,6 +286,10 @@ std::optional<double> BenchWorkload::sol_score() const {
   if (compiled.time) trace.compiled_ms = compiled.time->median_ms;
   trace.sol_ms = sol_ms;
   return trace.sol_score();
+}
+
+bool BenchWorkload::sol_bound_beaten() const {
+  return kernelarc.time && kernelarc::sol_bound_beaten(kernelarc.time->median_ms, sol_ms);
 }
 
 std::string_view bench_status_name(BenchStatus status) {

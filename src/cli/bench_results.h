@@ -53,15 +53,17 @@ struct BenchWorkload {
   /// Faster baseline / kernelarc; the interval from the ends of both intervals.
   std::optional<Speedup> speedup() const;
   std::optional<Speedup> speedup_over_cublaslt() const;
-  /// Trace::sol_score's S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)) at the medians.
+  /// Trace::sol_score's S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)) at the medians, capped at 1.
   std::optional<double> sol_score() const;
+  /// kernelarc's median below T_SOL: the bound is wrong (eval/speed_of_light.h).
+  bool sol_bound_beaten() const;
 };
 
 /// "won": the whole interval of kernelarc's geometric-mean speedup over the faster baseline lies
 /// above 1; "lost": below 1; "tied": it contains 1, so the measurements cannot tell them apart;
-/// "no template": a family is known but no template of the device serves it (its baselines are
-/// still measured); "not served": no family is annotated, matched or lowered (its baselines are
-/// measured only with --baselines-always); "failed": the problem cannot be read, kernelarc has
+/// "no template": a family is known but no template of the device serves it; "not served": no
+/// family is annotated, matched or lowered (the baselines of both are measured only with
+/// --baselines-always); "failed": the problem cannot be read, kernelarc has
 /// no passing solution, or no baseline ran.
 enum class BenchStatus { Won, Tied, Lost, NoTemplate, NotServed, Failed };
 std::string_view bench_status_name(BenchStatus status);

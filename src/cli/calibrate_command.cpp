@@ -21,8 +21,8 @@ int run_calibrate(const std::string& device, const std::string& workspace) {
 
   std::cout << fmt::format("device {}: {}\n", calibration.device, calibration.description);
   TextTable table({"measure", "value"});
-  table.add_row(
-      {"copy bandwidth (read+write)", fmt::format("{:.1f} GB/s", calibration.copy_bandwidth_gbs)});
+  table.add_row({"memory bandwidth (best method)",
+                 fmt::format("{:.1f} GB/s", calibration.copy_bandwidth_gbs)});
   table.add_row({"fp32 FMA", fmt::format("{:.2f} TFLOP/s", calibration.fp32_fma_tflops)});
   for (const auto& [dtype, tflops] : calibration.tensor_tflops) {
     table.add_row({"tensor core " + dtype, fmt::format("{:.1f} TFLOP/s", tflops)});

@@ -10,6 +10,7 @@
 #include "cli/table.h"
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
+#include "eval/speed_of_light.h"
 #include "optimize/search_setup.h"
 
 namespace kernelarc {
@@ -51,7 +52,11 @@ void print_traces(const Problem& problem, const std::vector<Trace>& traces, std:
       row.push_back(baseline ? fmt::format("{:.2f}x", *baseline / latency.median) : "-");
       row.push_back(format_ms(trace.sol_ms));
       const auto score = trace.sol_score();
-      row.push_back(score ? fmt::format("{:.3f}", *score) : "-");
+      row.push_back(
+          score ? fmt::format("{:.3f}{}", *score, trace.sol_bound_beaten() ? " (bound beaten)" : "")
+                : "-");
+      if (trace.sol_bound_beaten())
+        logs.push_back(fmt::format("{}: {}", uuid.substr(0, 12), kSolBoundBeatenAdvice));
     } else {
       logs.push_back(fmt::format("{}: {}", uuid.substr(0, 12), trace.log));
     }

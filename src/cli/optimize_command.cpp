@@ -18,6 +18,7 @@
 #include "cli/table.h"
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
+#include "eval/speed_of_light.h"
 
 namespace kernelarc {
 
@@ -100,6 +101,7 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
   const Finalist& winner = summary.finalists.front();
   TextTable table({"workload", "baseline_ms", "best_ms", "ci95_ms", "eager_ms", "compiled_ms",
                    "sol_ms", "sol_score"});
+  bool bound_beaten = false;
   for (const Workload& workload : problem.workloads) {
     const auto time = winner.measurement.times.find(workload.uuid);
     if (time == winner.measurement.times.end()) continue;
@@ -114,7 +116,11 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
       torch_ms = std::min(t.eager_ms.value_or(INFINITY), t.compiled_ms.value_or(INFINITY));
     std::string score = "-";
     if (torch_ms && t.sol_ms && *torch_ms > *t.sol_ms)
-      score = fmt::format("{:.3f}", 1 / (1 + (t.median_ms - *t.sol_ms) / (*torch_ms - *t.sol_ms)));
+      score = fmt::format("{:.3f}", sol_score(t.median_ms, *torch_ms, *t.sol_ms));
+    if (sol_bound_beaten(t.median_ms, t.sol_ms)) {
+      score += " (bound beaten)";
+      bound_beaten = true;
+    }
     table.add_row({format_axes(workload.axes), ms(baseline_ms), fmt::format("{:.4f}", t.median_ms),
                    fmt::format("{:.4f}-{:.4f}", t.ci_low_ms, t.ci_high_ms), ms(t.eager_ms),
                    ms(t.compiled_ms), ms(t.sol_ms), score});
@@ -122,6 +128,7 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
   out << fmt::format("winner: candidate {} ({}, found by {})\n", winner.candidate_id, winner.label,
                      winner.agent);
   table.print(out);
+  if (bound_beaten) out << "the winner is " << kSolBoundBeatenAdvice << '\n';
   const std::string largest_uuid = largest_workload(problem.workloads).uuid;
   for (const Trace& trace : winner.traces) {
     const auto diagnosis = trace_diagnosis_text(trace);

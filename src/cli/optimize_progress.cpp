@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "eval/speed_of_light.h"
+
 namespace kernelarc {
 
 std::string synthesis_text(const SynthesisTotals& totals) {
@@ -34,6 +36,7 @@ std::string best_text(const ProgressView& view) {
     text += fmt::format(" ({:.2f} of SOL)", *view.best_largest_sol_fraction);
   if (view.best_sol_fraction)
     text += fmt::format(", SOL score {:.2f} over all workloads", *view.best_sol_fraction);
+  if (view.sol_bound_beaten) text += std::string("; ") + kSolBoundBeatenAdvice;
   if (view.synthesis.calls > 0) text += "; " + synthesis_text(view.synthesis);
   return text;
 }

@@ -75,4 +75,15 @@ SolBound speed_of_light(const Definition& def, const AxisValues& axes,
                   bytes * 1e-6, calibration->copy_bandwidth_gbs, flops * 1e-9)};
 }
 
+double sol_score(double kernel_ms, double baseline_ms, double sol_ms) {
+  if (kernel_ms <= sol_ms) return 1.0;
+  const double headroom = baseline_ms - sol_ms;
+  if (headroom <= 0) return 0.0;
+  return 1.0 / (1.0 + (kernel_ms - sol_ms) / headroom);
+}
+
+bool sol_bound_beaten(double kernel_ms, const std::optional<double>& sol_ms) {
+  return sol_ms && kernel_ms < *sol_ms;
+}
+
 }  // namespace kernelarc

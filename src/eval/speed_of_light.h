@@ -41,4 +41,17 @@ struct SolBound {
 SolBound speed_of_light(const Definition& def, const AxisValues& axes,
                         const std::optional<Calibration>& calibration);
 
+/// S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)), never above 1: a kernel at or below T_SOL scores
+/// 1 (and beats the bound, see sol_bound_beaten); with T_b at or below T_SOL, 1 or 0.
+double sol_score(double kernel_ms, double baseline_ms, double sol_ms);
+
+/// Whether a measured time is below T_SOL. No honest kernel beats a true bound, so the bound is
+/// wrong (a calibration that under-measured the bandwidth or peak), not the kernel faster.
+bool sol_bound_beaten(double kernel_ms, const std::optional<double>& sol_ms);
+
+/// What to tell a user whose kernel beat the bound.
+inline constexpr const char* kSolBoundBeatenAdvice =
+    "faster than the speed-of-light bound: the bound is wrong (the calibration under-measured "
+    "this device); SOL scores are capped at 1; run `kernelarc calibrate` for this device again";
+
 }  // namespace kernelarc

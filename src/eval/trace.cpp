@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "eval/speed_of_light.h"
+
 namespace kernelarc {
 
 std::string_view status_name(EvalStatus status) {
@@ -27,9 +29,12 @@ std::optional<double> Trace::baseline_ms() const {
 std::optional<double> Trace::sol_score() const {
   const auto baseline = baseline_ms();
   if (!latency_ms || !baseline || !sol_ms || status != EvalStatus::Passed) return std::nullopt;
-  const double headroom = *baseline - *sol_ms;
-  if (headroom <= 0) return latency_ms->median <= *sol_ms ? 1.0 : 0.0;
-  return 1.0 / (1.0 + (latency_ms->median - *sol_ms) / headroom);
+  return kernelarc::sol_score(latency_ms->median, *baseline, *sol_ms);
+}
+
+bool Trace::sol_bound_beaten() const {
+  return status == EvalStatus::Passed && latency_ms &&
+         kernelarc::sol_bound_beaten(latency_ms->median, sol_ms);
 }
 
 namespace {
@@ -85,6 +90,7 @@ OrderedJson trace_to_json(const Trace& trace) {
                        {"note", trace.baseline_note}};
   ours["sol"] = {{"t_sol_ms", optional_number(trace.sol_ms)},
                  {"score", optional_number(trace.sol_score())},
+                 {"bound_beaten", trace.sol_bound_beaten()},
                  {"note", trace.sol_note}};
   ours["extra"] = trace.extra;
 

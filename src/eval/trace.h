@@ -56,8 +56,10 @@ struct Trace {
 
   /// The faster of the eager and compiled baselines (T_b).
   std::optional<double> baseline_ms() const;
-  /// S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)), when all three are known.
+  /// S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)), capped at 1, when all three are known.
   std::optional<double> sol_score() const;
+  /// Passed below T_SOL: the bound is wrong (see eval/speed_of_light.h).
+  bool sol_bound_beaten() const;
 };
 
 OrderedJson trace_to_json(const Trace& trace);

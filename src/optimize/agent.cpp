@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "optimize/board_text.h"
 #include "optimize/code_moves.h"
 
 namespace kernelarc {
@@ -227,12 +228,7 @@ std::optional<AgentProposal> Agent::draft_from_board(const SharedView& view) {
     }
     if (applied == 0 || tree_.contains(name, point)) continue;
     return AgentProposal{
-        start_at(name, std::move(point)),
-        fmt::format("{} plateaued; drafted a new start from {} board conclusion(s) on {} applied "
-                    "together to its best",
-                    name_, applied, name),
-        {},
-        std::nullopt};
+        start_at(name, std::move(point)), board_start_text(name_, applied, name), {}, std::nullopt};
   }
   return std::nullopt;
 }
@@ -246,10 +242,8 @@ bool Agent::can_start_from(const AgentBest& other) const {
 
 AgentProposal Agent::start_from(const AgentBest& other, std::string_view reason) const {
   return AgentProposal{start_at(other.template_name, other.point),
-                       fmt::format("{} {}; took {}'s best (candidate {}, {} {}) as a new start "
-                                   "for its own knobs",
-                                   name_, reason, other.agent, other.candidate_id,
-                                   other.template_name, format_knob_point(other.point)),
+                       start_from_text(name_, reason, other.agent, other.candidate_id,
+                                       other.template_name, format_knob_point(other.point)),
                        {other.candidate_id},
                        std::nullopt};
 }
@@ -276,11 +270,10 @@ std::optional<AgentProposal> Agent::draft_restart() {
   if (!proposal) return std::nullopt;
   proposal->agent = name_;
   maybe_make_code(*proposal);
-  return AgentProposal{std::move(*proposal),
-                       fmt::format("{} plateaued; restarted from a fresh point of {}", name_,
-                                   proposal->template_name),
-                       {},
-                       std::nullopt};
+  // Built before the proposal is moved into the result: the members are initialized in order,
+  // so a text made inside the braces read the template name after it had been moved out.
+  std::string text = restart_text(name_, proposal->template_name);
+  return AgentProposal{std::move(*proposal), std::move(text), {}, std::nullopt};
 }
 
 int Agent::add(const Proposal& proposal) {

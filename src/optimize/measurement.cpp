@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "eval/speed_of_light.h"
 #include "eval/stats.h"
 
 namespace kernelarc {
@@ -204,10 +205,17 @@ std::optional<double> sol_fraction(const Measurement& measurement) {
   std::vector<double> fractions;
   for (const auto& [uuid, time] : measurement.times) {
     if (!time.sol_ms) return std::nullopt;
-    fractions.push_back(*time.sol_ms / time.median_ms);
+    // Below the bound is the bound's error (sol_bound_beaten), not a fraction above 1.
+    fractions.push_back(std::min(1.0, *time.sol_ms / time.median_ms));
   }
   if (fractions.empty()) return std::nullopt;
   return geometric_mean(fractions);
+}
+
+bool sol_bound_beaten(const Measurement& measurement) {
+  return std::any_of(measurement.times.begin(), measurement.times.end(), [](const auto& entry) {
+    return sol_bound_beaten(entry.second.median_ms, entry.second.sol_ms);
+  });
 }
 
 }  // namespace kernelarc

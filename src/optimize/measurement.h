@@ -83,8 +83,11 @@ struct Speedup {
 /// How much faster `after` is than `before` over the workloads both measured (both passed).
 Speedup speedup_of(const Measurement& before, const Measurement& after);
 
-/// The largest T_SOL fraction summary: geometric mean of sol_ms / median_ms, when every
-/// workload has a T_SOL.
+/// The largest T_SOL fraction summary: geometric mean of sol_ms / median_ms, each capped at 1,
+/// when every workload has a T_SOL.
 std::optional<double> sol_fraction(const Measurement& measurement);
+
+/// Whether any workload ran below its T_SOL: the bound is wrong (eval/speed_of_light.h).
+bool sol_bound_beaten(const Measurement& measurement);
 
 }  // namespace kernelarc

@@ -14,6 +14,9 @@ OptimizeSummary OptimizeRun::summarize(const std::string& stop_reason) {
   summary.evaluated = evaluated_;
   summary.passed = passed_;
   summary.skipped_agents = skipped_agents_;
+  std::vector<const SearchTree*> trees;
+  for (const auto& agent : agents_) trees.push_back(&agent->tree());
+  summary.tree_shape = tree_shape(trees);
   const std::vector<int64_t> ranked = ranked_candidates();
   std::vector<Finalist> entries;
   if (baseline_)

@@ -18,11 +18,13 @@ ProgressView OptimizeRun::view() const {
     const Measurement& best = *known_of(*incumbent_).measurement;
     view.best_fitness = incumbent_fitness_;
     view.best_sol_fraction = sol_fraction(best);
+    view.sol_bound_beaten = sol_bound_beaten(best);
     const auto largest = best.times.find(target_.largest_workload);
     if (largest != best.times.end()) {
       view.best_median_ms = largest->second.median_ms;
       if (largest->second.sol_ms)
-        view.best_largest_sol_fraction = *largest->second.sol_ms / largest->second.median_ms;
+        view.best_largest_sol_fraction =
+            std::min(1.0, *largest->second.sol_ms / largest->second.median_ms);
     }
   }
   for (const auto& agent : agents_) {

@@ -25,6 +25,7 @@
 #include "optimize/measurement.h"
 #include "optimize/shared_view.h"
 #include "optimize/skill_hint.h"
+#include "search/tree_shape.h"
 #include "store/workspace.h"
 #include "synth/bound_template.h"
 
@@ -109,6 +110,7 @@ struct ProgressView {
   std::optional<double> best_largest_sol_fraction;  ///< T_SOL / median there
   SynthesisTotals synthesis;  ///< what the code synthesizer spent so far (all zero without one)
   std::vector<AgentLine> agents;
+  bool sol_bound_beaten = false;  ///< the best ran below T_SOL on some workload
 };
 
 class ProgressSink {
@@ -159,6 +161,7 @@ struct OptimizeSummary {
   /// beyond both intervals (both measured by the search's guard).
   std::optional<Conclusion> winner_route;
   SynthesisTotals synthesis;  ///< what the code synthesizer was asked and spent
+  TreeShape tree_shape;       ///< the agents' search trees together
 
   /// The solution the run hands back: the winner, or the baseline when it was kept.
   /// Requires a winner.

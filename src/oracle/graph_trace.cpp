@@ -6,8 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <sstream>
 
@@ -19,6 +17,7 @@
 #include "core/paths.h"
 #include "oracle/oracle_cache.h"
 #include "oracle/python_bridge.h"
+#include "oracle/python_detection.h"
 #include "oracle/subprocess.h"
 
 namespace kernelarc {
@@ -200,23 +199,6 @@ std::string how_it_ended(const ProcessResult& process) {
   return "exit code " + std::to_string(process.exit_code);
 }
 
-/// The interpreter found to import torch, per detection rule (configured path or
-/// KERNELARC_PYTHON value), for the life of the process.
-std::mutex detected_mutex;
-std::map<std::string, std::string> detected_interpreters;
-
-std::optional<std::string> detected_interpreter(const std::string& key) {
-  std::lock_guard lock(detected_mutex);
-  auto found = detected_interpreters.find(key);
-  if (found == detected_interpreters.end()) return std::nullopt;
-  return found->second;
-}
-
-void remember_interpreter(const std::string& key, const std::string& interpreter) {
-  std::lock_guard lock(detected_mutex);
-  detected_interpreters[key] = interpreter;
-}
-
 /// Removes a directory tree when it goes out of scope.
 struct ScratchDir {
   std::filesystem::path path;
@@ -258,9 +240,8 @@ TracerRun run_tracer(const std::string& python, const std::filesystem::path& job
   };
   std::string origin;
   std::vector<std::string> candidates = python_candidates(python, origin);
-  std::string rule = origin;
-  for (const std::string& candidate : candidates) rule += "\n" + candidate;
-  if (auto known = detected_interpreter(rule)) candidates = {*known};
+  const std::string rule = detection_rule(origin, candidates);
+  if (auto known = detected_python(rule)) candidates = {known->interpreter};
 
   std::string tried;
   for (const std::string& candidate : candidates) {
@@ -272,7 +253,7 @@ TracerRun run_tracer(const std::string& python, const std::filesystem::path& job
                                                  : how_it_ended(process));
       continue;
     }
-    remember_interpreter(rule, candidate);
+    remember_python(rule, {candidate, ""});
     if (process.stopped) {
       return {"", "tracing the reference took over " + std::to_string(kTraceTimeout.count()) +
                       " s" + (tail.empty() ? "" : "; its output ends with: " + tail)};

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/safetensors.h"
+#include "oracle/baseline_processes.h"
 #include "oracle/input_generator.h"
 #include "oracle/input_twin.h"
 #include "oracle/native_reference.h"
@@ -130,7 +131,7 @@ Oracle::Entry Oracle::entry(const Problem& problem, const Workload& workload, in
 std::filesystem::path Oracle::timing_path(const Problem& problem, const Workload& workload,
                                           Baseline baseline) const {
   std::string key = ContentHasher()
-                        .add("kernelarc-oracle-timing-1")
+                        .add("kernelarc-oracle-timing-2")  // 2: allocator settings, fresh processes
                         .add(mode_tag(problem))
                         .add(raw_or_parsed(problem))
                         .add(workload_identity(workload))
@@ -353,7 +354,8 @@ void Oracle::time_python(const Problem& problem, Baseline baseline) {
                     options_.iterations, derive_seed(options_.seed, workload.uuid, 0), path});
   }
   if (jobs.empty()) return;
-  auto outcomes = python_->run(problem, {}, jobs, scratch_path(options_.cache_dir));
+  auto outcomes =
+      time_in_fresh_processes(*python_, problem, jobs, scratch_path(options_.cache_dir));
   for (const PythonTimingJob& job : jobs) {
     const PythonJobOutcome& outcome = outcomes.at(job.id);
     if (!outcome.ok && outcome.cacheable) {
@@ -383,7 +385,8 @@ std::map<Baseline, std::map<std::string, ReferenceTiming>> Oracle::measure_refer
                       out_of(baseline, i)});
     }
   }
-  if (!jobs.empty()) python_->run(problem, {}, jobs, scratch_path(options_.cache_dir));
+  if (!jobs.empty())
+    time_in_fresh_processes(*python_, problem, jobs, scratch_path(options_.cache_dir));
   std::map<Baseline, std::map<std::string, ReferenceTiming>> measured;
   for (Baseline baseline : baselines) {
     for (std::size_t i = 0; i < workloads.size(); ++i) {

@@ -6,11 +6,14 @@
 #include <set>
 #include <sstream>
 
+#include "backend/cpu_cache.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/paths.h"
 #include "oracle/oracle_cache.h"
+#include "oracle/python_detection.h"
+#include "oracle/python_environment.h"
 #include "oracle/subprocess.h"
 
 namespace kernelarc {
@@ -199,8 +202,8 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
     return now - last_change < job_timeout_;
   };
   Launch launch;
-  launch.process =
-      run_process({interpreter, script_path().string(), job_file.string()}, log, keep_going);
+  launch.process = run_process({interpreter, script_path().string(), job_file.string()}, log,
+                               keep_going, oracle_python_environment());
   launch.events = read_events(results);
   launch.log_tail = file_tail(log);
   if (environment_event(launch.events) != nullptr) ++runs_;
@@ -216,13 +219,18 @@ PythonBridge::Launch PythonBridge::launch(const std::filesystem::path& job_file,
                                           const std::filesystem::path& log) {
   if (!interpreter_.empty()) return launch_with(interpreter_, job_file, results, log);
   std::string origin;
+  std::vector<std::string> tries = candidates(origin);
+  const std::string rule = detection_rule(origin, tries);
+  // Another bridge of this process found it already: only that interpreter is started.
+  if (auto known = detected_python(rule)) tries = {known->interpreter};
   std::string tried;
-  for (const std::string& candidate : candidates(origin)) {
+  for (const std::string& candidate : tries) {
     Launch result = launch_with(candidate, job_file, results, log);
     if (const OrderedJson* env = environment_event(result.events)) {
       interpreter_ = candidate;
       environment_ = "python " + env->value("python", "?") + ", torch " + env->value("torch", "?") +
                      " (" + env->value("device", device_) + ")";
+      remember_python(rule, {interpreter_, environment_});
       return result;
     }
     std::string why = result.process.exit_code == kExitNoTorch && !result.log_tail.empty()
@@ -278,6 +286,7 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
                                     {"warmup", job.warmup},
                                     {"iterations", job.iterations},
                                     {"seed", job.seed},
+                                    {"cpu_cache_bytes", last_level_cache().bytes},
                                     {"out", job.out.string()}});
     }
     auto job_path = scratch.path / ("job-" + suffix + ".json");
@@ -323,6 +332,17 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
 }
 
 std::string PythonBridge::description(const std::filesystem::path& scratch_dir) {
+  if (environment_.empty()) {
+    // Described by another bridge of this process: no interpreter is started for the words.
+    std::string origin;
+    const std::vector<std::string> tries = candidates(origin);
+    if (auto known = detected_python(detection_rule(origin, tries));
+        known && !known->environment.empty()) {
+      interpreter_ = known->interpreter;
+      environment_ = known->environment;
+      return environment_;
+    }
+  }
   if (environment_.empty()) {
     ScratchDir scratch(scratch_dir);
     auto results = scratch.path / "results.jsonl";

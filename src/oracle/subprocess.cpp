@@ -14,7 +14,8 @@ namespace kernelarc {
 
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::filesystem::path& log_path,
-                          const std::function<bool()>& keep_going) {
+                          const std::function<bool()>& keep_going,
+                          const std::optional<std::vector<std::string>>& environment) {
   ProcessResult result;
   const auto executable = find_executable(argv.front());
   if (!executable) {
@@ -30,6 +31,7 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   spawn.argv = argv;
   spawn.argv.front() = *executable;
   spawn.stdout_fd = log_fd;
+  spawn.environment = environment;
   const pid_t pid = spawn_process(spawn);
   ::close(log_fd);
   result.started = true;

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,12 @@ struct ProcessResult {
 
 /// Runs argv[0] (searched on PATH) with stdin from /dev/null and stdout + stderr appended to
 /// `log_path`, in its own process group. `keep_going` is polled while it runs; when it returns
-/// false the whole group is killed.
+/// false the whole group is killed. `environment` (NAME=value entries) replaces this process'
+/// environment when set.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::filesystem::path& log_path,
-                          const std::function<bool()>& keep_going);
+                          const std::function<bool()>& keep_going,
+                          const std::optional<std::vector<std::string>>& environment = {});
 
 /// The last `max_bytes` of a file, starting at a line boundary, trimmed ("" if unreadable).
 std::string file_tail(const std::filesystem::path& path, std::size_t max_bytes = 2000);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "search/deepening.h"
 
 namespace kernelarc {
 namespace {
@@ -224,12 +225,27 @@ const std::vector<std::string>& policy_names() {
   return names;
 }
 
-std::unique_ptr<SelectionPolicy> make_policy(std::string_view name, PolicyOptions options) {
-  checked(options);
+namespace {
+
+std::unique_ptr<SelectionPolicy> make_inner_policy(std::string_view name, PolicyOptions options) {
   if (name == "random") return std::make_unique<RandomPolicy>(std::move(options));
   if (name == "beam") return std::make_unique<BeamPolicy>(std::move(options));
   if (name == "mcts") return std::make_unique<MctsPolicy>(std::move(options));
   if (name == "islands") return std::make_unique<IslandsPolicy>(std::move(options));
+  return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<SelectionPolicy> make_policy(std::string_view name, PolicyOptions options) {
+  checked(options);
+  // Random search stays unguided: it is the control the guided policies are measured against.
+  if (name == "random") return make_inner_policy(name, std::move(options));
+  const PolicyOptions kept = options;  // the inner policy takes the options
+  if (auto inner = make_inner_policy(name, std::move(options))) {
+    return std::make_unique<DeepeningPolicy>(
+        std::move(inner), UniversalOperator(kept.templates, kept.spaces, kept.operator_options));
+  }
   std::string known;
   for (const std::string& candidate : policy_names()) {
     known += (known.empty() ? "" : ", ") + candidate;

@@ -60,8 +60,9 @@ struct PolicyOptions {
   double exploitation = 0.3;
 };
 
-/// "random", "beam", "mcts" or "islands"; InputError naming those otherwise (and for options out
-/// of range, e.g. a beam width below 1).
+/// "random", "beam", "mcts" or "islands", the last three deepening (search/deepening.h: an
+/// improving node is expanded next; random search stays the unguided control); InputError naming
+/// those otherwise (and for options out of range, e.g. a beam width below 1).
 std::unique_ptr<SelectionPolicy> make_policy(std::string_view name, PolicyOptions options);
 /// The names make_policy accepts, in that order.
 const std::vector<std::string>& policy_names();

@@ -132,6 +132,13 @@ TEST(CalibrateCpu, MeasuresPlausibleCeilings) {
   EXPECT_TRUE(c.tensor_tflops.empty());
   EXPECT_EQ(c.sm_count, 0);
   EXPECT_TRUE(c.environment.count("compiler"));
+  // The bandwidth is the best of several methods, and the calibration says which one won.
+  ASSERT_TRUE(c.environment.count("bandwidth_method"));
+  EXPECT_TRUE(c.environment.count("bandwidth: " + c.environment.at("bandwidth_method")));
+  EXPECT_TRUE(c.environment.count("bandwidth: memcpy, " + std::to_string(c.cores) + " thread" +
+                                  (c.cores == 1 ? "" : "s")));
+  std::cout << "cpu bandwidth " << c.copy_bandwidth_gbs << " GB/s by "
+            << c.environment.at("bandwidth_method") << "\n";
   expect_same(c, Calibration::from_json(c.to_json()));
 }
 
@@ -168,6 +175,10 @@ TEST(GpuCalibrate, MeasuresHopperClassCeilings) {
   EXPECT_GT(c.copy_bandwidth_gbs, 1000.0);
   EXPECT_GT(c.fp32_fma_tflops, 1.0);
   for (const auto& [dtype, tflops] : c.tensor_tflops) EXPECT_GT(tflops, 0) << dtype;
+  // The best of cudaMemcpy and the copy, read-only and write-only kernels, named.
+  ASSERT_TRUE(c.environment.count("bandwidth_method"));
+  EXPECT_TRUE(c.environment.count("bandwidth: cudaMemcpy D2D"));
+  EXPECT_TRUE(c.environment.count("bandwidth: " + c.environment.at("bandwidth_method")));
   std::cout << c.to_json().dump(2) << "\n";
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include <nlohmann/json.hpp>
 
@@ -188,6 +189,38 @@ TEST_F(BenchCli, UnknownProblemNameExitsTwoNamingIt) {
   EXPECT_NE(result.output.find("no_such_problem"), std::string::npos) << result.output;
   EXPECT_EQ(result.output.find("rmsnorm_f32 (by"), std::string::npos) << result.output;
   EXPECT_FALSE(fs::exists(dir_ / "ws" / "bench"));
+}
+
+// A problem whose family has no CPU template (RoPE) gets its "no template" row without its
+// baselines: timing eager and torch.compile for a row with nothing to compare took ~150 s per
+// problem on the H200. --baselines-always times them.
+TEST_F(BenchCli, NoTemplateProblemTimesNoBaselineUnlessAsked) {
+  const fs::path rope = dir_ / "suite" / "rope";
+  fs::create_directories(rope);
+  fs::copy(kSource / "problems/cuda/rope_neox_bf16_q32_kv8_d128/definition.json", rope);
+  std::ifstream in(kSource / "problems/cuda/rope_neox_bf16_q32_kv8_d128/workload.jsonl");
+  std::string first;
+  std::getline(in, first);
+  std::ofstream(rope / "workload.jsonl") << first << '\n';
+  const std::string name = nlohmann::json::parse(std::ifstream(rope / "definition.json"))["name"];
+
+  auto bench_rope = [&](const std::string& extra) {
+    const auto result =
+        run("bench " + (dir_ / "suite").string() + " --problems " + name +
+            " --budget 2 --rounds 1 --trials 1 --warmup 1 --iterations 5 --plain --workspace " +
+            (dir_ / "ws").string() + " --out " + (dir_ / "out").string() + extra);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return bench_json()["problems"][0];
+  };
+  const auto skipped = bench_rope("");
+  EXPECT_EQ(skipped["status"], "no template") << skipped.dump(2);
+  EXPECT_TRUE(skipped["workloads"].empty()) << skipped.dump(2);  // no baseline timed
+  std::cout << "no-template problem benched in " << skipped["seconds"] << " s\n";
+
+  const auto timed = bench_rope(" --baselines-always");
+  EXPECT_EQ(timed["status"], "no template") << timed.dump(2);
+  ASSERT_EQ(timed["workloads"].size(), 1u) << timed.dump(2);
+  expect_timed(timed["workloads"][0]["eager"], "eager");
 }
 
 }  // namespace

@@ -2,6 +2,10 @@
 // an interpreter that is missing or lacks torch gives a message that says what to do.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+
 #include "oracle/oracle.h"
 #include "oracle_test_support.h"
 
@@ -69,6 +73,27 @@ TEST(PythonDetection, CachedProblemNeedsNoPython) {
   oracle.prepare(problem, 1);
   EXPECT_EQ(values(oracle.expected(problem, problem.workloads.front(), 0)->at("out")),
             std::vector<double>(8, 1.0));
+}
+
+// `kernelarc import kernelbench` and `bench` make one oracle per file or problem; each found the
+// interpreter anew (a Python start that imports torch, seconds each). Now the second oracle of
+// the process starts none to describe it, and the one it runs jobs in is the same.
+TEST(PythonDetection, FoundOncePerProcess) {
+  TempDir temp;
+  auto launches = temp / "launches";
+  auto wrapper = write_script(
+      temp / "python", "echo x >> '" + launches.string() + "'\nexec /usr/bin/python3 \"$@\"");
+  ScopedEnv env("KERNELARC_PYTHON", wrapper.string());
+  auto count = [&] {
+    std::ifstream file(launches);
+    return static_cast<int>(
+        std::count(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>(), '\n'));
+  };
+  const std::string first = Oracle(options_in(temp)).description();
+  ASSERT_NE(first.find(", torch "), std::string::npos) << first;
+  EXPECT_EQ(count(), 1);
+  for (int file = 0; file < 3; ++file) EXPECT_EQ(Oracle(options_in(temp)).description(), first);
+  EXPECT_EQ(count(), 1);
 }
 
 }  // namespace

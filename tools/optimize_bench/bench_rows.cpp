@@ -24,7 +24,9 @@ OrderedJson row_to_json(const BenchRow& row, const OrderedJson& settings) {
           {"speedup_low", optional_number(row.speedup_low)},
           {"speedup_high", optional_number(row.speedup_high)},
           {"wall_s", row.wall_s},
-          {"winner", row.winner}};
+          {"winner", row.winner},
+          {"mean_depth", optional_number(row.mean_depth)},
+          {"improving_share", optional_number(row.improving_share)}};
 }
 
 BenchRow row_from_json(const OrderedJson& json, std::string_view where) {
@@ -44,6 +46,8 @@ BenchRow row_from_json(const OrderedJson& json, std::string_view where) {
   row.speedup_high = read_optional_number(json, "speedup_high", where);
   row.wall_s = expect_number(require_member(json, "wall_s", where, ""), where, "wall_s");
   if (json.contains("winner")) row.winner = expect_string(json["winner"], where, "winner");
+  row.mean_depth = read_optional_number(json, "mean_depth", where);
+  row.improving_share = read_optional_number(json, "improving_share", where);
   return row;
 }
 

@@ -24,6 +24,9 @@ struct BenchRow {
   /// The winner's agent and candidate ("memory: rownorm_cuda BLOCK_THREADS=128,VEC=8"), so a gap
   /// between configurations can be traced to the points they found; "" in rows kept before it was.
   std::string winner;
+  /// The agents' trees together: mean node depth (a root is 0) and the share of children that
+  /// improved on their parent; unset in rows kept before they were measured.
+  std::optional<double> mean_depth, improving_share;
 };
 
 class BenchRows {

@@ -63,12 +63,17 @@ void print_row(const BenchRow& row, bool stored) {
       row.speedup ? fmt::format("{:.2f}x ({})", *row.speedup,
                                 interval(row.speedup_low, row.speedup_high, "{:.2f}-{:.2f}"))
                   : "-";
-  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7.0f}  {}{}{}\n",
-                           row.problem, row.configuration, row.seed, best,
-                           interval(row.ci_low_ms, row.ci_high_ms, "{:.4f}-{:.4f}"), speedup,
-                           row.wall_s, row.winner.empty() ? "-" : row.winner,
-                           slower_than_baseline(row) ? " (slower than the baseline)" : "",
-                           stored ? " (stored)" : "")
+  const auto number = [](const std::optional<double>& value, const char* format) {
+    return value ? fmt::format(fmt::runtime(format), *value) : std::string("-");
+  };
+  std::cout << fmt::format(
+                   "{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7.0f} {:>5} {:>9}  {}{}{}\n",
+                   row.problem, row.configuration, row.seed, best,
+                   interval(row.ci_low_ms, row.ci_high_ms, "{:.4f}-{:.4f}"), speedup, row.wall_s,
+                   number(row.mean_depth, "{:.2f}"), number(row.improving_share, "{:.2f}"),
+                   row.winner.empty() ? "-" : row.winner,
+                   slower_than_baseline(row) ? " (slower than the baseline)" : "",
+                   stored ? " (stored)" : "")
             << std::flush;
 }
 
@@ -125,6 +130,8 @@ BenchRow run_config(ProblemRuns& runs, Workspace& workspace, const Flags& flags,
     row.ci_high_ms = time.ci_high_ms;
     row.winner = fmt::format("{}: {}", winner.agent, winner.label);
   }
+  row.mean_depth = summary.tree_shape.mean_depth;
+  row.improving_share = summary.tree_shape.improving_share();
   if (summary.speedup) {
     row.speedup = summary.speedup->value;
     row.speedup_low = summary.speedup->low;
@@ -163,6 +170,28 @@ void print_summary(const BenchRows& rows) {
   }
 }
 
+/// Per configuration (so per policy), over its rows: the mean tree depth and the share of
+/// children that improved on their parent.
+void print_tree_shapes(const BenchRows& rows) {
+  std::cout << "\nsearch trees per configuration (mean over its runs): depth = mean node depth, a "
+               "root at 0; improving = share of children faster than their parent\n";
+  std::cout << fmt::format("{:<26} {:>5} {:>6} {:>10}\n", "configuration", "runs", "depth",
+                           "improving");
+  for (const Config& config : kConfigs) {
+    int runs = 0;
+    double depth = 0, improving = 0;
+    for (const BenchRow& row : rows.rows()) {
+      if (row.configuration != config.name || !row.mean_depth || !row.improving_share) continue;
+      ++runs;
+      depth += *row.mean_depth;
+      improving += *row.improving_share;
+    }
+    if (runs == 0) continue;
+    std::cout << fmt::format("{:<26} {:>5} {:>6.2f} {:>10.2f}\n", config.name, runs, depth / runs,
+                             improving / runs);
+  }
+}
+
 int run(const Flags& flags) {
   const std::filesystem::path results =
       flags.results.empty() ? std::filesystem::path(flags.workspace) / "optimize_bench.jsonl"
@@ -171,7 +200,9 @@ int run(const Flags& flags) {
                            {"budget", flags.budget},
                            {"trials", flags.trials},
                            {"iterations", flags.iterations},
-                           {"all_workloads", flags.all_workloads}});
+                           {"all_workloads", flags.all_workloads},
+                           // 2: the policies deepen (search/deepening.h); older rows are flatter.
+                           {"search", 2}});
   std::optional<BenchGuard> bench_guard;  // started only when a row is missing
   Workspace workspace(flags.workspace);
 
@@ -181,9 +212,9 @@ int run(const Flags& flags) {
       "best = the winner's median at the largest workload from its run's final side-by-side "
       "re-measurement (95% CI); speedup over the bundled baseline (interval); rows kept in {}\n",
       flags.device, flags.budget, flags.seeds, flags.trials, flags.iterations, results.string());
-  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7}  {}\n", "problem",
-                           "configuration", "seed", "best_ms", "ci95_ms", "speedup", "wall_s",
-                           "winner (agent: candidate)");
+  std::cout << fmt::format("{:<22} {:<26} {:>4} {:>10} {:>21} {:>22} {:>7} {:>5} {:>9}  {}\n",
+                           "problem", "configuration", "seed", "best_ms", "ci95_ms", "speedup",
+                           "wall_s", "depth", "improving", "winner (agent: candidate)");
   for (const std::string& dir : flags.problem_dirs()) {
     const std::string dir_name = problem_dir_name(dir);
     std::optional<ProblemRuns> runs;
@@ -208,6 +239,7 @@ int run(const Flags& flags) {
     }
   }
   print_summary(rows);
+  print_tree_shapes(rows);
   return 0;
 }
 
