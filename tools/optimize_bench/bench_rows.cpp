@@ -46,8 +46,11 @@ BenchRow row_from_json(const OrderedJson& json, std::string_view where) {
   row.speedup_high = read_optional_number(json, "speedup_high", where);
   row.wall_s = expect_number(require_member(json, "wall_s", where, ""), where, "wall_s");
   if (json.contains("winner")) row.winner = expect_string(json["winner"], where, "winner");
-  row.mean_depth = read_optional_number(json, "mean_depth", where);
-  row.improving_share = read_optional_number(json, "improving_share", where);
+  // Rows written before the tree's shape was recorded lack these: unknown, as null says.
+  if (json.contains("mean_depth"))
+    row.mean_depth = read_optional_number(json, "mean_depth", where);
+  if (json.contains("improving_share"))
+    row.improving_share = read_optional_number(json, "improving_share", where);
   return row;
 }
 
