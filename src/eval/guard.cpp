@@ -1,12 +1,14 @@
 #include "eval/guard.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "backend/worker.h"
 #include "core/elapsed.h"
 #include "core/error.h"
+#include "eval/calibrate_automatically.h"
 #include "eval/occupancy.h"
 #include "eval/phase_timer.h"
 #include "eval/solution_build.h"
@@ -71,6 +73,10 @@ struct Guard::Impl {
   std::string device_arch;
   std::optional<Calibration> calibration;
   bool calibration_loaded = false;
+  double calibration_seconds = 0;  ///< spent calibrating automatically (once per guard)
+  /// What a request costs around the call, per workload uuid: measured once per guard, on a
+  /// worker without candidate code (timing_bounds.h).
+  std::map<std::string, RequestOverhead> overheads;
 };
 
 Guard::Guard(GuardOptions options, Oracle& oracle)
@@ -130,6 +136,11 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
   const auto selected = select_workloads(problem, workloads);
   if (!impl_->calibration_loaded) {
     impl_->calibration = load_calibration(options_.workspace, options_.device);
+    if (!impl_->calibration && options_.auto_calibrate) {
+      const auto start = std::chrono::steady_clock::now();
+      impl_->calibration = calibrate_automatically(options_);
+      impl_->calibration_seconds = seconds_since(start);
+    }
     impl_->calibration_loaded = true;
   }
 
@@ -205,6 +216,18 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
       impl_->device_description = impl_->worker.device_description();
   };
 
+  // Before any candidate of this evaluation loads: a worker that ran candidate code before is
+  // replaced, so that nothing slows the null-kernel requests down to hide work in them.
+  for (std::size_t w = 0; w < selected.size(); ++w) {
+    if (!builds[build_of_workload[w]].build.ok || impl_->overheads.count(selected[w]->uuid))
+      continue;
+    const auto start = std::chrono::steady_clock::now();
+    if (impl_->worker.candidate_loaded()) impl_->worker.stop();
+    impl_->overheads[selected[w]->uuid] =
+        measure_request_overhead(impl_->worker, problem, *selected[w]);
+    setup_seconds += seconds_since(start);
+  }
+
   bool oracle_prepared = false;
   for (std::size_t w = 0; w < selected.size(); ++w) {
     const Workload* workload = selected[w];
@@ -218,7 +241,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     }
     if (!oracle_prepared) {
       const auto start = std::chrono::steady_clock::now();
-      impl_->oracle.prepare(problem, options_.correctness_trials + 1);
+      impl_->oracle.prepare(problem, oracle_trials_needed(options_));
       setup_seconds += seconds_since(start);
       oracle_prepared = true;
     }
@@ -248,7 +271,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     bool measured = false;
     {
       PhaseTimer timer(current.extra, "timing");
-      measured = run.measure();
+      measured = run.measure(impl_->overheads[workload->uuid]);
     }
     if (!measured) continue;
     add_occupancy(current.extra, impl_->device_arch);
@@ -274,6 +297,10 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
   }
   // Preparing the oracle's cache and loading the library serve every workload: noted once.
   if (!traces.empty()) traces.front().extra["guard_seconds"]["setup"] = setup_seconds;
+  if (!traces.empty() && impl_->calibration_seconds > 0) {
+    traces.front().extra["guard_seconds"]["automatic_calibration"] = impl_->calibration_seconds;
+    impl_->calibration_seconds = 0;
+  }
   return traces;
 }
 

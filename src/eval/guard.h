@@ -1,7 +1,9 @@
 // The benchmark guard: builds a solution, runs it in an isolated worker, checks correctness
 // against the oracle in this (the parent) process, times it, and returns one Trace per workload.
 //
-// Deterministic: the same problem, solution binary, options and seed give the same verdicts.
+// Deterministic: the same problem, solution binary, options and seed give the same draws; only
+// the twin audit's position among the timed calls comes from the system's entropy, so that no
+// candidate can predict it (an honest candidate's verdict does not depend on it).
 #pragma once
 
 #include <chrono>
@@ -22,9 +24,12 @@ namespace kernelarc {
 struct GuardOptions {
   std::string device = "cpu";                      ///< "cpu" or "cuda:N"
   std::filesystem::path workspace = ".kernelarc";  ///< build cache, calibration
-  int correctness_trials = 10;   ///< fresh input draws per workload (SOL-ExecBench: 10)
-  int warmup = 3;                ///< untimed calls before timing
-  int iterations = 50;           ///< timed calls at most
+  int correctness_trials = 10;  ///< fresh input draws per workload (SOL-ExecBench: 10)
+  int warmup = 3;               ///< untimed calls before timing
+  int iterations = 50;          ///< timed calls at most (and at most timing_draws)
+  /// Fresh oracle draws for the timed calls: each timed call runs on one draw no call saw before,
+  /// and its outputs are checked against the draw's expected ones. At least min_iterations.
+  int timing_draws = 20;
   int min_iterations = 10;       ///< timed calls at least, whatever the budget
   double timing_budget_s = 2.0;  ///< per workload; caps iterations for slow kernels
   uint64_t seed = 200;
@@ -37,6 +42,10 @@ struct GuardOptions {
   /// A median below sol_margin x T_SOL is rejected as impossible (the margin absorbs the error
   /// of the calibrated ceilings).
   double sol_margin = 0.8;
+  /// Without a calibration in the workspace, measure the device first (and save it there), so
+  /// that the speed-of-light floor always applies; false leaves such a workspace without a floor
+  /// (every trace then says so), for tests that measure nothing against it.
+  bool auto_calibrate = true;
 };
 
 class Guard {

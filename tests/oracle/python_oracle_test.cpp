@@ -2,8 +2,11 @@
 // heuristics, custom and safetensors inputs, failing and crashing references, baselines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <fstream>
+#include <utility>
 
 #include "oracle/oracle.h"
 #include "oracle_test_support.h"
@@ -124,6 +127,27 @@ TEST_F(PythonOracleTest, CorruptCacheFileIsReportedDeletedAndRegenerated) {
   oracle.prepare(problem, 1);
   EXPECT_EQ(oracle.python_runs(), 3);
   EXPECT_EQ(oracle.expected(problem, small, 0)->at("out").shape, (std::vector<int64_t>{2, 4}));
+}
+
+// Trials after the first draw structured inputs in turn (issue 24, class 5): rows offset by 100,
+// magnitudes x 100; the reference's outputs are recomputed for them like for any draw.
+TEST_F(PythonOracleTest, LaterTrialsDrawStructuredInputs) {
+  Problem problem = fixture_problem("py_scale");
+  Oracle oracle(options());
+  oracle.prepare(problem, 3);
+  const Workload& workload = workload_named(problem, "large");
+  auto mean_and_max = [&](int trial) {
+    const HostTensor& x = oracle.inputs(problem, workload, trial)->at("x");
+    double sum = 0, largest = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      sum += x.at(i);
+      largest = std::max(largest, std::abs(x.at(i)));
+    }
+    return std::pair{sum / static_cast<double>(x.numel()), largest};
+  };
+  EXPECT_LT(std::abs(mean_and_max(0).first), 1.0);  // plain randn
+  EXPECT_NEAR(mean_and_max(1).first, 100.0, 1.0);   // rows offset by 100
+  EXPECT_GT(mean_and_max(2).second, 50.0);          // magnitudes x 100
 }
 
 TEST_F(PythonOracleTest, NameHeuristicsShapeTheInputs) {
