@@ -143,10 +143,11 @@ def apply_structure(torch, structure, name, value):
     """`value` (a random-normal draw) given the structure, in its own dtype."""
     work = value.float()
     if structure == "offset_rows":
-        # 100, not the 1000 users may have: at 1000 float32's spacing (6e-5) alone moves an honest
-        # float32 layer norm past a 1e-4 tolerance; at 100 a one-pass variance still fails and
-        # exp(x) still overflows.
-        work = work + 100.0
+        # 100 x the draw's spread, not a fixed 1000: at 1000 x float32's spacing (6e-5) alone
+        # moves an honest float32 layer norm (and the float32 reference itself) past a 1e-4
+        # tolerance; at 100 x a one-pass variance still fails and exp(x) still overflows.
+        spread = float(work.std()) if work.numel() > 1 else 1.0
+        work = work + 100.0 * (spread if math.isfinite(spread) and spread > 0 else 1.0)
     elif structure == "large_magnitude":
         work = work * 100.0
     elif structure == "masked_rows":

@@ -299,7 +299,7 @@ TEST_F(GuardTest, AnUncalibratedWorkspaceIsCalibratedFirst) {
 }
 
 // Structured draws beside randn (issue 24, class 5): kernels that are right on random-normal
-// inputs and wrong on inputs users have (large logits, rows offset by 1000) fail.
+// inputs and wrong on inputs users have (large logits, rows offset by 100 x their spread) fail.
 TEST(GuardStructuredInputs, NumericallyFragileKernelsFail) {
   for (const auto& [problem_name, case_name] :
        {std::pair{"softmax_f32", "softmax_without_max"},
@@ -313,6 +313,27 @@ TEST(GuardStructuredInputs, NumericallyFragileKernelsFail) {
         trimmed.evaluate(kSource / "tests/data/guard" / case_name, problem.workloads.front());
     EXPECT_EQ(status_name(trace.status), status_name(EvalStatus::IncorrectNumerical))
         << case_name << ": " << trace.log;
+  }
+}
+
+// The other side of the structured draws: the bundled layer norms are honest and must pass them
+// at the problem's 1e-4 on its widest rows (4096), where a float sum of rows offset far from zero
+// loses the mean's low bits (the naive one sums in double, the optimized one around the row's
+// first value).
+TEST(GuardStructuredInputs, BundledLayerNormsPassOnTheirWidestRows) {
+  Problem problem = load_problem(kSource / "problems/cpu/layernorm_f32");
+  const Workload widest = *std::min_element(
+      problem.workloads.begin(), problem.workloads.end(), [](const Workload& a, const Workload& b) {
+        const int64_t wa = a.axes.at("hidden_size"), wb = b.axes.at("hidden_size");
+        return wa != wb ? wa > wb : elements(a) < elements(b);
+      });
+  problem.workloads = {widest};
+  testing::GuardHarness trimmed(problem, "cpu", tune);
+  for (const char* variant : {"naive", "optimized"}) {
+    const auto trace = trimmed.evaluate(kSource / "problems/cpu/layernorm_f32/solutions" / variant,
+                                        problem.workloads.front());
+    EXPECT_EQ(status_name(trace.status), status_name(EvalStatus::Passed))
+        << variant << ": " << trace.log;
   }
 }
 

@@ -129,25 +129,34 @@ TEST_F(PythonOracleTest, CorruptCacheFileIsReportedDeletedAndRegenerated) {
   EXPECT_EQ(oracle.expected(problem, small, 0)->at("out").shape, (std::vector<int64_t>{2, 4}));
 }
 
-// Trials after the first draw structured inputs in turn (issue 24, class 5): rows offset by 100,
-// magnitudes x 100; the reference's outputs are recomputed for them like for any draw.
+// Trials after the first draw structured inputs in turn (issue 24, class 5): rows offset by 100 x
+// the draw's spread, magnitudes x 100; the reference's outputs are recomputed for them like for
+// any draw.
 TEST_F(PythonOracleTest, LaterTrialsDrawStructuredInputs) {
   Problem problem = fixture_problem("py_scale");
   Oracle oracle(options());
   oracle.prepare(problem, 3);
   const Workload& workload = workload_named(problem, "large");
-  auto mean_and_max = [&](int trial) {
-    const HostTensor& x = oracle.inputs(problem, workload, trial)->at("x");
-    double sum = 0, largest = 0;
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      sum += x.at(i);
-      largest = std::max(largest, std::abs(x.at(i)));
-    }
-    return std::pair{sum / static_cast<double>(x.numel()), largest};
+  struct Moments {
+    double mean = 0, spread = 0, largest = 0;
   };
-  EXPECT_LT(std::abs(mean_and_max(0).first), 1.0);  // plain randn
-  EXPECT_NEAR(mean_and_max(1).first, 100.0, 1.0);   // rows offset by 100
-  EXPECT_GT(mean_and_max(2).second, 50.0);          // magnitudes x 100
+  auto moments = [&](int trial) {
+    const HostTensor& x = oracle.inputs(problem, workload, trial)->at("x");
+    const double n = static_cast<double>(x.numel());
+    Moments m;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      m.mean += x.at(i) / n;
+      m.largest = std::max(m.largest, std::abs(x.at(i)));
+    }
+    for (int64_t i = 0; i < x.numel(); ++i) m.spread += (x.at(i) - m.mean) * (x.at(i) - m.mean);
+    m.spread = std::sqrt(m.spread / (n - 1));
+    return m;
+  };
+  EXPECT_LT(std::abs(moments(0).mean), 1.0);  // plain randn
+  const Moments offset = moments(1);          // rows offset by 100 x the draw's spread
+  EXPECT_NEAR(offset.mean, 100.0 * offset.spread, 1.0);
+  EXPECT_GT(offset.mean, 50.0);
+  EXPECT_GT(moments(2).largest, 50.0);  // magnitudes x 100
 }
 
 TEST_F(PythonOracleTest, NameHeuristicsShapeTheInputs) {
