@@ -82,8 +82,11 @@ struct ExecuteRequest {
 /// Zero when /proc could not be read (valid false).
 struct ParentObservation {
   bool valid = false;
-  double wall_ns = 0;       ///< from sending the request to reading the reply
-  double main_cpu_ns = 0;   ///< CPU time of the worker's main thread (which makes the calls)
+  double wall_ns = 0;      ///< from sending the request to reading the reply
+  double main_cpu_ns = 0;  ///< CPU time of the worker's main thread (which makes the calls)
+  /// Time the main thread was runnable but waited for a core: part of wall_ns that a loaded
+  /// machine adds, not the call.
+  double main_wait_ns = 0;
   double other_cpu_ns = 0;  ///< CPU time of its other threads alive at the reply
   int other_threads = 0;    ///< most threads besides the main one, before or after
   int tasks_after = 0;      ///< threads of the worker at the reply

@@ -16,11 +16,13 @@ TaskTimes read_task_times(pid_t pid) {
        it.increment(error)) {
     const std::string name = it->path().filename().string();
     std::ifstream stat(it->path() / "schedstat");
-    double ns = 0;
-    // The first field is the time spent on a CPU; a thread that ended since the listing is
-    // skipped.
-    if (!(stat >> ns)) continue;
-    times.cpu_ns[static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10))] = ns;
+    double ns = 0, waited = 0;
+    // The fields are the time spent on a CPU and the time spent waiting for one; a thread that
+    // ended since the listing is skipped.
+    if (!(stat >> ns >> waited)) continue;
+    const auto tid = static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10));
+    times.cpu_ns[tid] = ns;
+    times.wait_ns[tid] = waited;
   }
   times.valid = !error && !times.cpu_ns.empty();
   return times;
@@ -48,6 +50,13 @@ double cpu_used_by(const TaskTimes& before, const TaskTimes& after, pid_t tid) {
 
 double cpu_used_except(const TaskTimes& before, const TaskTimes& after, pid_t tid) {
   return cpu_used(before, after) - cpu_used_by(before, after, tid);
+}
+
+double run_queue_wait_of(const TaskTimes& before, const TaskTimes& after, pid_t tid) {
+  const auto it = after.wait_ns.find(tid);
+  if (it == after.wait_ns.end()) return 0.0;
+  const auto was = before.wait_ns.find(tid);
+  return was == before.wait_ns.end() ? it->second : std::max(0.0, it->second - was->second);
 }
 
 }  // namespace kernelarc

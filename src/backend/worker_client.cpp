@@ -360,6 +360,7 @@ struct Worker::Impl {
       observed.valid = before.valid && after.valid;
       observed.wall_ns = std::chrono::duration<double, std::nano>(reply_time - sent).count();
       observed.main_cpu_ns = cpu_used_by(before, after, worker_pid);
+      observed.main_wait_ns = run_queue_wait_of(before, after, worker_pid);
       observed.other_cpu_ns = cpu_used_except(before, after, worker_pid);
       observed.other_threads = std::max(before.tasks(), after.tasks()) - 1;
       observed.tasks_after = after.tasks();

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/calibrate.h"
 #include "backend/cpu_compiler.h"
 #include "core/problem.h"
 #include "eval/trace.h"
@@ -70,6 +71,12 @@ class Guard {
   bool prebuild(const Definition& definition, const Solution& solution) const;
 
   const GuardOptions& options() const { return options_; }
+
+  /// The calibration the speed-of-light floor uses: the workspace's, or, where it has none and
+  /// auto_calibrate is set, one measured now and saved there (calibrate_automatically.h). Callers
+  /// that quote the hardware (prompts, fitness, SOL scores) ask here first, so that the first run
+  /// in a fresh workspace sees the same calibration as every later one.
+  const std::optional<Calibration>& calibration();
 
  private:
   /// Median of a PyTorch baseline in ms; notes how it was measured (or why not) in the trace.

@@ -2,6 +2,7 @@
 #include "backend/worker_accounting.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +40,23 @@ TEST(WorkerAccounting, CountsTheCpuTimeOfEachThread) {
   EXPECT_GE(cpu_used_by(before, after, getpid()), 20e6);
   EXPECT_LT(cpu_used_except(before, after, getpid()), 10e6);
   EXPECT_GE(during.tasks(), before.tasks() + 1);
+}
+
+TEST(WorkerAccounting, CountsTheTimeAThreadWaitedForACore) {
+  // Two threads that spin on one core take turns: each waits while the other runs.
+  cpu_set_t all, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const TaskTimes before = read_task_times(getpid());
+  std::thread rival([] { busy_for(std::chrono::milliseconds(60)); });
+  busy_for(std::chrono::milliseconds(60));
+  rival.join();
+  const TaskTimes after = read_task_times(getpid());
+  sched_setaffinity(0, sizeof all, &all);
+  ASSERT_TRUE(after.valid);
+  EXPECT_GE(run_queue_wait_of(before, after, getpid()), 5e6);
 }
 
 TEST(WorkerAccounting, AProcessThatIsGoneReadsAsInvalid) {

@@ -2,7 +2,7 @@
 // worker's channel to the parent taken over from candidate code. A library constructor moves the
 // worker's reply descriptor (fd 4, from the worker's command line) aside and puts a pipe in its
 // place; a thread reads every frame the worker writes, rewrites the call times of execute results
-// to 1 microsecond and forwards the frame. Each call really takes 20 ms (a slow kernel). The
+// to 1 microsecond and forwards the frame. Each call really takes 50 ms of CPU (a slow kernel). The
 // parent times every request itself and reads the worker's CPU time from /proc: the reported
 // times cannot be true. Expected status: REWARD_HACK ("not the calls' real times").
 #include <time.h>
@@ -94,11 +94,13 @@ __attribute__((constructor)) void take_over_the_channel() {
   std::thread(forward, pipe_fds[0]).detach();
 }
 
+// Spins until this thread has run for `ms` of CPU time: the work of a real kernel, which costs
+// CPU time however long the thread waits for a core on a loaded machine.
 void spin_ms(int ms) {
   timespec start{}, now{};
-  clock_gettime(CLOCK_MONOTONIC, &start);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
   do {
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
   } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
 }
 
@@ -113,6 +115,6 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   const float* w = static_cast<const float*>(inputs[1].data);
   float* y = static_cast<float*>(outputs[0].data);
   rmsnorm(x, w, y, rows, cols);
-  spin_ms(20);  // the cost of a slow kernel, which the forged times hide
+  spin_ms(50);  // the cost of a slow kernel, which the forged times hide
   return 0;
 }
