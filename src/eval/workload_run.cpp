@@ -26,8 +26,13 @@ constexpr int kNullRequests = 5;
 
 }  // namespace
 
+int most_timed_calls(const GuardOptions& options) {
+  return std::max(
+      3, std::min(options.iterations, std::max(options.timing_draws, options.min_iterations)));
+}
+
 int timing_draw_count(const GuardOptions& options) {
-  return std::max(1, options.warmup) + std::max({options.timing_draws, options.min_iterations, 3});
+  return std::max(1, options.warmup) + most_timed_calls(options);
 }
 
 int oracle_trials_needed(const GuardOptions& options) {
@@ -231,7 +236,8 @@ bool WorkloadRun::run_checked(int trial, int poison_variant, const std::string& 
 
 bool WorkloadRun::measure(const RequestOverhead& overhead) {
   int draw = options_.correctness_trials;  // the timing draws follow the trials'
-  const int min_runs = std::max(3, options_.min_iterations);
+  const int max_runs = most_timed_calls(options_);
+  const int min_runs = std::min(std::max(3, options_.min_iterations), max_runs);
 
   // Warm-up calls are requests like the timed ones, on fresh draws, checked like them: nothing
   // tells a candidate where timing starts. The last one's time estimates the cost of a call.
@@ -248,10 +254,9 @@ bool WorkloadRun::measure(const RequestOverhead& overhead) {
         warmed.clock);
     return false;
   }
-  const int draws_left = options_.correctness_trials + timing_draw_count(options_) - draw;
   const double estimate_s = std::max(warmed.times_ns.back() * 1e-9, 1e-9);
-  const int runs = std::clamp(static_cast<int>(options_.timing_budget_s / estimate_s), min_runs,
-                              std::max(min_runs, std::min(options_.iterations, draws_left)));
+  const int runs =
+      std::clamp(static_cast<int>(options_.timing_budget_s / estimate_s), min_runs, max_runs);
 
   // The twin of trial 0 runs among the timed calls, at a position drawn from the system's
   // entropy: a cache keyed on a sample of the inputs mistakes it for trial 0. Its time is not a

@@ -22,8 +22,12 @@ namespace kernelarc {
 /// when absent. InputError naming the solution file otherwise.
 std::size_t workspace_bytes_for(const Solution& solution, const AxisValues& axes);
 
+/// The most timed calls per workload: `iterations`, but no more than there are timing draws
+/// (`timing_draws`, at least `min_iterations`), and at least 3. An explicit small `iterations`
+/// (a quick search) thus also means few draws to prepare.
+int most_timed_calls(const GuardOptions& options);
 /// Oracle draws per workload that the guard needs: the correctness trials, then the timing
-/// draws (at least as many as the least number of timed calls).
+/// draws (the warm-ups and most_timed_calls()).
 int timing_draw_count(const GuardOptions& options);
 int oracle_trials_needed(const GuardOptions& options);
 
