@@ -31,7 +31,8 @@ struct GuardOptions {
   /// Fresh oracle draws for the timed calls: each timed call runs on one draw no call saw before,
   /// and its outputs are checked against the draw's expected ones. At least min_iterations.
   int timing_draws = 20;
-  int min_iterations = 10;       ///< timed calls at least, whatever the budget
+  /// Timed calls at least, whatever the budget; a smaller `iterations` wins (a quick search).
+  int min_iterations = 10;
   double timing_budget_s = 2.0;  ///< per workload; caps iterations for slow kernels
   uint64_t seed = 200;
   std::chrono::milliseconds call_timeout{10'000};          ///< one call longer than this is a hang
