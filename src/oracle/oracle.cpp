@@ -144,14 +144,9 @@ std::filesystem::path Oracle::timing_path(const Problem& problem, const Workload
   return problem_cache_dir(problem) / (key + ".timing.json");
 }
 
-void Oracle::prepare(const Problem& problem, int trials, std::span<const Workload* const> only) {
-  std::vector<const Workload*> workloads(only.begin(), only.end());
-  if (workloads.empty()) {
-    for (const Workload& workload : problem.workloads) workloads.push_back(&workload);
-  }
+void Oracle::prepare(const Problem& problem, int trials) {
   std::vector<Missing> missing;
-  for (const Workload* each : workloads) {
-    const Workload& workload = *each;
+  for (const Workload& workload : problem.workloads) {
     for (int trial = 0; trial < trials; ++trial) {
       Entry cached = entry(problem, workload, trial);
       if (cached.complete()) continue;
@@ -163,17 +158,16 @@ void Oracle::prepare(const Problem& problem, int trials, std::span<const Workloa
     }
   }
   generate(problem, missing);
-  if (trials > 0) generate_twins(problem, workloads);
+  if (trials > 0) generate_twins(problem);
 }
 
 bool Oracle::has_twin(const Problem& problem, const Workload& workload) const {
   return entry(problem, workload, kTwinTrial).complete();
 }
 
-void Oracle::generate_twins(const Problem& problem, const std::vector<const Workload*>& workloads) {
+void Oracle::generate_twins(const Problem& problem) {
   std::vector<PythonTrialJob> jobs;
-  for (const Workload* each : workloads) {
-    const Workload& workload = *each;
+  for (const Workload& workload : problem.workloads) {
     Entry twin = entry(problem, workload, kTwinTrial);
     if (!twin_applies(workload) || twin.complete() || read_cached_error(twin.error) ||
         !entry(problem, workload, 0).complete()) {
