@@ -34,11 +34,17 @@ TEST(PythonDetection, BogusKernelarcPythonGivesAClearError) {
   EXPECT_NE(message.find("Set KERNELARC_PYTHON"), std::string::npos) << message;
 }
 
+/// A Python at temp/python that appends a line to `log` at each start, then runs the system's.
+std::filesystem::path logging_python(const std::filesystem::path& temp,
+                                     const std::filesystem::path& log) {
+  return write_script(temp / "python",
+                      "echo x >> '" + log.string() + "'\nexec /usr/bin/python3 \"$@\"");
+}
+
 TEST(PythonDetection, KernelarcPythonIsTheInterpreterUsed) {
   TempDir temp;
   auto marker = temp / "used";
-  auto wrapper = write_script(
-      temp / "python", "echo used > '" + marker.string() + "'\nexec /usr/bin/python3 \"$@\"");
+  auto wrapper = logging_python(temp.path(), marker);
   ScopedEnv env("KERNELARC_PYTHON", wrapper.string());
   Oracle oracle(options_in(temp));
   std::string description = oracle.description();
@@ -81,8 +87,7 @@ TEST(PythonDetection, CachedProblemNeedsNoPython) {
 TEST(PythonDetection, FoundOncePerProcess) {
   TempDir temp;
   auto launches = temp / "launches";
-  auto wrapper = write_script(
-      temp / "python", "echo x >> '" + launches.string() + "'\nexec /usr/bin/python3 \"$@\"");
+  auto wrapper = logging_python(temp.path(), launches);
   ScopedEnv env("KERNELARC_PYTHON", wrapper.string());
   auto count = [&] {
     std::ifstream file(launches);
