@@ -35,7 +35,9 @@ import types
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from kernelarc_oracle_inputs import heuristic_pattern, heuristic_tensor, random_tensor
+from kernelarc_oracle_inputs import (apply_structure, heuristic_pattern, heuristic_tensor,
+                                     random_tensor, structure_for_trial, structured_input,
+                                     takes_structure)
 from kernelarc_oracle_tensors import (InputFault, ReferenceFault, read_safetensors_tensor,
                                       torch_dtype, write_atomically, write_safetensors)
 
@@ -86,8 +88,31 @@ class Problem:
         return None if spec["shape"] is None else [
             axis if isinstance(axis, int) else axes[axis] for axis in spec["shape"]]
 
-    def inputs(self, workload, axes):
-        """Input values in definition order (tensors, or Python numbers for scalars)."""
+    def inputs(self, workload, axes, structure=None):
+        """Input values in definition order (tensors, or Python numbers for scalars); with a
+        structure (kernelarc_oracle_inputs.STRUCTURES), its main random input takes it."""
+        values = self.plain_inputs(workload, axes)
+        if structure is None:
+            return values
+        given = workload.get("inputs", {})
+        specs = self.definition["inputs"]
+        names = list(specs)
+        # Only plain random draws take a structure: not scalars, files, custom inputs, or
+        # tensors a name heuristic shapes (masks, norm weights, ...).
+        random_names = [
+            name for name in names
+            if given.get(name, {}).get("type", "random") == "random"
+            and heuristic_pattern(name, self.shape(specs[name], axes) or [],
+                                  specs[name].get("description")) is None]
+        shapes = {"outputs": [self.shape(spec, axes) or []
+                              for spec in self.definition["outputs"].values()],
+                  "random": random_names}
+        index = structured_input(self.definition, values, shapes, names, self.torch)
+        if index is not None and takes_structure(self.definition, structure, names[index]):
+            values[index] = apply_structure(self.torch, structure, names[index], values[index])
+        return values
+
+    def plain_inputs(self, workload, axes):
         torch = self.torch
         given = workload.get("inputs", {})
         custom = None
@@ -259,20 +284,33 @@ def trial_job(problem, job):
     if job.get("inputs_in"):
         values = problem.given_inputs(job["inputs_in"])
         saved = None
+        expected = run_reference(problem, values, job["axes"])
     else:
+        structure = structure_for_trial(job.get("trial", 0))
         torch.manual_seed(job["seed"])
-        values = problem.inputs(job["workload"], job["axes"])
+        values = problem.inputs(job["workload"], job["axes"], structure)
+        expected = run_reference(problem, values, job["axes"])
+        if structure and not all(bool(torch.isfinite(tensor.float()).all())
+                                 for tensor in expected.values() if tensor.is_floating_point()):
+            # The structure takes the reference outside its domain: a plain draw instead.
+            torch.manual_seed(job["seed"])
+            values = problem.inputs(job["workload"], job["axes"])
+            expected = run_reference(problem, values, job["axes"])
         saved = problem.saved_inputs(values, job["axes"])
-    with torch.no_grad():
-        result = problem.module.run(*values)
-    synchronize(problem)
-    expected = problem.outputs(result, job["axes"])
     try:
         if saved is not None:
             write_safetensors(torch, job["inputs_out"], saved)
         write_safetensors(torch, job["expected_out"], expected)
     except OSError as error:
         raise StorageFault(f"cannot write the oracle cache: {error}") from error
+
+
+def run_reference(problem, values, axes):
+    """The reference's outputs for `values`, as CPU tensors by output name."""
+    with problem.torch.no_grad():
+        result = problem.module.run(*values)
+    synchronize(problem)
+    return problem.outputs(result, axes)
 
 
 def synchronize(problem):

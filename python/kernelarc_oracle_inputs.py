@@ -91,3 +91,74 @@ def random_tensor(torch, shape, dtype, device):
         return torch.randint(low, high, shape, dtype=dtype, device=device)
     # float8: drawn in float32, clamped to +-2, then cast
     return torch.randn(shape, dtype=torch.float32, device=device).clamp_(-2.0, 2.0).to(dtype)
+
+
+# ── structured draws ────────────────────────────────────────────────────────────
+# Random-normal inputs alone let kernels pass that fail on inputs users do have: a softmax
+# without max-subtraction (large logits), an exp without an underflow clamp (masked rows at
+# -1e4), a one-pass variance (rows offset from zero). Trials after the first therefore draw, in
+# turn, one of these structures for the definition's main input (STRUCTURES; trial 0, and the
+# twin made from it, stay plain). A draw whose reference outputs are not finite is replaced by a
+# plain one (kernelarc_oracle.trial_job), so the reference's semantics stay valid.
+
+STRUCTURES = (None, "offset_rows", "large_magnitude", "masked_rows")  # in turn, by trial
+MATRIX_OPS = ("gemm", "matmul", "mm", "bmm", "linear", "mlp", "attention", "conv")
+MASK_LIKE = ("mask", "logit", "score")
+# Masked rows are what logits meet (padding, causal masks); a normalization's constant row is
+# ill-conditioned (its variance is 0, so rounding is amplified by 1/sqrt(eps)) and not drawn.
+LOGITS_OPS = ("softmax", "logsumexp", "sampling", "topk", "top_k", "cross_entropy", "argmax")
+
+
+def structure_for_trial(trial):
+    return STRUCTURES[trial % len(STRUCTURES)] if trial and trial > 0 else None
+
+
+def takes_structure(definition, structure, name):
+    """Whether `structure` suits the input `name` of `definition`."""
+    if structure != "masked_rows":
+        return True
+    op = (definition.get("op_type") or "").lower()
+    return (any(word in op for word in LOGITS_OPS)
+            or any(word in name.lower() for word in MASK_LIKE))
+
+
+def structured_input(definition, values, shapes, names, torch):
+    """The index of the input a structure applies to: the first floating tensor input drawn at
+    random whose shape equals an output's (row-wise and elementwise operations), in a definition
+    that is not a matrix product; None when there is none."""
+    op = (definition.get("op_type") or "").lower()
+    if any(word in op for word in MATRIX_OPS):
+        return None
+    output_shapes = [tuple(shape) for shape in shapes["outputs"]]
+    for index, value in enumerate(values):
+        if (isinstance(value, torch.Tensor) and value.is_floating_point()
+                and value.dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+                and value.dim() >= 1 and value.numel() > 1 and names[index] in shapes["random"]
+                and tuple(value.shape) in output_shapes):
+            return index
+    return None
+
+
+def apply_structure(torch, structure, name, value):
+    """`value` (a random-normal draw) given the structure, in its own dtype."""
+    work = value.float()
+    if structure == "offset_rows":
+        # 100 x the draw's spread, not a fixed 1000: at 1000 x float32's spacing (6e-5) alone
+        # moves an honest float32 layer norm (and the float32 reference itself) past a 1e-4
+        # tolerance; at 100 x a one-pass variance still fails and exp(x) still overflows.
+        spread = float(work.std()) if work.numel() > 1 else 1.0
+        work = work + 100.0 * (spread if math.isfinite(spread) and spread > 0 else 1.0)
+    elif structure == "large_magnitude":
+        work = work * 100.0
+    elif structure == "masked_rows":
+        rows = work.reshape(-1, work.shape[-1])
+        masked = torch.rand(rows.shape[0], device=work.device) < 0.25
+        masked[0] = True
+        rows[masked] = -1e4
+        if any(word in name.lower() for word in MASK_LIKE):
+            holes = torch.rand(rows.shape, device=work.device) < 0.1
+            holes[masked] = False
+            holes[:, 0] = False  # every row keeps a finite element
+            rows[holes] = float("-inf")
+        work = rows.reshape(value.shape)
+    return work.to(value.dtype)

@@ -67,14 +67,33 @@ struct ExecuteRequest {
   bool flush_cache = true;
   /// After the last call, copy outputs and inputs back to their arena offsets.
   bool copy_back = true;
-  /// Flip the lowest bit of a few random finite, non-zero elements of every floating input
-  /// before each call, so that no call sees the contents of an earlier one: a result cache keyed
-  /// on the contents never hits. Only for calls whose outputs are not checked.
-  bool perturb_inputs = false;
   /// Every call of the request at this address slot [0, kAddressSlots) instead of the next one in
   /// turn: the guard puts its audits where an earlier call with other contents was, so a cache
   /// keyed on the address returns a stale result there.
   std::optional<int> address_slot;
+  /// Call the worker's own entry point that returns at once instead of the candidate's: the
+  /// guard measures what a request costs around the call this way, in a worker that has loaded
+  /// no candidate yet, and bounds the candidate's reported times with it.
+  bool null_kernel = false;
+};
+
+/// What the parent measured of one execute request by its own clock and the kernel's accounting
+/// of the worker's threads (/proc/<pid>/task/*/schedstat), which code in the worker cannot forge.
+/// Zero when /proc could not be read (valid false).
+struct ParentObservation {
+  bool valid = false;
+  double wall_ns = 0;      ///< from sending the request to reading the reply
+  double main_cpu_ns = 0;  ///< CPU time of the worker's main thread (which makes the calls)
+  /// Time the main thread was runnable but waited for a core: part of wall_ns that a loaded
+  /// machine adds, not the call.
+  double main_wait_ns = 0;
+  double other_cpu_ns = 0;  ///< CPU time of its other threads alive at the reply
+  int other_threads = 0;    ///< most threads besides the main one, before or after
+  int tasks_after = 0;      ///< threads of the worker at the reply
+  /// CPU time all its threads used between the previous reply and this request, when the worker
+  /// only waits for the next request; and that interval's length.
+  double idle_cpu_ns = 0;
+  double idle_wall_ns = 0;
 };
 
 enum class CallOutcome {
@@ -113,6 +132,8 @@ struct ExecuteResult {
   /// Seconds the worker spent copying the inputs from the arena to the device and the results
   /// back (its own clock; for the guard's account of where its time went, never for a verdict).
   double host_link_seconds = 0;
+  /// Filled by the parent (never read from the worker's reply) for execute requests.
+  ParentObservation observed;
 };
 
 /// Not thread-safe: one thread at a time per Worker (any thread; the process is forked from a
@@ -144,6 +165,9 @@ class Worker {
   nlohmann::json sandbox_status() const;
   /// Kills the worker process (if any); the next call starts a new one.
   void stop();
+  /// Whether the running worker process has loaded a candidate library (whose code may still
+  /// run in it); false when none runs.
+  bool candidate_loaded() const;
 
  private:
   struct Impl;

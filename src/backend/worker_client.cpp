@@ -13,6 +13,7 @@
 #include "backend/process.h"
 #include "backend/shared_arena.h"
 #include "backend/worker.h"
+#include "backend/worker_accounting.h"
 #include "backend/worker_death.h"
 #include "backend/worker_protocol.h"
 #include "backend/worker_sandbox.h"
@@ -83,9 +84,14 @@ struct Worker::Impl {
   std::string symbol;
   bool library_ok = false;      ///< the last load() succeeded
   bool library_loaded = false;  ///< ... in the current worker process
+  bool candidate_code = false;  ///< a library was loaded (or tried) in the current process
   off_t request_log_start = 0;
   std::filesystem::path scratch = create_scratch_directory();
   Json sandbox;  ///< the last started worker's SandboxStatus::to_json()
+  /// The worker's threads and the time when its last reply was read: the start of an interval in
+  /// which it only waits (ParentObservation::idle_cpu_ns).
+  TaskTimes times_at_reply;
+  std::chrono::steady_clock::time_point reply_time;
 
   explicit Impl(WorkerOptions worker_options) : options(std::move(worker_options)) {
     if (options.executable.empty()) options.executable = self_executable();
@@ -137,6 +143,8 @@ struct Worker::Impl {
     socket_fd = -1;
     pid = -1;
     library_loaded = false;
+    candidate_code = false;
+    times_at_reply = {};
   }
 
   void start() {
@@ -297,6 +305,7 @@ struct Worker::Impl {
 
   ExecuteResult load_library() {
     ensure_started();
+    candidate_code = true;  // its constructors may run even when the load fails
     ExecuteResult result =
         transact_result({{"type", "load"}, {"library", library.string()}, {"symbol", symbol}},
                         options.call_timeout + kSlack, "while loading " + library.string());
@@ -319,9 +328,10 @@ struct Worker::Impl {
   ExecuteResult execute(const ExecuteRequest& request) {
     std::string problem = request_problem(request, arena.size());
     if (!problem.empty()) throw InternalError("Worker::execute: " + problem);
-    if (!library_ok) throw InternalError("Worker::execute needs a successful load() first");
+    if (!library_ok && !request.null_kernel)
+      throw InternalError("Worker::execute needs a successful load() first");
     ensure_started();
-    if (!library_loaded) {
+    if (!library_loaded && !request.null_kernel) {
       ExecuteResult loaded = load_library();
       if (loaded.outcome != CallOutcome::Ok) return loaded;
     }
@@ -334,8 +344,29 @@ struct Worker::Impl {
     }
     milliseconds timeout =
         options.call_timeout * (request.warmup + request.iterations + 1) + kSlack;
+    ParentObservation observed;
+    const TaskTimes before = read_task_times(pid);
+    const auto sent = std::chrono::steady_clock::now();
+    if (times_at_reply.valid && before.valid) {
+      observed.idle_cpu_ns = cpu_used(times_at_reply, before);
+      observed.idle_wall_ns = std::chrono::duration<double, std::nano>(sent - reply_time).count();
+    }
+    const pid_t worker_pid = pid;
     ExecuteResult result = transact_result(
         {{"type", "execute"}, {"request", request_to_json(request)}}, timeout, "during a call");
+    reply_time = std::chrono::steady_clock::now();
+    if (running()) {
+      const TaskTimes after = read_task_times(worker_pid);
+      observed.valid = before.valid && after.valid;
+      observed.wall_ns = std::chrono::duration<double, std::nano>(reply_time - sent).count();
+      observed.main_cpu_ns = cpu_used_by(before, after, worker_pid);
+      observed.main_wait_ns = run_queue_wait_of(before, after, worker_pid);
+      observed.other_cpu_ns = cpu_used_except(before, after, worker_pid);
+      observed.other_threads = std::max(before.tasks(), after.tasks()) - 1;
+      observed.tasks_after = after.tasks();
+      times_at_reply = after;
+    }
+    result.observed = observed;
     // After an allocation failure or an exception the worker is alive but its heap is suspect.
     // After tampering the worker's own code is suspect.
     if (running() &&
@@ -381,6 +412,10 @@ nlohmann::json Worker::sandbox_status() const {
 
 void Worker::stop() {
   impl_->stop();
+}
+
+bool Worker::candidate_loaded() const {
+  return impl_->running() && impl_->candidate_code;
 }
 
 }  // namespace kernelarc

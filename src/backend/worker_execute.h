@@ -30,6 +30,9 @@ struct EntryPoint {
   std::string error_text() const;
 };
 
+/// The worker's own entry point, which returns 0 at once (ExecuteRequest::null_kernel).
+const EntryPoint& null_entry_point();
+
 /// Loads a candidate by the worker's rules into `entry`: a launch plan's cubin into the CUDA
 /// context of `device` (a CUDA device only), or a library's `symbol`, refused as Tampered when
 /// the library shadows the runtime's symbols. Earlier libraries stay loaded: dlclose of a library
@@ -64,7 +67,7 @@ class BufferPool {
 };
 
 /// Runs `request` (already validated against `arena`): per call, copies the inputs into pool
-/// buffers shifted to a new address (perturbed if asked), poisons the outputs, arms the guard
+/// buffers shifted to a new address, poisons the outputs, arms the guard
 /// bytes, flushes the cache if asked, then calls the entry point (warm-up calls untimed, the rest
 /// through Device::timed_call). `call_counter` numbers calls across requests so that consecutive
 /// requests also see new addresses. A write into the guard bytes gives OutOfBounds; allocation

@@ -1,11 +1,14 @@
 // Checks that a candidate left the worker's own code alone.
 //
 // A candidate runs inside the worker, so it can mprotect and overwrite the code that times it
-// (libc's clock_gettime, the CUDA runtime linked into the worker) or redirect the worker's calls
-// through its relocation tables. Before the first candidate is loaded the worker fingerprints
-// the executable segments and RELRO regions of itself and of the runtime libraries it relies on;
-// after every load and every execute request it fingerprints them again. A candidate can also
-// shadow a runtime function by defining it in its own library; load rejects that.
+// (libc's clock_gettime, the CUDA runtime linked into the worker, the hash library) or redirect
+// the worker's calls through its relocation tables. Before the first candidate is loaded the
+// worker fingerprints every executable mapping of a file in its address space (from
+// /proc/self/maps: itself, every library loaded beside it, the loader, the vDSO) and the RELRO
+// regions of every loaded object; after every load and every execute request it checks them
+// again. Code the candidate maps later (its own library) is not the worker's and is not checked. A
+// candidate can also shadow a runtime function by defining it in its own library; load rejects
+// that.
 #pragma once
 
 #include <cstddef>
@@ -17,13 +20,12 @@ namespace kernelarc {
 
 class IntegrityCheck {
  public:
-  /// Fingerprints the executable segments (PT_LOAD with PF_X) and PT_GNU_RELRO regions of the
-  /// worker executable, the dynamic loader, libc, libstdc++, libm, libgcc_s, and of libcupti
-  /// and libcudart when loaded.
+  /// Fingerprints every readable, executable, file-backed mapping and the vDSO, and the
+  /// PT_GNU_RELRO regions of every loaded object.
   IntegrityCheck();
 
-  /// Empty when every region is as fingerprinted; otherwise a message naming the first changed
-  /// object and region ("the candidate modified the worker: ...").
+  /// Empty when every region is still mapped readable and as fingerprinted; otherwise a message
+  /// naming the first changed object and region ("the candidate modified the worker: ...").
   std::string changes() const;
 
   /// The objects fingerprinted, by file name.
@@ -34,7 +36,7 @@ class IntegrityCheck {
  private:
   struct Region {
     std::string object;
-    std::string kind;  ///< "executable segment" or "RELRO region"
+    std::string kind;  ///< "executable mapping" or "RELRO region"
     const unsigned char* start = nullptr;
     std::size_t size = 0;
     uint64_t hash = 0;

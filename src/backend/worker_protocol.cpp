@@ -165,8 +165,8 @@ Json request_to_json(const ExecuteRequest& request) {
           {"iterations", request.iterations},
           {"flush_cache", request.flush_cache},
           {"copy_back", request.copy_back},
-          {"perturb_inputs", request.perturb_inputs},
-          {"address_slot", request.address_slot ? Json(*request.address_slot) : Json()}};
+          {"address_slot", request.address_slot ? Json(*request.address_slot) : Json()},
+          {"null_kernel", request.null_kernel}};
 }
 
 ExecuteRequest request_from_json(const Json& json) {
@@ -179,9 +179,9 @@ ExecuteRequest request_from_json(const Json& json) {
   request.iterations = json.at("iterations").get<int>();
   request.flush_cache = json.at("flush_cache").get<bool>();
   request.copy_back = json.at("copy_back").get<bool>();
-  request.perturb_inputs = json.value("perturb_inputs", false);
   if (json.contains("address_slot") && !json.at("address_slot").is_null())
     request.address_slot = json.at("address_slot").get<int>();
+  request.null_kernel = json.value("null_kernel", false);
   return request;
 }
 

@@ -1,6 +1,7 @@
 #include "backend/worker_sandbox.h"
 
 #include <fcntl.h>
+#include <link.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
@@ -17,6 +18,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
@@ -255,7 +257,7 @@ std::string install_landlock(const SandboxOptions& options, int& abi) {
   if (ruleset.fd() < 0)
     return std::string("landlock_create_ruleset failed: ") + std::strerror(errno);
 
-  for (const fs::path& root : readable_roots(options.protected_paths, options.readable_paths)) {
+  for (const fs::path& root : allowed_read_roots(options.protected_paths, options.readable_paths)) {
     if (root != "/proc") {
       ruleset.allow(root, read);
       continue;
@@ -341,6 +343,64 @@ std::vector<fs::path> readable_roots(const std::vector<fs::path>& protected_path
     fs::path clean = absolute_clean(path);
     if (fs::exists(clean)) roots.push_back(clean);
   }
+  return roots;
+}
+
+static std::vector<fs::path> system_read_roots() {
+  std::vector<fs::path> roots = {"/usr",  "/lib", "/lib32", "/lib64", "/libx32", "/bin",
+                                 "/sbin", "/etc", "/opt",   "/sys",   "/proc"};
+  // Where the libraries loaded now live (a toolkit or runtime outside /usr, a virtual
+  // environment's CUDA libraries), and the loader's search path: a candidate links against them.
+  std::set<fs::path> directories;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        if (info->dlpi_name && info->dlpi_name[0] == '/')
+          static_cast<std::set<fs::path>*>(data)->insert(fs::path(info->dlpi_name).parent_path());
+        return 0;
+      },
+      &directories);
+  if (const char* search = std::getenv("LD_LIBRARY_PATH")) {
+    std::string list(search);
+    for (std::size_t begin = 0; begin <= list.size();) {
+      const std::size_t end = std::min(list.find(':', begin), list.size());
+      if (end > begin && list[begin] == '/') directories.insert(list.substr(begin, end - begin));
+      begin = end + 1;
+    }
+  }
+  roots.insert(roots.end(), directories.begin(), directories.end());
+  return roots;
+}
+
+std::vector<fs::path> allowed_read_roots(const std::vector<fs::path>& protected_paths,
+                                         const std::vector<fs::path>& readable_paths) {
+  if (protected_paths.empty()) return readable_roots({}, readable_paths);
+  std::vector<fs::path> hidden;
+  for (const fs::path& path : protected_paths) hidden.push_back(absolute_clean(path));
+  std::vector<fs::path> roots;
+  for (const fs::path& listed : system_read_roots()) {
+    const fs::path root = absolute_clean(listed);
+    std::error_code missing;
+    if (!fs::exists(root, missing)) continue;
+    if (std::any_of(hidden.begin(), hidden.end(),
+                    [&](const fs::path& path) { return within(root, path); }))
+      continue;
+    std::vector<fs::path> inside;
+    for (const fs::path& path : hidden)
+      if (within(path, root)) inside.push_back(path);
+    if (inside.empty()) {
+      roots.push_back(root);
+      continue;
+    }
+    // A protected directory beneath an allowed one: everything there but it.
+    for (const fs::path& part : readable_roots(inside, {}))
+      if (within(part, root) && part != root) roots.push_back(part);
+  }
+  for (const fs::path& path : readable_paths) {
+    fs::path clean = absolute_clean(path);
+    if (fs::exists(clean)) roots.push_back(clean);
+  }
+  std::sort(roots.begin(), roots.end());
+  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
   return roots;
 }
 

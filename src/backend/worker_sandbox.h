@@ -4,9 +4,10 @@
 // - seccomp kills the worker when it starts processes or programs (execve, fork, clone without
 //   CLONE_THREAD) or reads other processes (ptrace, process_vm_*), and refuses (EPERM) signals
 //   to other processes and sockets other than AF_UNIX and AF_NETLINK. Threads keep working.
-// - Landlock hides the protected directories (the workspace with the oracle's expected outputs)
-//   from reads and writes, lets the worker write only its scratch directory and a few devices,
-//   and keeps it from tracing or signalling processes outside its domain (the parent).
+// - Landlock lets the worker read only what a kernel needs (allowed_read_roots: system
+//   directories, libraries, the build cache), never the protected workspace nor any other, lets the
+//   worker write only its scratch directory and a few devices, and keeps it from tracing or
+//   signalling processes outside its domain (the parent).
 // Either is skipped, and the status says why, where the kernel or architecture lacks it.
 #pragma once
 
@@ -56,6 +57,16 @@ SandboxStatus enter_worker_sandbox(const SandboxOptions& options);
 /// are symbolic links are left out (their targets are covered where they live). Exposed for
 /// tests.
 std::vector<std::filesystem::path> readable_roots(
+    const std::vector<std::filesystem::path>& protected_paths,
+    const std::vector<std::filesystem::path>& readable_paths);
+
+/// What a worker that protects a workspace may read: the system's directories (/usr, /lib*,
+/// /bin, /sbin, /etc, /opt, /sys, its own /proc), the directories of the libraries loaded in this
+/// process and of LD_LIBRARY_PATH, and `readable_paths` (the build cache), less the protected
+/// directories. Nothing else: no home directory, no /tmp, no other workspace, wherever it lies.
+/// Without protected paths (a worker that guards nothing, as in the worker's own tests):
+/// readable_roots({}, readable_paths), everything. Exposed for tests.
+std::vector<std::filesystem::path> allowed_read_roots(
     const std::vector<std::filesystem::path>& protected_paths,
     const std::vector<std::filesystem::path>& readable_paths);
 

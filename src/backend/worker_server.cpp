@@ -130,10 +130,12 @@ class WorkerServer {
   }
 
   ExecuteResult execute(const ExecuteRequest& request) {
-    if (!entry_.loaded()) throw InternalError("execute before a successful load");
+    if (!entry_.loaded() && !request.null_kernel)
+      throw InternalError("execute before a successful load");
     std::string problem = request_problem(request, arena_.bytes().size());
     if (!problem.empty()) throw InternalError("bad execute request: " + problem);
-    return execute_request(*device_, pool_, arena_.bytes(), request, entry_, call_counter_);
+    return execute_request(*device_, pool_, arena_.bytes(), request,
+                           request.null_kernel ? null_entry_point() : entry_, call_counter_);
   }
 
   std::unique_ptr<Device> device_;

@@ -400,7 +400,7 @@ int run_bench(const BenchFlags& flags) {
   GuardFlags measure_flags = flags.guard;
   measure_flags.no_baseline = true;  // the oracle times the baselines afresh in each round
   GuardSession measure(measure_flags);
-  const auto calibration = load_calibration(flags.guard.workspace, flags.guard.device);
+  const auto calibration = measure.guard().calibration();  // measured now in a fresh workspace
   ProblemBench bench(flags, measure, calibration, report);
   const auto started = Clock::now();
   int benched = 0;

@@ -142,7 +142,7 @@ bool GuardSession::evaluate_and_report(const Problem& problem, const Solution& s
                                        std::ostream& out,
                                        const std::function<void(std::vector<Trace>&)>& annotate) {
   auto traces = guard_->evaluate(problem, solution, select_workloads(problem));
-  annotate_traces(traces, problem, solution, load_calibration(flags_.workspace, flags_.device));
+  annotate_traces(traces, problem, solution, guard_->calibration());
   if (annotate) annotate(traces);
   out << fmt::format("problem {}  solution {}  device {}\n", problem.definition.name, solution.name,
                      flags_.device);

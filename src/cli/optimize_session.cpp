@@ -98,6 +98,9 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
   search_flags.trials = flags_.search_trials;
   search_ = std::make_unique<GuardSession>(search_flags);
   final_guard_ = std::make_unique<GuardSession>(flags_.guard);
+  // Calibrated (automatically in a fresh workspace) before the prompts and the skill conditions
+  // quote the hardware: the first run and its replay must quote the same.
+  search_->guard().calibration();
   workloads_ = search_->select_workloads(setup_->problem());
   target_ = setup_->target(workloads_);
   if (!synth.templates) target_.templates.clear();

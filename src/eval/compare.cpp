@@ -28,6 +28,7 @@ struct ElementSample {
 struct Tally {
   int64_t failed = 0, nan_count = 0, inf_count = 0;
   double max_absolute_error = 0, max_relative_error = 0;
+  double max_reference = 0;  ///< the largest finite |ref|: the output's scale
   bool output_all_zero = true, reference_all_zero = true;
   /// Samples for the log: the first element that failed and the one with the largest error.
   std::optional<ElementSample> first_failure, largest_error;
@@ -45,6 +46,7 @@ struct Tally {
     inf_count += other.inf_count;
     max_absolute_error = std::max(max_absolute_error, other.max_absolute_error);
     max_relative_error = std::max(max_relative_error, other.max_relative_error);
+    max_reference = std::max(max_reference, other.max_reference);
     output_all_zero = output_all_zero && other.output_all_zero;
     reference_all_zero = reference_all_zero && other.reference_all_zero;
   }
@@ -81,6 +83,7 @@ Tally tally_range(TensorView output, TensorView reference, const Tolerance& tole
         continue;
       }
       const double diff = std::fabs(out - ref);
+      tally.max_reference = std::max(tally.max_reference, std::fabs(ref));
       if (diff > tally.max_absolute_error || !tally.largest_error) {
         tally.max_absolute_error = diff;
         tally.largest_error = ElementSample{block + i, out, ref};
@@ -119,6 +122,10 @@ Tally tally_all(TensorView output, TensorView reference, const Tolerance& tolera
 
 }  // namespace
 
+double implicit_error_cap(const Tolerance& tolerance, double scale) {
+  return kErrorCapFactor * (tolerance.max_atol + tolerance.max_rtol * scale);
+}
+
 CompareResult compare_output(TensorView output, TensorView reference, const Tolerance& tolerance) {
   CompareResult result;
   const int64_t n = output.numel();
@@ -150,6 +157,15 @@ CompareResult compare_output(TensorView output, TensorView reference, const Tole
   } else if (tolerance.max_error_cap && result.max_absolute_error > *tolerance.max_error_cap) {
     result.reason = fmt::format("max abs error {:.3g} exceeds the cap {:g}",
                                 result.max_absolute_error, *tolerance.max_error_cap);
+  } else if (const double cap = implicit_error_cap(tolerance, tally.max_reference);
+             !tolerance.max_error_cap && dtype_is_floating(output.dtype) &&
+             result.max_absolute_error > cap) {
+    // The matched ratio lets a share of elements miss the tolerance; none may miss it by far.
+    result.reason = fmt::format(
+        "max abs error {:.3g} exceeds the error cap {:.3g} ({:g} x (atol {:g} + rtol {:g} x the "
+        "output's scale {:.3g})), though {:.4f} of the elements matched",
+        result.max_absolute_error, cap, kErrorCapFactor, tolerance.max_atol, tolerance.max_rtol,
+        tally.max_reference, result.matched_ratio);
   }
   result.passed = result.reason.empty();
   if (!result.passed) {

@@ -21,11 +21,18 @@ struct CompareResult {
   std::string reason;
 };
 
+/// Beside the matched ratio, no element of a floating output may miss its reference by more
+/// than kErrorCapFactor x (atol + rtol x scale), scale being the output's largest finite |ref|:
+/// a 1% share of unmatched elements is for rounding at the tolerance's edge, not for 1e30. A
+/// workload's own max_error_cap replaces it.
+inline constexpr double kErrorCapFactor = 10.0;
+double implicit_error_cap(const Tolerance& tolerance, double scale);
+
 /// Element e passes iff |out - ref| <= max_atol + max_rtol * |ref|; the output passes iff the
-/// matched ratio reaches required_matched_ratio, no error exceeds max_error_cap (when set), and
-/// neither tensor holds NaN or Inf (matching -inf is allowed with allow_negative_inf). An all-zero
-/// output fails when the reference is not all zero; an output whose element count differs from
-/// the reference's fails unread.
+/// matched ratio reaches required_matched_ratio, no error exceeds max_error_cap (when set) or, for
+/// floating outputs, implicit_error_cap(), and neither tensor holds NaN or Inf (matching -inf is
+/// allowed with allow_negative_inf). An all-zero output fails when the reference is not all zero;
+/// an output whose element count differs from the reference's fails unread.
 CompareResult compare_output(TensorView output, TensorView reference, const Tolerance& tolerance);
 
 /// Number of elements of `output` whose bytes still equal the poison element pattern.

@@ -1,12 +1,14 @@
 #include "eval/guard.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "backend/worker.h"
 #include "core/elapsed.h"
 #include "core/error.h"
+#include "eval/calibrate_automatically.h"
 #include "eval/occupancy.h"
 #include "eval/phase_timer.h"
 #include "eval/solution_build.h"
@@ -71,6 +73,10 @@ struct Guard::Impl {
   std::string device_arch;
   std::optional<Calibration> calibration;
   bool calibration_loaded = false;
+  double calibration_seconds = 0;  ///< spent calibrating automatically (once per guard)
+  /// What a request costs around the call, per workload uuid: measured on a worker without
+  /// candidate code (timing_bounds.h), once per guard on a GPU and per evaluation on the CPU.
+  std::map<std::string, RequestOverhead> overheads;
 };
 
 Guard::Guard(GuardOptions options, Oracle& oracle)
@@ -93,6 +99,19 @@ std::optional<double> Guard::baseline_median(const Problem& problem, const Workl
         summarize(timing->end_to_end_ns).median * 1e-6;
   }
   return summarize(timing->times_ns).median * 1e-6;
+}
+
+const std::optional<Calibration>& Guard::calibration() {
+  if (!impl_->calibration_loaded) {
+    impl_->calibration = load_calibration(options_.workspace, options_.device);
+    if (!impl_->calibration && options_.auto_calibrate) {
+      const auto start = std::chrono::steady_clock::now();
+      impl_->calibration = calibrate_automatically(options_);
+      impl_->calibration_seconds = seconds_since(start);
+    }
+    impl_->calibration_loaded = true;
+  }
+  return impl_->calibration;
 }
 
 void Guard::prepare_builds() {
@@ -128,10 +147,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
                                   solution.definition, problem.definition.name));
   }
   const auto selected = select_workloads(problem, workloads);
-  if (!impl_->calibration_loaded) {
-    impl_->calibration = load_calibration(options_.workspace, options_.device);
-    impl_->calibration_loaded = true;
-  }
+  calibration();
 
   OrderedJson environment;
   prepare_builds();
@@ -205,6 +221,22 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
       impl_->device_description = impl_->worker.device_description();
   };
 
+  // Before any candidate of this evaluation loads: a worker that ran candidate code before is
+  // replaced, so that nothing slows the null-kernel requests down to hide work in them. On the
+  // CPU the overhead is measured again for every evaluation: what the request's memory-bound
+  // work costs follows the machine's load, which changes between candidates (a GPU request's
+  // cost does not, and a new worker there costs a CUDA context).
+  if (options_.device == "cpu") impl_->overheads.clear();
+  for (std::size_t w = 0; w < selected.size(); ++w) {
+    if (!builds[build_of_workload[w]].build.ok || impl_->overheads.count(selected[w]->uuid))
+      continue;
+    const auto start = std::chrono::steady_clock::now();
+    if (impl_->worker.candidate_loaded()) impl_->worker.stop();
+    impl_->overheads[selected[w]->uuid] =
+        measure_request_overhead(impl_->worker, problem, *selected[w]);
+    setup_seconds += seconds_since(start);
+  }
+
   bool oracle_prepared = false;
   for (std::size_t w = 0; w < selected.size(); ++w) {
     const Workload* workload = selected[w];
@@ -218,7 +250,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     }
     if (!oracle_prepared) {
       const auto start = std::chrono::steady_clock::now();
-      impl_->oracle.prepare(problem, options_.correctness_trials + 1);
+      impl_->oracle.prepare(problem, oracle_trials_needed(options_), selected);
       setup_seconds += seconds_since(start);
       oracle_prepared = true;
     }
@@ -248,7 +280,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     bool measured = false;
     {
       PhaseTimer timer(current.extra, "timing");
-      measured = run.measure();
+      measured = run.measure(impl_->overheads[workload->uuid]);
     }
     if (!measured) continue;
     add_occupancy(current.extra, impl_->device_arch);
@@ -257,11 +289,12 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
         problem.definition, resolve_axes(problem.definition, *workload), impl_->calibration);
     current.sol_ms = bound.ms;
     current.sol_note = bound.note;
-    if (bound.ms && current.latency_ms->median < options_.sol_margin * *bound.ms) {
+    const double margin = floor_margin(impl_->calibration, options_.sol_margin);
+    if (bound.ms && current.latency_ms->median < margin * *bound.ms) {
       current.status = EvalStatus::RewardHack;
       current.log = fmt::format(
-          "median {:.4f} ms is below the speed-of-light bound {:.4f} ms ({}): impossible",
-          current.latency_ms->median, *bound.ms, bound.note);
+          "median {:.4f} ms is below {} x the speed-of-light bound {:.4f} ms ({}): impossible",
+          current.latency_ms->median, margin, *bound.ms, bound.note);
       continue;
     }
     if (options_.time_baselines) {
@@ -274,6 +307,10 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
   }
   // Preparing the oracle's cache and loading the library serve every workload: noted once.
   if (!traces.empty()) traces.front().extra["guard_seconds"]["setup"] = setup_seconds;
+  if (!traces.empty() && impl_->calibration_seconds > 0) {
+    traces.front().extra["guard_seconds"]["automatic_calibration"] = impl_->calibration_seconds;
+    impl_->calibration_seconds = 0;
+  }
   return traces;
 }
 

@@ -1,7 +1,9 @@
 // The benchmark guard: builds a solution, runs it in an isolated worker, checks correctness
 // against the oracle in this (the parent) process, times it, and returns one Trace per workload.
 //
-// Deterministic: the same problem, solution binary, options and seed give the same verdicts.
+// Deterministic: the same problem, solution binary, options and seed give the same draws; only
+// the twin audit's position among the timed calls comes from the system's entropy, so that no
+// candidate can predict it (an honest candidate's verdict does not depend on it).
 #pragma once
 
 #include <chrono>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/calibrate.h"
 #include "backend/cpu_compiler.h"
 #include "core/problem.h"
 #include "eval/trace.h"
@@ -22,10 +25,14 @@ namespace kernelarc {
 struct GuardOptions {
   std::string device = "cpu";                      ///< "cpu" or "cuda:N"
   std::filesystem::path workspace = ".kernelarc";  ///< build cache, calibration
-  int correctness_trials = 10;   ///< fresh input draws per workload (SOL-ExecBench: 10)
-  int warmup = 3;                ///< untimed calls before timing
-  int iterations = 50;           ///< timed calls at most
-  int min_iterations = 10;       ///< timed calls at least, whatever the budget
+  int correctness_trials = 10;  ///< fresh input draws per workload (SOL-ExecBench: 10)
+  int warmup = 3;               ///< untimed calls before timing
+  int iterations = 50;          ///< timed calls at most (and at most timing_draws)
+  /// Fresh oracle draws for the timed calls: each timed call runs on one draw no call saw before,
+  /// and its outputs are checked against the draw's expected ones. At least min_iterations.
+  int timing_draws = 20;
+  /// Timed calls at least, whatever the budget; a smaller `iterations` wins (a quick search).
+  int min_iterations = 10;
   double timing_budget_s = 2.0;  ///< per workload; caps iterations for slow kernels
   uint64_t seed = 200;
   std::chrono::milliseconds call_timeout{10'000};          ///< one call longer than this is a hang
@@ -37,6 +44,10 @@ struct GuardOptions {
   /// A median below sol_margin x T_SOL is rejected as impossible (the margin absorbs the error
   /// of the calibrated ceilings).
   double sol_margin = 0.8;
+  /// Without a calibration in the workspace, measure the device first (and save it there), so
+  /// that the speed-of-light floor always applies; false leaves such a workspace without a floor
+  /// (every trace then says so), for tests that measure nothing against it.
+  bool auto_calibrate = true;
 };
 
 class Guard {
@@ -61,6 +72,12 @@ class Guard {
   bool prebuild(const Definition& definition, const Solution& solution) const;
 
   const GuardOptions& options() const { return options_; }
+
+  /// The calibration the speed-of-light floor uses: the workspace's, or, where it has none and
+  /// auto_calibrate is set, one measured now and saved there (calibrate_automatically.h). Callers
+  /// that quote the hardware (prompts, fitness, SOL scores) ask here first, so that the first run
+  /// in a fresh workspace sees the same calibration as every later one.
+  const std::optional<Calibration>& calibration();
 
  private:
   /// Median of a PyTorch baseline in ms; notes how it was measured (or why not) in the trace.

@@ -2,26 +2,62 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <set>
+#include <thread>
+
+#include <xxhash.h>
 
 #include <fmt/format.h>
 
 #include "backend/device.h"
+#include "backend/worker_protocol.h"
 #include "core/error.h"
-#include "core/hash.h"
-#include "core/rng.h"
 #include "eval/phase_timer.h"
 
 namespace kernelarc {
 
 namespace {
 
-uint64_t seed_for(uint64_t seed, const std::string& uuid) {
-  // The audit position depends on the seed and the workload alone.
-  return Rng(seed ^ std::stoull(content_hash(uuid).substr(0, 16), nullptr, 16)).next();
-}
+// Null-kernel requests per workload; the first, which faults the buffers in, is dropped. Four
+// samples for the medians: on the CPU they are measured for every evaluation, and each costs a
+// cache flush (about 15 ms on the CI VM).
+constexpr int kNullRequests = 5;
 
 }  // namespace
+
+int most_timed_calls(const GuardOptions& options) {
+  return std::max(
+      3, std::min(options.iterations, std::max(options.timing_draws, options.min_iterations)));
+}
+
+int timing_draw_count(const GuardOptions& options) {
+  return std::max(1, options.warmup) + most_timed_calls(options);
+}
+
+int oracle_trials_needed(const GuardOptions& options) {
+  return options.correctness_trials + timing_draw_count(options);
+}
+
+RequestOverhead measure_request_overhead(Worker& worker, const Problem& problem,
+                                         const Workload& workload) {
+  const auto layout =
+      make_arena_layout(problem.definition, resolve_axes(problem.definition, workload));
+  worker.arena(layout.bytes);  // the contents do not matter to a kernel that reads nothing
+  ExecuteRequest request;
+  request.inputs = layout.inputs;
+  request.outputs = layout.outputs;
+  for (const auto& output : layout.outputs)
+    request.output_poison.push_back(poison_pattern(output.dtype, 0));
+  request.null_kernel = true;
+  std::vector<ParentObservation> observed;
+  for (int i = 0; i < kNullRequests; ++i) {
+    const ExecuteResult result = worker.execute(request);
+    if (result.outcome != CallOutcome::Ok) return {};
+    observed.push_back(result.observed);
+  }
+  return summarize_overhead(observed);
+}
 
 std::size_t workspace_bytes_for(const Solution& solution, const AxisValues& axes) {
   if (!solution.ext.contains("workspace_bytes")) return 0;
@@ -50,7 +86,6 @@ WorkloadRun::WorkloadRun(const GuardOptions& options, const Problem& problem,
   const auto axes = resolve_axes(problem.definition, workload);
   layout_ = make_arena_layout(problem.definition, axes);
   workspace_bytes_ = workspace_bytes_for(solution, axes);
-  stream_seed_ = seed_for(options.seed, workload.uuid);
 }
 
 ExecuteRequest WorkloadRun::make_request(int poison_variant) const {
@@ -61,6 +96,12 @@ ExecuteRequest WorkloadRun::make_request(int poison_variant) const {
     request.output_poison.push_back(poison_pattern(output.dtype, poison_variant));
   }
   request.workspace_bytes = workspace_bytes_;
+  // Every timed call looks the same: one call, cache flushed, outputs and inputs copied back,
+  // at the next address in turn.
+  request.warmup = 0;
+  request.iterations = 1;
+  request.flush_cache = true;
+  request.copy_back = true;
   return request;
 }
 
@@ -134,19 +175,23 @@ bool WorkloadRun::check_correctness() {
     request.address_slot = trial % kAddressSlots;
     const std::string during = fmt::format("trial {}", trial);
     if (!accept_outcome(execute(request), during)) return false;
-    const bool passed = in_part("checks", [&] {
-      if (const auto modified = find_modified_input(worker_.arena(layout_.bytes), layout_,
-                                                    problem_.definition, *inputs)) {
-        trace_.status = EvalStatus::RewardHack;
-        trace_.log = fmt::format("{}: the solution modified its input '{}'", during, *modified);
-        return false;
-      }
-      return check_outputs(*oracle_.expected(problem_, workload_, trial), trial, during);
-    });
-    if (!passed) return false;
+    if (!check_call(*inputs, trial, trial, during)) return false;
     ++trace_.trials_passed;
   }
   return true;
+}
+
+bool WorkloadRun::check_call(const TensorMap& inputs, int trial, int poison_variant,
+                             const std::string& during) {
+  return in_part("checks", [&] {
+    if (const auto modified = find_modified_input(worker_.arena(layout_.bytes), layout_,
+                                                  problem_.definition, inputs)) {
+      trace_.status = EvalStatus::RewardHack;
+      trace_.log = fmt::format("{}: the solution modified its input '{}'", during, *modified);
+      return false;
+    }
+    return check_outputs(*oracle_.expected(problem_, workload_, trial), poison_variant, during);
+  });
 }
 
 std::shared_ptr<const TensorMap> WorkloadRun::write_trial_inputs(int trial) {
@@ -163,94 +208,98 @@ ExecuteResult WorkloadRun::execute(const ExecuteRequest& request) {
   return result;
 }
 
-ExecuteResult WorkloadRun::run_chunk(int warmup, int iterations, bool audited) {
-  auto request = make_request(0);
-  request.warmup = warmup;
-  request.iterations = iterations;
-  request.flush_cache = true;
-  request.copy_back = audited;
-  request.perturb_inputs = !audited;
-  // Audits land where correctness trial 0 was, with other contents.
-  if (audited) request.address_slot = 0;
-  return execute(request);
+uint64_t WorkloadRun::output_hash() {
+  const auto arena = worker_.arena(layout_.bytes);
+  uint64_t hash = 0;
+  for (const auto& output : layout_.outputs) {
+    hash = XXH3_64bits_withSeed(arena.data() + output.offset, arena_tensor_bytes(output), hash);
+  }
+  return hash;
 }
 
-bool WorkloadRun::audit(int trial, const std::string& during, ExecuteResult& result) {
-  write_trial_inputs(trial);
-  result = run_chunk(0, 1, true);
-  return accept_outcome(result, during) && in_part("checks", [&] {
-           return check_outputs(*oracle_.expected(problem_, workload_, trial), 0, during);
-         });
+bool WorkloadRun::run_checked(int trial, int poison_variant, const std::string& during,
+                              ExecuteResult& result) {
+  const auto inputs = write_trial_inputs(trial);
+  result = execute(make_request(poison_variant));
+  if (!accept_outcome(result, during)) return false;
+  const uint64_t at_reply = in_part("checks", [&] { return output_hash(); });
+  if (!check_call(*inputs, trial, poison_variant, during)) return false;
+  // The outputs were read once the call had returned; what changes them later works outside it.
+  if (in_part("checks", [&] { return output_hash(); }) != at_reply) {
+    trace_.status = EvalStatus::RewardHack;
+    trace_.log = fmt::format(
+        "{}: the outputs in the shared arena changed after the call had returned", during);
+    return false;
+  }
+  return true;
 }
 
-bool WorkloadRun::measure() {
-  const int timing_trial = 0;
-  const int audit_trial = options_.correctness_trials;  // a draw the solution has never seen
-  const int min_runs = std::max(3, options_.min_iterations);
-  const int audit_after = 1 + static_cast<int>(stream_seed_ % static_cast<uint64_t>(min_runs - 2));
+bool WorkloadRun::measure(const RequestOverhead& overhead) {
+  int draw = options_.correctness_trials;  // the timing draws follow the trials'
+  const int max_runs = most_timed_calls(options_);
+  const int min_runs = std::min(std::max(3, options_.min_iterations), max_runs);
 
-  const auto timing_inputs = write_trial_inputs(timing_trial);
-  const auto first = run_chunk(options_.warmup, audit_after, false);
-  if (!accept_outcome(first, "timing")) return false;
-
-  std::vector<double> first_ns = first.times_ns;
-  std::sort(first_ns.begin(), first_ns.end());
-  const double estimate_s = std::max(first_ns[first_ns.size() / 2] * 1e-9, 1e-9);
-  const int total = std::clamp(static_cast<int>(options_.timing_budget_s / estimate_s), min_runs,
-                               std::max(min_runs, options_.iterations));
-
-  ExecuteResult audited;
-  if (!audit(audit_trial, fmt::format("audit at timed run {}", audit_after), audited)) {
-    return false;
+  // Warm-up calls are requests like the timed ones, on fresh draws, checked like them: nothing
+  // tells a candidate where timing starts. The last one's time estimates the cost of a call.
+  ExecuteResult warmed;
+  for (int call = 0; call < std::max(1, options_.warmup); ++call) {
+    if (!run_checked(draw++, call, fmt::format("audit at warm-up call {}", call + 1), warmed))
+      return false;
   }
-  trace_.audit_passed = true;
-  // The twin follows the audit: the timing inputs with one element per tensor changed, which a
-  // cache keyed on a sample of the inputs mistakes for the timing inputs themselves.
-  ExecuteResult twin;
-  const bool has_twin = oracle_.has_twin(problem_, workload_);
-  if (has_twin &&
-      !audit(kTwinTrial, fmt::format("twin audit at timed run {}", audit_after + 1), twin)) {
-    return false;
-  }
-  trace_.extra["twin_audit"] = has_twin ? "passed" : "no twin for this workload";
-
-  // The audits overwrote the arena; the timing draw is held, not fetched again.
-  in_part("inputs", [&] {
-    write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *timing_inputs);
-  });
-  const auto rest = run_chunk(0, std::max(1, total - audit_after - 2), false);
-  if (!accept_outcome(rest, "timing")) return false;
-
-  std::vector<const ExecuteResult*> chunks{&first, &audited};
-  if (has_twin) chunks.push_back(&twin);
-  chunks.push_back(&rest);
-  std::vector<double> samples_ns;
-  std::vector<std::vector<std::string>> launched;
-  int threads_after = 0;
-  if (first.clock == kClockSawNothing) {
+  if (warmed.clock == kClockSawNothing) {
     trace_.status = EvalStatus::RewardHack;
     trace_.log = fmt::format(
         "timing: the clock ({}) saw no GPU work for a call that passed: "
         "kernel tracing was disabled or bypassed",
-        first.clock);
+        warmed.clock);
     return false;
   }
-  for (const ExecuteResult* chunk : chunks) {
-    samples_ns.insert(samples_ns.end(), chunk->times_ns.begin(), chunk->times_ns.end());
-    launched.insert(launched.end(), chunk->launched.begin(), chunk->launched.end());
-    threads_after = std::max(threads_after, chunk->threads_after);
-    if (chunk->clock != first.clock) {
+  const double estimate_s = std::max(warmed.times_ns.back() * 1e-9, 1e-9);
+  const int runs =
+      std::clamp(static_cast<int>(options_.timing_budget_s / estimate_s), min_runs, max_runs);
+
+  // The twin of trial 0 runs among the timed calls, at a position drawn from the system's
+  // entropy: a cache keyed on a sample of the inputs mistakes it for trial 0. Its time is not a
+  // sample (its inputs are close to ones the candidate has seen).
+  const bool has_twin = oracle_.has_twin(problem_, workload_);
+  std::random_device entropy;
+  const int twin_at = has_twin ? static_cast<int>(entropy() % static_cast<unsigned>(runs + 1)) : -1;
+
+  std::vector<double> samples_ns;
+  std::vector<TimedRequest> requests;
+  std::vector<std::vector<std::string>> launched;
+  int threads_after = warmed.threads_after, tasks_after = warmed.observed.tasks_after;
+  ExecuteResult last;
+  for (int position = 0; position < runs + (has_twin ? 1 : 0); ++position) {
+    const bool twin = position == twin_at;
+    const std::string during =
+        fmt::format("{} at timed run {}", twin ? "twin audit" : "audit", position + 1);
+    if (!run_checked(twin ? kTwinTrial : draw++, position, during, last)) return false;
+    if (last.clock != warmed.clock) {
       trace_.status = EvalStatus::RewardHack;
       trace_.log = fmt::format("the timing clock changed from {} to {} between timed runs",
-                               first.clock, chunk->clock);
+                               warmed.clock, last.clock);
       return false;
     }
+    threads_after = std::max(threads_after, last.threads_after);
+    tasks_after = std::max(tasks_after, last.observed.tasks_after);
+    launched.insert(launched.end(), last.launched.begin(), last.launched.end());
+    requests.push_back({last.times_ns.front(), last.observed});
+    if (!twin) samples_ns.push_back(last.times_ns.front());
   }
+  trace_.audit_passed = true;
+  trace_.extra["twin_audit"] = has_twin ? "passed" : "no twin for this workload";
+  trace_.extra["timed_draws"] = runs;
 
-  trace_.clock = first.clock;
-  trace_.extra["threads"] = {{"after_first_call", first.threads_before},
-                             {"after_timing", threads_after}};
-  const int started = threads_after - first.threads_before;
+  trace_.clock = warmed.clock;
+  trace_.extra["threads"] = {{"after_warmup", warmed.threads_after},
+                             {"after_timing", threads_after},
+                             {"seen_by_the_guard_after_warmup", warmed.observed.tasks_after},
+                             {"seen_by_the_guard_after_timing", tasks_after}};
+  // Counted by the worker and, beyond the candidate's reach, by the parent through /proc.
+  const int started =
+      std::max(threads_after - warmed.threads_after,
+               warmed.observed.valid ? tasks_after - warmed.observed.tasks_after : 0);
   if (started > 0) {
     trace_.status = EvalStatus::RewardHack;
     trace_.log = fmt::format("the solution started {} thread(s) that outlived its calls", started);
@@ -261,11 +310,19 @@ bool WorkloadRun::measure() {
     trace_.log = "the set of launched kernels differed between timed runs";
     return false;
   }
+  trace_.extra["timing_checks"] = timing_bounds_json(requests, overhead);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const auto violation =
+          timing_violation(requests, overhead, options_.device == "cpu", cores)) {
+    trace_.status = EvalStatus::RewardHack;
+    trace_.log = "timing: " + *violation;
+    return false;
+  }
   if (!launched.empty()) trace_.extra["launched"] = launched.front();
-  if (!rest.kernels.empty()) trace_.extra["kernels"] = rest.kernels;
-  if (!first.device_status_before.is_null()) {
-    trace_.environment["device_before"] = first.device_status_before;
-    trace_.environment["device_after"] = rest.device_status_after;
+  if (!last.kernels.empty()) trace_.extra["kernels"] = last.kernels;
+  if (!warmed.device_status_before.is_null()) {
+    trace_.environment["device_before"] = warmed.device_status_before;
+    trace_.environment["device_after"] = last.device_status_after;
   }
 
   for (double ns : samples_ns) trace_.samples_ms.push_back(ns * 1e-6);

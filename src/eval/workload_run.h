@@ -1,5 +1,6 @@
-// Evaluates one loaded solution on one workload: correctness trials, then the timed loop with
-// its hidden audit run. Used by the Guard; separate so each step reads as a list.
+// Evaluates one loaded solution on one workload: correctness trials, then the timed calls, every
+// one of them on a fresh oracle draw and checked. Used by the Guard; separate so each step reads
+// as a list.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "eval/arena_layout.h"
 #include "eval/guard.h"
 #include "eval/phase_timer.h"
+#include "eval/timing_bounds.h"
 #include "eval/trace.h"
 #include "oracle/oracle.h"
 
@@ -20,6 +22,21 @@ namespace kernelarc {
 /// when absent. InputError naming the solution file otherwise.
 std::size_t workspace_bytes_for(const Solution& solution, const AxisValues& axes);
 
+/// The most timed calls per workload: `iterations`, but no more than there are timing draws
+/// (`timing_draws`, at least `min_iterations`), and at least 3. An explicit small `iterations`
+/// (a quick search) thus also means few draws to prepare.
+int most_timed_calls(const GuardOptions& options);
+/// Oracle draws per workload that the guard needs: the correctness trials, then the timing
+/// draws (the warm-ups and most_timed_calls()).
+int timing_draw_count(const GuardOptions& options);
+int oracle_trials_needed(const GuardOptions& options);
+
+/// What a timed request of this workload's shape costs around the call: requests exactly like
+/// the timed ones, with the worker's null kernel. Run it on a worker that has loaded no
+/// candidate, whose code could otherwise slow these requests down to hide its work in them.
+RequestOverhead measure_request_overhead(Worker& worker, const Problem& problem,
+                                         const Workload& workload);
+
 class WorkloadRun {
  public:
   WorkloadRun(const GuardOptions& options, const Problem& problem, const Workload& workload,
@@ -28,9 +45,13 @@ class WorkloadRun {
   /// Runs every correctness trial; false (with the trace's status and log set) on the first
   /// failure.
   bool check_correctness();
-  /// Times the solution with an audit run at a point chosen from the seed; false (with status
-  /// and log set) when the audit output is wrong, the launches vary or threads were started.
-  bool measure();
+  /// Times the solution: warm-up calls and then the timed calls, each one request on a fresh
+  /// draw whose outputs and inputs are checked, the twin audit among them at a position nobody
+  /// can predict;
+  /// then bounds the reported times with `overhead` and the parent's own observations. False
+  /// (with status and log set) on a wrong output, a bound broken, launches that vary or threads
+  /// that outlive the calls.
+  bool measure(const RequestOverhead& overhead);
 
  private:
   ExecuteRequest make_request(int poison_variant) const;
@@ -38,15 +59,18 @@ class WorkloadRun {
   bool accept_outcome(const ExecuteResult& result, const std::string& during);
   /// Compares the arena's outputs with the expected ones; sets status/log on failure.
   bool check_outputs(const TensorMap& expected, int poison_variant, const std::string& during);
-  /// Timed calls on the inputs in the arena; an audited chunk (one call) is neither perturbed
-  /// nor left in place: its outputs and inputs are copied back to be checked.
-  ExecuteResult run_chunk(int warmup, int iterations, bool audited);
-  /// One timed call on trial `trial`'s inputs, its outputs checked against that trial's.
-  bool audit(int trial, const std::string& during, ExecuteResult& result);
+  /// The checks after a call: inputs unchanged, outputs as expected.
+  bool check_call(const TensorMap& inputs, int trial, int poison_variant,
+                  const std::string& during);
+  /// One request like every timed call on trial `trial`'s draw, then check_call() and a check
+  /// that the outputs did not change after the reply; false with status and log set.
+  bool run_checked(int trial, int poison_variant, const std::string& during, ExecuteResult& result);
   /// Draws trial `trial`'s inputs from the oracle and writes them into the arena.
   std::shared_ptr<const TensorMap> write_trial_inputs(int trial);
   /// One worker request, its time and the host link's share of it added to the trace.
   ExecuteResult execute(const ExecuteRequest& request);
+  /// A hash of the outputs' bytes in the arena.
+  uint64_t output_hash();
   /// Runs `step`, adding its wall time to the trace's guard_seconds/parts/<part>: "inputs",
   /// "worker" (with "host_link", the worker's copies, inside it) and "checks".
   template <class Step>
@@ -63,7 +87,6 @@ class WorkloadRun {
   Trace& trace_;
   ArenaLayout layout_;
   std::size_t workspace_bytes_ = 0;
-  uint64_t stream_seed_ = 0;
 };
 
 }  // namespace kernelarc

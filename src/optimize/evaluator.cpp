@@ -11,8 +11,7 @@ GuardEvaluator::GuardEvaluator(Guard& search_guard, Guard& final_guard, const Pr
       problem_(&problem),
       workloads_(std::move(workloads)),
       device_name_(std::move(device_name)),
-      calibration_(
-          load_calibration(search_guard.options().workspace, search_guard.options().device)) {}
+      calibration_(search_guard.calibration()) {}
 
 std::vector<Trace> GuardEvaluator::evaluate(const Solution& solution) {
   auto traces = search_guard_->evaluate(*problem_, solution, workloads_);

@@ -1,8 +1,8 @@
 // The twin of a trial: the same inputs with one element of every floating tensor overwritten by
-// the element of its row that lies farthest from it. The guard audits one timed call on the twin
-// of the timing inputs: a result cache keyed on a sample of the inputs (cheaper than a full hash,
-// which per-call perturbation already defeats) almost surely misses the changed elements, returns
-// the stored result of the original inputs and fails the comparison.
+// the element of its row that lies farthest from it. The guard runs one timed call, at a position
+// nobody can predict, on the twin of trial 0: a result cache keyed on a sample of the inputs
+// almost surely misses the changed elements, returns the stored result of trial 0 and fails the
+// comparison.
 #pragma once
 
 #include <cstdint>

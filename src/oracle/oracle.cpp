@@ -144,9 +144,14 @@ std::filesystem::path Oracle::timing_path(const Problem& problem, const Workload
   return problem_cache_dir(problem) / (key + ".timing.json");
 }
 
-void Oracle::prepare(const Problem& problem, int trials) {
+void Oracle::prepare(const Problem& problem, int trials, std::span<const Workload* const> only) {
+  std::vector<const Workload*> workloads(only.begin(), only.end());
+  if (workloads.empty()) {
+    for (const Workload& workload : problem.workloads) workloads.push_back(&workload);
+  }
   std::vector<Missing> missing;
-  for (const Workload& workload : problem.workloads) {
+  for (const Workload* each : workloads) {
+    const Workload& workload = *each;
     for (int trial = 0; trial < trials; ++trial) {
       Entry cached = entry(problem, workload, trial);
       if (cached.complete()) continue;
@@ -158,16 +163,17 @@ void Oracle::prepare(const Problem& problem, int trials) {
     }
   }
   generate(problem, missing);
-  if (trials > 0) generate_twins(problem);
+  if (trials > 0) generate_twins(problem, workloads);
 }
 
 bool Oracle::has_twin(const Problem& problem, const Workload& workload) const {
   return entry(problem, workload, kTwinTrial).complete();
 }
 
-void Oracle::generate_twins(const Problem& problem) {
+void Oracle::generate_twins(const Problem& problem, const std::vector<const Workload*>& workloads) {
   std::vector<PythonTrialJob> jobs;
-  for (const Workload& workload : problem.workloads) {
+  for (const Workload* each : workloads) {
+    const Workload& workload = *each;
     Entry twin = entry(problem, workload, kTwinTrial);
     if (!twin_applies(workload) || twin.complete() || read_cached_error(twin.error) ||
         !entry(problem, workload, 0).complete()) {

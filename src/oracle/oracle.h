@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -79,12 +80,13 @@ class Oracle {
   Oracle(const Oracle&) = delete;
   Oracle& operator=(const Oracle&) = delete;
 
-  /// Ensures trials [0, trials) of every workload are cached, running at most one Python
+  /// Ensures trials [0, trials) of every workload (or of `only`, when given: an evaluation of a
+  /// few workloads need not draw for the others) are cached, running at most one Python
   /// process for everything missing (so torch is imported once). A reference that fails on a
   /// workload does not throw: reference_error() reports it. Throws InputError if no usable
   /// Python/torch is found (the message says what was tried and how to set KERNELARC_PYTHON)
   /// and the problem has no native reference.
-  void prepare(const Problem& problem, int trials);
+  void prepare(const Problem& problem, int trials, std::span<const Workload* const> only = {});
   /// Whether the twin of trial 0 exists for this workload; prepare() makes it wherever
   /// twin_applies() and the reference succeeds on it. Read it with kTwinTrial.
   bool has_twin(const Problem& problem, const Workload& workload) const;
@@ -145,7 +147,7 @@ class Oracle {
   void generate_native(const Problem& problem, const std::vector<Missing>& missing);
   /// Twins of trial 0 for the workloads that lack one; a twin that cannot be made or that the
   /// reference fails on is recorded in its entry's error file only (the workload stays usable).
-  void generate_twins(const Problem& problem);
+  void generate_twins(const Problem& problem, const std::vector<const Workload*>& workloads);
   void record_error(const Problem& problem, const Workload& workload, int trial,
                     const std::string& message, bool cache);
   std::shared_ptr<const TensorMap> read_entry(const Problem& problem, const Workload& workload,

@@ -60,7 +60,7 @@ TEST_F(WorkerIntegrityTest, PatchingLibcsClockInAConstructorIsCaughtAtLoad) {
   ExecuteResult result = worker.load(library, "ka_run");
   EXPECT_EQ(result.outcome, CallOutcome::Tampered) << result.message;
   EXPECT_THAT(result.message, HasSubstr("modified the worker"));
-  EXPECT_THAT(result.message, HasSubstr("executable segment of libc.so"));
+  EXPECT_THAT(result.message, HasSubstr("executable mapping of libc.so"));
 }
 
 TEST_F(WorkerIntegrityTest, PatchingDuringACallIsCaughtByThatRequest) {
@@ -159,7 +159,23 @@ TEST(IntegrityCheck, SeesAChangedByteAndItsRestoration) {
   std::string change = check.changes();
   flip_byte(unused);
   EXPECT_THAT(change, HasSubstr("modified the worker"));
-  EXPECT_THAT(change, HasSubstr("executable segment of libc.so"));
+  EXPECT_THAT(change, HasSubstr("executable mapping of libc.so"));
+  EXPECT_EQ(check.changes(), "");
+}
+
+// Every executable mapping is watched, not a list of libraries: the hash library (which the
+// check itself uses) was outside the old list (issue 24, class 6).
+TEST(IntegrityCheck, SeesAChangeInAnyLibraryLoadedBeforeIt) {
+  IntegrityCheck check;
+  void* unused = dlsym(RTLD_DEFAULT, "XXH32");  // libxxhash; the check uses XXH3 only
+  ASSERT_NE(unused, nullptr);
+  Dl_info info{};
+  ASSERT_NE(dladdr(unused, &info), 0);
+  flip_byte(unused);
+  std::string change = check.changes();
+  flip_byte(unused);
+  EXPECT_THAT(change, HasSubstr("modified the worker"));
+  EXPECT_THAT(change, HasSubstr("libxxhash")) << info.dli_fname;
   EXPECT_EQ(check.changes(), "");
 }
 

@@ -93,6 +93,7 @@ TEST_F(WorkerSandboxTest, ThreadsAndOpenMPStillWork) {
 TEST_F(WorkerSandboxTest, ProtectedDirectoryIsNeitherReadableNorWritable) {
   std::filesystem::create_directories(workspace.root() / "oracle");
   std::ofstream(workspace.root() / "oracle" / "expected.bin") << "the answers";
+  std::ofstream(workspace.root().parent_path() / "sibling.txt") << "another workspace's";
   const std::string protected_dir = workspace.root().string();
   const std::string body = R"(
     note("read_expected", open(")" +
@@ -102,6 +103,9 @@ TEST_F(WorkerSandboxTest, ProtectedDirectoryIsNeitherReadableNorWritable) {
     note("write_workspace", open(")" +
                            protected_dir + R"(/planted", O_WRONLY | O_CREAT, 0600) >= 0);
     note("read_usr", open("/usr/include/stdio.h", O_RDONLY) >= 0);
+    note("read_sibling", open(")" +
+                           (workspace.root().parent_path() / "sibling.txt").string() +
+                           R"(", O_RDONLY) >= 0);
     Dl_info self{};
     dladdr((void*)&note, &self);
     note("read_own_library", open(self.dli_fname, O_RDONLY) >= 0);
@@ -116,7 +120,8 @@ TEST_F(WorkerSandboxTest, ProtectedDirectoryIsNeitherReadableNorWritable) {
   EXPECT_EQ(result.outcome, CallOutcome::Failed) << result.message;
   EXPECT_EQ(result.message,
             "read_expected=Permission denied;list_workspace=Permission denied;"
-            "write_workspace=Permission denied;read_usr=ok;read_own_library=ok;"
+            "write_workspace=Permission denied;read_usr=ok;read_sibling=Permission denied;"
+            "read_own_library=ok;"
             "write_tmpdir=ok;write_tmp=Permission denied;write_dev_null=ok;");
   EXPECT_FALSE(std::filesystem::exists(workspace.root() / "planted"));
   EXPECT_FALSE(std::filesystem::exists("/tmp/kernelarc_sandbox_probe"));
@@ -198,6 +203,30 @@ TEST(WorkerSandboxRules, ReadableRootsLeaveOutOnlyTheProtectedDirectory) {
   EXPECT_FALSE(has(base / "link_to_workspace"));
   EXPECT_FALSE(has(base));
   for (const fs::path& root : roots) EXPECT_NE(root, fs::path("/")) << root;
+}
+
+// With a workspace to protect, reads are an allowlist: system directories, the loaded
+// libraries' directories and the build cache, never a sibling of the workspace, /tmp or /home
+// (issue 24, class 9: another workspace's oracle cache was readable).
+TEST(WorkerSandboxRules, AllowedReadRootsAreAnAllowlist) {
+  namespace fs = std::filesystem;
+  kernelarc::testing::TempDir dir;
+  fs::create_directories(dir / "workspace/build");
+  fs::create_directories(dir / "other_workspace/oracle");
+  const std::vector<fs::path> roots =
+      allowed_read_roots({dir / "workspace"}, {dir / "workspace/build"});
+  auto has = [&](const fs::path& path) {
+    return std::find(roots.begin(), roots.end(), path) != roots.end();
+  };
+  const fs::path base = fs::weakly_canonical(dir.path());
+  EXPECT_TRUE(has("/usr"));
+  EXPECT_TRUE(has(base / "workspace/build"));
+  for (const fs::path& root : roots) {
+    EXPECT_NE(root, fs::path("/")) << root;
+    EXPECT_NE(root, fs::path("/tmp")) << root;
+    EXPECT_FALSE(root.string().rfind((base / "other_workspace").string(), 0) == 0) << root;
+    EXPECT_FALSE(root == base || root == base / "workspace") << root;
+  }
 }
 
 TEST(WorkerSandboxRules, NothingProtectedLeavesEverythingReadable) {

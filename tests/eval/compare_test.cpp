@@ -55,11 +55,31 @@ TEST(Compare, AFailureNamesTheFirstFailingAndTheWorstElement) {
 
 TEST(Compare, MatchedRatioDecides) {
   Tolerance tolerance{.max_atol = 0.01, .max_rtol = 0, .required_matched_ratio = 0.75};
-  const auto result = compare_output(make({1, 1, 1, 5}), make({1, 1, 1, 1}), tolerance);
-  EXPECT_TRUE(result.passed);
+  const auto result = compare_output(make({1, 1, 1, 1.05}), make({1, 1, 1, 1}), tolerance);
+  EXPECT_TRUE(result.passed) << result.reason;
   EXPECT_DOUBLE_EQ(result.matched_ratio, 0.75);
   tolerance.required_matched_ratio = 0.8;
-  EXPECT_FALSE(compare_output(make({1, 1, 1, 5}), make({1, 1, 1, 1}), tolerance).passed);
+  EXPECT_FALSE(compare_output(make({1, 1, 1, 1.05}), make({1, 1, 1, 1}), tolerance).passed);
+}
+
+// 1e30 in 1% of the elements passes a 99% matched ratio; the implicit cap refuses it.
+TEST(Compare, ImplicitErrorCapRefusesAHugeErrorInFewElements) {
+  Tolerance tolerance{.max_atol = 0.01, .max_rtol = 0.01, .required_matched_ratio = 0.99};
+  std::vector<double> reference(200, 2.0), output(200, 2.0);
+  output[17] = 1e30;
+  auto result = compare_output(make(output), make(reference), tolerance);
+  EXPECT_FALSE(result.passed);
+  EXPECT_NE(result.reason.find("error cap"), std::string::npos) << result.reason;
+  output[17] = 2.0;
+  output[120] = 2.25;  // off by 0.25: beyond the tolerance, within the cap
+  result = compare_output(make(output), make(reference), tolerance);
+  EXPECT_TRUE(result.passed) << result.reason;
+  // Integer outputs (indices) have no scale for a cap: the matched ratio alone decides.
+  std::vector<double> indices(200, 3.0), wrong = indices;
+  wrong[5] = 4000;
+  EXPECT_TRUE(compare_output(make(wrong, DType::Int32), make(indices, DType::Int32),
+                             Tolerance{.max_atol = 0, .max_rtol = 0})
+                  .passed);
 }
 
 TEST(Compare, ErrorCapFailsEvenWhenRatioHolds) {

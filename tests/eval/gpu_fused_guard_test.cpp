@@ -45,6 +45,7 @@ std::unique_ptr<testing::GuardHarness> make_harness(const std::string& problem) 
         options.timing_budget_s = 0.05;
         options.call_timeout = std::chrono::milliseconds(20000);
         options.time_baselines = false;
+        options.auto_calibrate = false;  // calibrated once where a test needs the floor
       });
 }
 

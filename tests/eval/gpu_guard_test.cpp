@@ -30,6 +30,7 @@ class GpuGuardTest : public ::testing::Test {
           options.iterations = 20;
           options.timing_budget_s = 0.3;
           options.time_baselines = false;
+          options.auto_calibrate = false;  // calibrated once where a test needs the floor
         });
   }
   static void TearDownTestSuite() { harness_.reset(); }
@@ -111,24 +112,29 @@ TEST_P(GpuGuardRejects, WithTheRightStatus) {
 // The instantiation's name starts with "Gpu" too: ctest's gpu label filters on the full name.
 INSTANTIATE_TEST_SUITE_P(
     GpuBrokenSolutions, GpuGuardRejects,
-    ::testing::Values(Rejection{"oob_write", EvalStatus::RuntimeError, "illegal memory access"},
-                      Rejection{"uninitialized_read", EvalStatus::IncorrectNumerical, "NaN"},
-                      Rejection{"skip_after_n", EvalStatus::IncorrectNumerical, "audit"},
-                      Rejection{"fault", EvalStatus::RuntimeError, "illegal memory access"},
-                      Rejection{"hang", EvalStatus::Timeout, "did not finish"},
-                      Rejection{"cache_by_pointer", EvalStatus::IncorrectNumerical, "audit"},
-                      Rejection{"stale_output", EvalStatus::IncorrectNumerical, "trial 1"},
-                      Rejection{"writes_past_output", EvalStatus::RuntimeError, "past the end"},
-                      Rejection{"all_zero", EvalStatus::IncorrectNumerical, "all zeros"},
-                      Rejection{"modifies_input", EvalStatus::RewardHack, "modified its input"},
-                      Rejection{"launch_set_varies", EvalStatus::RewardHack, "differed"},
-                      Rejection{"fork_child", EvalStatus::RuntimeError, "forbidden system call"},
-                      Rejection{"huge_allocation", EvalStatus::RuntimeError, "out of memory"},
-                      Rejection{"exit_mid_call", EvalStatus::RuntimeError, "exit"},
-                      Rejection{"lower_precision", EvalStatus::IncorrectNumerical, "exceed"},
-                      // One row is the same in either layout.
-                      Rejection{"wrong_layout", EvalStatus::IncorrectNumerical, "exceed", 2},
-                      Rejection{"cupti_disable", EvalStatus::RewardHack, "clock"}),
+    ::testing::Values(
+        Rejection{"oob_write", EvalStatus::RuntimeError, "illegal memory access"},
+        Rejection{"uninitialized_read", EvalStatus::IncorrectNumerical, "NaN"},
+        Rejection{"skip_after_n", EvalStatus::IncorrectNumerical, "audit"},
+        Rejection{"fault", EvalStatus::RuntimeError, "illegal memory access"},
+        Rejection{"hang", EvalStatus::Timeout, "did not finish"},
+        Rejection{"cache_by_pointer", EvalStatus::IncorrectNumerical, "audit"},
+        Rejection{"stale_output", EvalStatus::IncorrectNumerical, "trial 1"},
+        Rejection{"writes_past_output", EvalStatus::RuntimeError, "past the end"},
+        Rejection{"all_zero", EvalStatus::IncorrectNumerical, "all zeros"},
+        Rejection{"modifies_input", EvalStatus::RewardHack, "modified its input"},
+        Rejection{"launch_set_varies", EvalStatus::RewardHack, "differed"},
+        Rejection{"fork_child", EvalStatus::RuntimeError, "forbidden system call"},
+        Rejection{"huge_allocation", EvalStatus::RuntimeError, "out of memory"},
+        Rejection{"exit_mid_call", EvalStatus::RuntimeError, "exit"},
+        Rejection{"lower_precision", EvalStatus::IncorrectNumerical, "exceed"},
+        // One row is the same in either layout.
+        Rejection{"wrong_layout", EvalStatus::IncorrectNumerical, "exceed", 2},
+        Rejection{"cupti_disable", EvalStatus::RewardHack, "clock"},
+        // Issue 24's classes where the CUDA worker differs from the CPU one.
+        Rejection{"skips_unchecked_calls", EvalStatus::IncorrectNumerical, "audit at"},
+        Rejection{"forges_reported_time", EvalStatus::RewardHack, "not the calls' real times"},
+        Rejection{"patches_other_library", EvalStatus::RewardHack, "modified the worker"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

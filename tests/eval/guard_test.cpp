@@ -2,11 +2,14 @@
 // in tests/data/guard is rejected with the status its README promises, and the cheats that the
 // guard neutralizes instead pass.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <ostream>
 #include <string>
+#include <utility>
 
 #include "backend/calibrate.h"
 #include "core/error.h"
@@ -25,6 +28,7 @@ void tune(GuardOptions& options) {
   options.timing_budget_s = 0.2;
   options.memory_limit_bytes = std::size_t{2} << 30;
   options.time_baselines = false;
+  options.auto_calibrate = false;  // calibrated once where a test needs the floor
 }
 
 class GuardTest : public ::testing::Test {
@@ -55,7 +59,7 @@ TEST_F(GuardTest, BundledSolutionsPassEveryWorkload) {
       EXPECT_EQ(trace.trials_passed, 10);
       EXPECT_TRUE(trace.audit_passed);
       ASSERT_TRUE(trace.latency_ms.has_value());
-      EXPECT_GE(trace.latency_ms->samples, 10);
+      EXPECT_GE(trace.latency_ms->samples, harness_->guard().options().min_iterations);
       EXPECT_LE(trace.latency_ms->ci_low, trace.latency_ms->median);
       EXPECT_GE(trace.latency_ms->ci_high, trace.latency_ms->median);
     }
@@ -182,7 +186,17 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{"throws_exception", EvalStatus::RuntimeError, "exception"},
         Rejection{"exits_at_load", EvalStatus::RuntimeError, "load"},
         Rejection{"wrong_layout", EvalStatus::IncorrectNumerical, "exceed"},
-        Rejection{"uninitialized_output", EvalStatus::IncorrectNumerical, "NaN"}),
+        Rejection{"uninitialized_output", EvalStatus::IncorrectNumerical, "NaN"},
+        // Issue 24's classes, one case each (reads_other_workspace has a test of its own).
+        Rejection{"forges_reported_time", EvalStatus::RewardHack, "not the calls' real times"},
+        Rejection{"skips_unchecked_calls", EvalStatus::IncorrectNumerical, "audit at"},
+        Rejection{"huge_error_in_few_elements", EvalStatus::IncorrectNumerical, "error cap",
+                  Needs::Nothing, 4096},
+        Rejection{"stale_small_region", EvalStatus::IncorrectNumerical, "error cap", Needs::Nothing,
+                  4096},
+        Rejection{"patches_other_library", EvalStatus::RewardHack, "modified the worker"},
+        Rejection{"precomputes_in_helper_thread", EvalStatus::RewardHack,
+                  "outside the timed call"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // Cheats the guard neutralizes rather than catches: they pass because they gain nothing.
@@ -196,8 +210,56 @@ TEST_P(GuardNeutralizes, AndPasses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cheats, GuardNeutralizes,
-                         ::testing::Values("cache_by_content_hash", "repeated_input_probe"),
+                         ::testing::Values("cache_by_content_hash", "repeated_input_probe",
+                                           "derived_input_probe"),
                          [](const auto& info) { return std::string(info.param); });
+
+// Honest solutions of unusual shapes that the checks against helper threads, stale state and
+// untimed work must not refuse (issue 24: the red team found none refused; keep it so).
+class GuardAccepts : public GuardTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(GuardAccepts, AnUnusualHonestSolution) {
+  for (const int64_t min_elements : {int64_t{0}, int64_t{4096}}) {
+    const auto trace = evaluate_case(GetParam(), min_elements);
+    EXPECT_EQ(status_name(trace.status), status_name(EvalStatus::Passed)) << trace.log;
+    EXPECT_TRUE(trace.audit_passed);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Legitimate, GuardAccepts,
+                         ::testing::Values("legit_thread_per_call", "legit_persistent_pool",
+                                           "legit_static_table", "legit_workspace_buffer",
+                                           "legit_streaming_stores"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// Another workspace's oracle cache, wherever it lies, is as unreadable as the one in use: the
+// worker reads only what a kernel needs (issue 24, class 9).
+TEST_F(GuardTest, AnotherWorkspaceIsUnreadable) {
+  const std::filesystem::path other = "/tmp/kernelarc-other-workspace-" + std::to_string(getpid());
+  std::filesystem::create_directories(other / "oracle");
+  std::ofstream(other / "oracle/planted.expected.safetensors") << "the answers";
+  const auto trace = evaluate_case("reads_other_workspace");
+  std::filesystem::remove_all(other);
+  ASSERT_TRUE(trace.environment.contains("sandbox")) << trace.environment.dump();
+  if (trace.environment["sandbox"].value("landlock_abi", 0) == 0)
+    GTEST_SKIP() << "the worker runs without Landlock";
+  EXPECT_EQ(status_name(trace.status), status_name(EvalStatus::RuntimeError)) << trace.log;
+  EXPECT_NE(trace.log.find("Permission denied"), std::string::npos) << trace.log;
+}
+
+// Every timed call runs on a draw of its own and is checked, and the parent's bounds on the
+// reported times were computed (issue 24, classes 1, 2 and 7).
+TEST_F(GuardTest, EveryTimedCallIsCheckedOnAFreshDraw) {
+  const auto trace = harness_->evaluate(kSource / "problems/cpu/rmsnorm_f32/solutions/naive",
+                                        harness_->pick_workload_of_at_least(0));
+  ASSERT_EQ(trace.status, EvalStatus::Passed) << trace.log;
+  ASSERT_TRUE(trace.latency_ms.has_value());
+  EXPECT_EQ(trace.extra.at("timed_draws").get<int>(), trace.latency_ms->samples);
+  const auto& checks = trace.extra.at("timing_checks");
+  ASSERT_TRUE(checks.is_object()) << checks.dump();
+  EXPECT_GT(checks.at("null_request_wall_ms").get<double>(), 0.0);
+  EXPECT_GT(checks.at("request_wall_ms").get<double>(), 0.0);
+}
 
 // The speed-of-light check itself: an honest kernel timed against a fabricated calibration whose
 // bandwidth is absurdly low, so that the bound is far above any real time.
@@ -216,6 +278,63 @@ TEST_F(GuardTest, FasterThanTheSpeedOfLightIsARewardHack) {
   EXPECT_NE(trace.log.find("speed-of-light"), std::string::npos) << trace.log;
   ASSERT_TRUE(trace.sol_ms.has_value());
   EXPECT_GT(*trace.sol_ms, 100.0);
+}
+
+// Without a calibration the guard measures the device first, so that the speed-of-light floor
+// bounds every time it reports (issue 24, class 3: uncalibrated, a forged 500x speedup passed).
+TEST_F(GuardTest, AnUncalibratedWorkspaceIsCalibratedFirst) {
+  testing::GuardHarness uncalibrated(
+      kSource / "problems/cpu/rmsnorm_f32", "cpu",
+      [](GuardOptions& options) {
+        tune(options);
+        options.auto_calibrate = true;
+      },
+      *harness_);
+  ASSERT_FALSE(load_calibration(uncalibrated.workspace(), "cpu").has_value());
+  const auto trace = uncalibrated.evaluate(kSource / "problems/cpu/rmsnorm_f32/solutions/naive",
+                                           uncalibrated.pick_workload(false));
+  EXPECT_EQ(status_name(trace.status), status_name(EvalStatus::Passed)) << trace.log;
+  EXPECT_TRUE(trace.sol_ms.has_value()) << trace.sol_note;
+  EXPECT_TRUE(load_calibration(uncalibrated.workspace(), "cpu").has_value());
+}
+
+// Structured draws beside randn (issue 24, class 5): kernels that are right on random-normal
+// inputs and wrong on inputs users have (large logits, rows offset by 100 x their spread) fail.
+TEST(GuardStructuredInputs, NumericallyFragileKernelsFail) {
+  for (const auto& [problem_name, case_name] :
+       {std::pair{"softmax_f32", "softmax_without_max"},
+        std::pair{"layernorm_f32", "layernorm_one_pass_variance"}}) {
+    Problem problem = load_problem(kSource / "problems/cpu" / problem_name);
+    problem.workloads = {*std::min_element(
+        problem.workloads.begin(), problem.workloads.end(),
+        [](const Workload& a, const Workload& b) { return elements(a) < elements(b); })};
+    testing::GuardHarness trimmed(problem, "cpu", tune);
+    const auto trace =
+        trimmed.evaluate(kSource / "tests/data/guard" / case_name, problem.workloads.front());
+    EXPECT_EQ(status_name(trace.status), status_name(EvalStatus::IncorrectNumerical))
+        << case_name << ": " << trace.log;
+  }
+}
+
+// The other side of the structured draws: the bundled layer norms are honest and must pass them
+// at the problem's 1e-4 on its widest rows (4096), where a float sum of rows offset far from zero
+// loses the mean's low bits (the naive one sums in double, the optimized one around the row's
+// first value).
+TEST(GuardStructuredInputs, BundledLayerNormsPassOnTheirWidestRows) {
+  Problem problem = load_problem(kSource / "problems/cpu/layernorm_f32");
+  const Workload widest = *std::min_element(
+      problem.workloads.begin(), problem.workloads.end(), [](const Workload& a, const Workload& b) {
+        const int64_t wa = a.axes.at("hidden_size"), wb = b.axes.at("hidden_size");
+        return wa != wb ? wa > wb : elements(a) < elements(b);
+      });
+  problem.workloads = {widest};
+  testing::GuardHarness trimmed(problem, "cpu", tune);
+  for (const char* variant : {"naive", "optimized"}) {
+    const auto trace = trimmed.evaluate(kSource / "problems/cpu/layernorm_f32/solutions" / variant,
+                                        problem.workloads.front());
+    EXPECT_EQ(status_name(trace.status), status_name(EvalStatus::Passed))
+        << variant << ": " << trace.log;
+  }
 }
 
 // A slow evaluation must show where its time went: drawing and writing inputs, the worker's

@@ -90,6 +90,7 @@ testing::GuardHarness& harness_for(const std::filesystem::path& problem_dir,
           options.timing_budget_s = 0.05;
           options.call_timeout = std::chrono::milliseconds(20000);
           options.time_baselines = false;
+          options.auto_calibrate = false;  // calibrated once where a test needs the floor
         });
   }
   return *harness;

@@ -2,8 +2,11 @@
 // heuristics, custom and safetensors inputs, failing and crashing references, baselines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <fstream>
+#include <utility>
 
 #include "oracle/baseline_processes.h"
 #include "oracle/oracle.h"
@@ -125,6 +128,36 @@ TEST_F(PythonOracleTest, CorruptCacheFileIsReportedDeletedAndRegenerated) {
   oracle.prepare(problem, 1);
   EXPECT_EQ(oracle.python_runs(), 3);
   EXPECT_EQ(oracle.expected(problem, small, 0)->at("out").shape, (std::vector<int64_t>{2, 4}));
+}
+
+// Trials after the first draw structured inputs in turn (issue 24, class 5): rows offset by 100 x
+// the draw's spread, magnitudes x 100; the reference's outputs are recomputed for them like for
+// any draw.
+TEST_F(PythonOracleTest, LaterTrialsDrawStructuredInputs) {
+  Problem problem = fixture_problem("py_scale");
+  Oracle oracle(options());
+  oracle.prepare(problem, 3);
+  const Workload& workload = workload_named(problem, "large");
+  struct Moments {
+    double mean = 0, spread = 0, largest = 0;
+  };
+  auto moments = [&](int trial) {
+    const HostTensor& x = oracle.inputs(problem, workload, trial)->at("x");
+    const double n = static_cast<double>(x.numel());
+    Moments m;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      m.mean += x.at(i) / n;
+      m.largest = std::max(m.largest, std::abs(x.at(i)));
+    }
+    for (int64_t i = 0; i < x.numel(); ++i) m.spread += (x.at(i) - m.mean) * (x.at(i) - m.mean);
+    m.spread = std::sqrt(m.spread / (n - 1));
+    return m;
+  };
+  EXPECT_LT(std::abs(moments(0).mean), 1.0);  // plain randn
+  const Moments offset = moments(1);          // rows offset by 100 x the draw's spread
+  EXPECT_NEAR(offset.mean, 100.0 * offset.spread, 1.0);
+  EXPECT_GT(offset.mean, 50.0);
+  EXPECT_GT(moments(2).largest, 50.0);  // magnitudes x 100
 }
 
 TEST_F(PythonOracleTest, NameHeuristicsShapeTheInputs) {

@@ -110,18 +110,24 @@ void process_row(const KaArgs& ka, long long row, float* cache) {
 #if KA_OP_RMSNORM || KA_OP_LAYERNORM
   const float inv_cols = 1.0f / static_cast<float>(cols);
   Lanes first(0.0f);
-  first_pass(ka, row, cache, [&](long long, auto& v) {
+  // LayerNorm sums x minus the row's first value: a row offset far from its spread (which the
+  // oracle draws) would lose the mean's low bits in a float sum of x itself.
+  float shift = 0.0f;
+  first_pass(ka, row, cache, [&](long long col, auto& v) {
+    if (KA_OP_LAYERNORM && col == 0) shift = v[0];
 #pragma omp simd
     for (int i = 0; i < width_of<decltype(v)>; ++i)
-      first.lane[i] += KA_OP_RMSNORM ? v[i] * v[i] : v[i];
+      first.lane[i] += KA_OP_RMSNORM ? v[i] * v[i] : v[i] - shift;
   });
 #if KA_OP_LAYERNORM
-  const float mean = first.sum() * inv_cols;
+  const float shifted_mean = first.sum() * inv_cols;  // the mean minus shift
   Lanes deviations(0.0f);
   over_row(values, cols, [&](long long, auto& v) {
 #pragma omp simd
-    for (int i = 0; i < width_of<decltype(v)>; ++i)
-      deviations.lane[i] += (v[i] - mean) * (v[i] - mean);
+    for (int i = 0; i < width_of<decltype(v)>; ++i) {
+      const float d = v[i] - shift - shifted_mean;
+      deviations.lane[i] += d * d;
+    }
   });
   const float rstd = 1.0f / std::sqrt(deviations.sum() * inv_cols + KA_EPS);
 #else
@@ -135,7 +141,7 @@ void process_row(const KaArgs& ka, long long row, float* cache) {
 #pragma omp simd
     for (int i = 0; i < n; ++i) {
 #if KA_OP_LAYERNORM
-      y[i] = (v[i] - mean) * rstd * w[i] + b[i];
+      y[i] = (v[i] - shift - shifted_mean) * rstd * w[i] + b[i];
 #else
       y[i] = v[i] * rstd * w[i];
 #endif

@@ -1,7 +1,9 @@
 // LayerNorm, vectorized and threaded. The row is read from memory once: the mean pass brings
 // it into L1/L2, and the variance and output passes read it from there. The variance is
 // taken around the mean (two passes) rather than as E[x^2] - mean^2, which cancels
-// catastrophically when the mean is large against the spread. Rows are split over threads
+// catastrophically when the mean is large against the spread; and every sum is of x minus the
+// row's first value, so that a row offset far from zero (which the oracle draws) does not lose
+// the mean's low bits in a float sum. Rows are split over threads
 // only when there is enough work to pay for the parallel region.
 #include <cmath>
 #include <cstdarg>
@@ -47,41 +49,47 @@ int check(const ka_tensor& t, const char* name, int ndim) {
 }
 
 struct Moments {
-  float mean;
+  float shift;  ///< the row's first value: the sums below are of x - shift
+  float mean;   ///< of x - shift
   float rstd;
 };
 
 Moments short_row_moments(const float* x, int64_t cols) {
+  const float shift = x[0];
   float sum = 0.0f;
-  for (int64_t c = 0; c < cols; ++c) sum += x[c];
+  for (int64_t c = 0; c < cols; ++c) sum += x[c] - shift;
   const float mean = sum / static_cast<float>(cols);
   float sum_squares = 0.0f;
-  for (int64_t c = 0; c < cols; ++c) sum_squares += (x[c] - mean) * (x[c] - mean);
-  return {mean, 1.0f / std::sqrt(sum_squares / static_cast<float>(cols) + kEps)};
+  for (int64_t c = 0; c < cols; ++c) sum_squares += (x[c] - shift - mean) * (x[c] - shift - mean);
+  return {shift, mean, 1.0f / std::sqrt(sum_squares / static_cast<float>(cols) + kEps)};
 }
 
 Moments row_moments(const float* __restrict x, int64_t cols) {
   if (cols < kShortRow) return short_row_moments(x, cols);
+  const float shift = x[0];
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t c = 0; c < cols; ++c) sum += x[c];
+  for (int64_t c = 0; c < cols; ++c) sum += x[c] - shift;
   const float mean = sum / static_cast<float>(cols);
   float sum_squares = 0.0f;
 #pragma omp simd reduction(+ : sum_squares)
-  for (int64_t c = 0; c < cols; ++c) sum_squares += (x[c] - mean) * (x[c] - mean);
-  return {mean, 1.0f / std::sqrt(sum_squares / static_cast<float>(cols) + kEps)};
+  for (int64_t c = 0; c < cols; ++c) sum_squares += (x[c] - shift - mean) * (x[c] - shift - mean);
+  return {shift, mean, 1.0f / std::sqrt(sum_squares / static_cast<float>(cols) + kEps)};
 }
 
-void layernorm_row(const float* __restrict x, const float* __restrict w,
-                   const float* __restrict b, float* __restrict y, int64_t cols) {
+void layernorm_row(const float* __restrict x, const float* __restrict w, const float* __restrict b,
+                   float* __restrict y, int64_t cols) {
   const Moments m = row_moments(x, cols);
 #pragma omp simd
-  for (int64_t c = 0; c < cols; ++c) y[c] = std::fma((x[c] - m.mean) * m.rstd, w[c], b[c]);
+  for (int64_t c = 0; c < cols; ++c)
+    y[c] = std::fma((x[c] - m.shift - m.mean) * m.rstd, w[c], b[c]);
 }
 
 }  // namespace
 
-extern "C" const char* ka_last_error(void) { return g_error; }
+extern "C" const char* ka_last_error(void) {
+  return g_error;
+}
 
 extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
                       void* /*stream*/, void* /*workspace*/, size_t /*workspace_bytes*/) {
