@@ -17,14 +17,21 @@ from pathlib import Path
 TOP_PHASES = ("setup", "correctness", "timing", "baselines")
 
 
-def candidate_seconds(objects: Path, traces_key: str) -> float:
+PARTS = ("inputs", "worker", "host_link", "checks")
+
+
+def candidate_seconds(objects: Path, traces_key: str) -> tuple[float, dict]:
+    """The candidate's guard seconds, and how its parts (guard_seconds/parts) add up."""
     path = objects / traces_key[:2] / traces_key[2:]
     traces = json.loads(path.read_text()).get("traces", [])
     total = 0.0
+    parts = {p: 0.0 for p in PARTS}
     for trace in traces:
         phases = trace.get("kernelarc", {}).get("extra", {}).get("guard_seconds", {})
         total += sum(float(phases.get(p, 0.0)) for p in TOP_PHASES)
-    return total
+        for p in PARTS:
+            parts[p] += float(phases.get("parts", {}).get(p, 0.0))
+    return total, parts
 
 
 def main() -> int:
@@ -34,19 +41,23 @@ def main() -> int:
     workspace = Path(sys.argv[1])
     db = sqlite3.connect(workspace / "kernelarc.db")
     runs = [int(r) for r in sys.argv[2:]] or [r for (r,) in db.execute("SELECT id FROM runs")]
-    print("| run | problem | evaluations | median s | mean s | total s |")
-    print("|---|---|---|---|---|---|")
+    print("| run | problem | evaluations | median s | mean s | total s | median parts s: "
+          + ", ".join(PARTS) + " |")
+    print("|---|---|---|---|---|---|---|")
     for run in runs:
         (problem,) = db.execute("SELECT problem_name FROM runs WHERE id=?", (run,)).fetchone()
         keys = db.execute(
             "SELECT e.traces_key FROM evaluations e JOIN candidates c ON c.id=e.candidate_id "
             "WHERE c.run_id=?", (run,)).fetchall()
-        seconds = [candidate_seconds(workspace / "objects", k) for (k,) in keys]
+        measured = [candidate_seconds(workspace / "objects", k) for (k,) in keys]
+        seconds = [total for total, _ in measured]
         if not seconds:
-            print(f"| {run} | {problem} | 0 | - | - | - |")
+            print(f"| {run} | {problem} | 0 | - | - | - | - |")
             continue
+        parts = ", ".join(f"{statistics.median(p[name] for _, p in measured):.2f}"
+                          for name in PARTS)
         print(f"| {run} | {problem} | {len(seconds)} | {statistics.median(seconds):.2f} | "
-              f"{statistics.mean(seconds):.2f} | {sum(seconds):.1f} |")
+              f"{statistics.mean(seconds):.2f} | {sum(seconds):.1f} | {parts} |")
     return 0
 
 

@@ -47,8 +47,9 @@ int run(const ProfileRunOptions& options) {
     throw InputError(options.library.string() + ": " + loaded.message);
   BufferPool pool(*device);
   uint64_t call_counter = 0;
+  StagedCall staged;
   const ExecuteResult result =
-      execute_request(*device, pool, arena.bytes(), request, entry, call_counter);
+      execute_request(*device, pool, arena.bytes(), request, entry, call_counter, staged);
   if (result.outcome != CallOutcome::Ok) {
     std::cout << "kernelarc profile-run: the calls failed: " << call_outcome_name(result.outcome)
               << (result.message.empty() ? "" : ": " + result.message) << std::endl;

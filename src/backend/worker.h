@@ -56,6 +56,16 @@ struct ArenaTensor {
 /// Addresses a buffer takes in turn, one call after another (ExecuteRequest::address_slot).
 inline constexpr int kAddressSlots = 16;
 
+/// One call may be split into three requests so that the parent's clock and the kernel's CPU
+/// accounting see the call alone: Stage copies the inputs in, poisons the outputs and flushes
+/// the cache; Run makes the one call; Collect copies the results back. Between them only the
+/// worker's code runs, so what the parent measures around Run bounds the reported time tightly
+/// (a flush inside the measured request let ~30 ms of real work per call hide in its margin).
+/// The worker checks its fingerprints after Collect, not after Run, so every Run must be
+/// followed by a Collect (with copy_back false to copy nothing). Whole does everything in one
+/// request (several calls, warm-ups).
+enum class RequestPhase { Whole, Stage, Run, Collect };
+
 struct ExecuteRequest {
   std::vector<ArenaTensor> inputs;
   std::vector<ArenaTensor> outputs;
@@ -75,6 +85,9 @@ struct ExecuteRequest {
   /// guard measures what a request costs around the call this way, in a worker that has loaded
   /// no candidate yet, and bounds the candidate's reported times with it.
   bool null_kernel = false;
+  /// Stage, Run and Collect need warmup 0 and iterations 1, and come in that order with the
+  /// same tensors; the settings of Stage (flush, address slot) hold for the call.
+  RequestPhase phase = RequestPhase::Whole;
 };
 
 /// What the parent measured of one execute request by its own clock and the kernel's accounting

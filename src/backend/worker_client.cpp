@@ -330,7 +330,16 @@ struct Worker::Impl {
     if (!problem.empty()) throw InternalError("Worker::execute: " + problem);
     if (!library_ok && !request.null_kernel)
       throw InternalError("Worker::execute needs a successful load() first");
+    const pid_t staged_by = pid;
     ensure_started();
+    // A worker that died after staging a call lost it; a new one must not be asked to run it.
+    if ((request.phase == RequestPhase::Run || request.phase == RequestPhase::Collect) &&
+        pid != staged_by) {
+      ExecuteResult lost;
+      lost.outcome = CallOutcome::Crashed;
+      lost.message = "the worker died between the parts of a call, while no call ran";
+      return lost;
+    }
     if (!library_loaded && !request.null_kernel) {
       ExecuteResult loaded = load_library();
       if (loaded.outcome != CallOutcome::Ok) return loaded;

@@ -15,6 +15,7 @@
 #include "backend/worker_integrity.h"
 #include "backend/worker_protocol.h"
 #include "core/elapsed.h"
+#include "core/error.h"
 
 namespace kernelarc {
 namespace {
@@ -39,144 +40,186 @@ ka_tensor make_ka_tensor(const ArenaTensor& tensor) {
   return view;
 }
 
-struct Tensors {
-  std::vector<std::byte*> bases;
-  std::vector<std::size_t> bytes;
-  std::vector<ka_tensor> views;
-};
-
 std::string describe(const char* role, const ArenaTensor& tensor, std::size_t index) {
   return tensor.name.empty() ? std::string(role) + " " + std::to_string(index)
                              : std::string(role) + " '" + tensor.name + "'";
 }
 
-Tensors prepare(BufferPool& pool, std::size_t& slot, const std::vector<ArenaTensor>& tensors) {
-  Tensors prepared;
+void prepare(BufferPool& pool, std::size_t& slot, const std::vector<ArenaTensor>& tensors,
+             StagedTensors& prepared) {
+  prepared = {};
   for (const ArenaTensor& tensor : tensors) {
     std::size_t bytes = arena_tensor_bytes(tensor);
     prepared.bases.push_back(pool.get(slot++, bytes));
     prepared.bytes.push_back(bytes);
     prepared.views.push_back(make_ka_tensor(tensor));
   }
-  return prepared;
 }
 
-ExecuteResult run_calls(Device& device, BufferPool& pool, std::span<std::byte> arena,
-                        const ExecuteRequest& request, const EntryPoint& entry,
-                        uint64_t& call_counter) {
+/// The request's buffers, and its inputs copied from the arena into pristine device buffers.
+void stage_buffers(Device& device, BufferPool& pool, std::span<std::byte> arena,
+                   const ExecuteRequest& request, StagedCall& staged) {
   std::size_t slot = 0;
-  Tensors inputs = prepare(pool, slot, request.inputs);
-  Tensors outputs = prepare(pool, slot, request.outputs);
-  std::byte* workspace_base =
+  prepare(pool, slot, request.inputs, staged.inputs);
+  prepare(pool, slot, request.outputs, staged.outputs);
+  staged.workspace_base =
       request.workspace_bytes > 0 ? pool.get(slot, request.workspace_bytes) : nullptr;
   ++slot;
   // The inputs cross the host link once per request; every call then starts from a device-side
   // copy of them (so a call that wrote its inputs cannot feed the next), at device bandwidth:
   // re-sending 128 MiB from the host before each timed call cost ~30 ms a call.
-  ExecuteResult result;
-  std::vector<std::byte*> pristine;
-  // The host link's share of the request (the copies synchronize), for the guard's account.
+  staged.pristine.clear();
   const auto copy_in = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < request.inputs.size(); ++i) {
-    pristine.push_back(pool.get(slot++, inputs.bytes[i]));
-    device.copy_from_host(pristine[i], arena.data() + request.inputs[i].offset, inputs.bytes[i]);
+    staged.pristine.push_back(pool.get(slot++, staged.inputs.bytes[i]));
+    device.copy_from_host(staged.pristine[i], arena.data() + request.inputs[i].offset,
+                          staged.inputs.bytes[i]);
   }
-  result.host_link_seconds = seconds_since(copy_in);
+  staged.host_link_seconds = seconds_since(copy_in);
+}
 
-  std::size_t last_shift = 0;
-  int calls = request.warmup + request.iterations;
-  for (int call = 0; call < calls; ++call) {
-    const std::size_t slot_now = call_counter++ % kShiftSlots;
-    std::size_t shift =
-        (request.address_slot ? static_cast<std::size_t>(*request.address_slot) : slot_now) *
-        kShiftStep;
-    last_shift = shift;
-    std::vector<GuardedBuffer> guarded;
-    for (std::size_t i = 0; i < request.inputs.size(); ++i) {
-      auto* data = inputs.bases[i] + shift;
-      inputs.views[i].data = data;
-      device.copy_on_device(data, pristine[i], inputs.bytes[i]);
-      guarded.push_back({describe("input", request.inputs[i], i), data, inputs.bytes[i]});
-    }
-    for (std::size_t i = 0; i < request.outputs.size(); ++i) {
-      auto* data = outputs.bases[i] + shift;
-      outputs.views[i].data = data;
-      device.fill_pattern(data, outputs.bytes[i], request.output_poison[i]);
-      guarded.push_back({describe("output", request.outputs[i], i), data, outputs.bytes[i]});
-    }
-    void* workspace = workspace_base ? workspace_base + shift : nullptr;
-    if (workspace_base) {
-      guarded.push_back({"the workspace", workspace_base + shift, request.workspace_bytes});
-    }
-    arm_guard_zones(device, guarded);
-    if (request.flush_cache) {
-      for (std::size_t i = 0; i < request.inputs.size(); ++i) {
-        device.evict(inputs.views[i].data, inputs.bytes[i]);
-      }
-      for (std::size_t i = 0; i < request.outputs.size(); ++i) {
-        device.evict(outputs.views[i].data, outputs.bytes[i]);
-      }
-      device.flush_cache();
-    }
+/// One call's buffers at the next address: inputs from the pristine copies, outputs poisoned,
+/// guard bytes armed, the cache flushed if asked.
+void stage_call(Device& device, const ExecuteRequest& request, uint64_t& call_counter,
+                StagedCall& staged) {
+  const std::size_t slot_now = call_counter++ % kShiftSlots;
+  const std::size_t shift =
+      (request.address_slot ? static_cast<std::size_t>(*request.address_slot) : slot_now) *
+      kShiftStep;
+  staged.shift = shift;
+  staged.guarded.clear();
+  for (std::size_t i = 0; i < request.inputs.size(); ++i) {
+    auto* data = staged.inputs.bases[i] + shift;
+    staged.inputs.views[i].data = data;
+    device.copy_on_device(data, staged.pristine[i], staged.inputs.bytes[i]);
+    staged.guarded.push_back(
+        {describe("input", request.inputs[i], i), data, staged.inputs.bytes[i]});
+  }
+  for (std::size_t i = 0; i < request.outputs.size(); ++i) {
+    auto* data = staged.outputs.bases[i] + shift;
+    staged.outputs.views[i].data = data;
+    device.fill_pattern(data, staged.outputs.bytes[i], request.output_poison[i]);
+    staged.guarded.push_back(
+        {describe("output", request.outputs[i], i), data, staged.outputs.bytes[i]});
+  }
+  if (staged.workspace_base) {
+    staged.guarded.push_back(
+        {"the workspace", staged.workspace_base + shift, request.workspace_bytes});
+  }
+  arm_guard_zones(device, staged.guarded);
+  if (request.flush_cache) {
+    for (std::size_t i = 0; i < request.inputs.size(); ++i)
+      device.evict(staged.inputs.views[i].data, staged.inputs.bytes[i]);
+    for (std::size_t i = 0; i < request.outputs.size(); ++i)
+      device.evict(staged.outputs.views[i].data, staged.outputs.bytes[i]);
+    device.flush_cache();
+  }
+  device.synchronize();
+  staged.ready = true;
+}
+
+/// The staged call, timed or not; false (with the result's outcome set) when it failed.
+bool invoke_staged(Device& device, const ExecuteRequest& request, const EntryPoint& entry,
+                   bool timed, bool first, StagedCall& staged, ExecuteResult& result) {
+  staged.ready = false;
+  void* workspace = staged.workspace_base ? staged.workspace_base + staged.shift : nullptr;
+  auto invoke = [&] {
+    return entry.call(staged.inputs.views.data(), static_cast<int>(staged.inputs.views.size()),
+                      staged.outputs.views.data(), static_cast<int>(staged.outputs.views.size()),
+                      device.stream(), workspace, request.workspace_bytes);
+  };
+  int return_code;
+  if (!timed) {
+    return_code = invoke();
     device.synchronize();
-
-    auto invoke = [&] {
-      return entry.call(inputs.views.data(), static_cast<int>(inputs.views.size()),
-                        outputs.views.data(), static_cast<int>(outputs.views.size()),
-                        device.stream(), workspace, request.workspace_bytes);
-    };
-    int return_code;
-    if (call < request.warmup) {
-      return_code = invoke();
-      device.synchronize();
-    } else {
-      TimedCall timed = device.timed_call(invoke);
-      return_code = timed.return_code;
-      result.times_ns.push_back(timed.nanoseconds);
-      result.launched.push_back(std::move(timed.launched));
-      result.clock = timed.clock;
-    }
-    if (call == 0) result.threads_before = count_threads();
-    if (std::string breach = breached_guard_zone(device, guarded); !breach.empty()) {
-      result.outcome = CallOutcome::OutOfBounds;
-      result.message = std::move(breach);
-      result.threads_after = count_threads();
-      return result;
-    }
-    if (return_code != 0) {
-      result.outcome = CallOutcome::Failed;
-      result.return_code = return_code;
-      result.message = entry.error_text();
-      result.threads_after = count_threads();
-      return result;
-    }
+  } else {
+    TimedCall call = device.timed_call(invoke);
+    return_code = call.return_code;
+    result.times_ns.push_back(call.nanoseconds);
+    result.launched.push_back(std::move(call.launched));
+    result.clock = call.clock;
+  }
+  if (first) result.threads_before = count_threads();
+  if (std::string breach = breached_guard_zone(device, staged.guarded); !breach.empty()) {
+    result.outcome = CallOutcome::OutOfBounds;
+    result.message = std::move(breach);
+  } else if (return_code != 0) {
+    result.outcome = CallOutcome::Failed;
+    result.return_code = return_code;
+    result.message = entry.error_text();
   }
   result.threads_after = count_threads();
-  if (const CudaDeviceInfo* info = cuda_device_info(device); info && request.iterations > 0) {
+  if (result.outcome != CallOutcome::Ok) return false;
+  if (const CudaDeviceInfo* info = cuda_device_info(device); info && timed) {
+    result.kernels = nlohmann::json::array();
     for (const KernelResources& kernel : info->last_kernel_resources())
       result.kernels.push_back(kernel.to_json());
   }
-  if (request.copy_back) {
-    const auto copy_back = std::chrono::steady_clock::now();
-    // From the worker's own addresses: the candidate may have re-pointed its descriptors.
-    for (std::size_t i = 0; i < request.outputs.size(); ++i)
-      device.copy_to_host(arena.data() + request.outputs[i].offset, outputs.bases[i] + last_shift,
-                          outputs.bytes[i]);
-    for (std::size_t i = 0; i < request.inputs.size(); ++i)
-      device.copy_to_host(arena.data() + request.inputs[i].offset, inputs.bases[i] + last_shift,
-                          inputs.bytes[i]);
-    result.host_link_seconds += seconds_since(copy_back);
+  staged.collectable = true;
+  return true;
+}
+
+/// The last call's outputs and inputs back into the arena, from the worker's own addresses:
+/// the candidate may have re-pointed its descriptors.
+void collect(Device& device, std::span<std::byte> arena, const ExecuteRequest& request,
+             StagedCall& staged, ExecuteResult& result) {
+  staged.collectable = false;
+  if (!request.copy_back) return;
+  const auto copy_back = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < request.outputs.size(); ++i)
+    device.copy_to_host(arena.data() + request.outputs[i].offset,
+                        staged.outputs.bases[i] + staged.shift, staged.outputs.bytes[i]);
+  for (std::size_t i = 0; i < request.inputs.size(); ++i)
+    device.copy_to_host(arena.data() + request.inputs[i].offset,
+                        staged.inputs.bases[i] + staged.shift, staged.inputs.bytes[i]);
+  result.host_link_seconds += seconds_since(copy_back);
+}
+
+ExecuteResult run_phase(Device& device, BufferPool& pool, std::span<std::byte> arena,
+                        const ExecuteRequest& request, const EntryPoint& entry,
+                        uint64_t& call_counter, StagedCall& staged) {
+  ExecuteResult result;
+  switch (request.phase) {
+    case RequestPhase::Stage:
+      staged = {};
+      stage_buffers(device, pool, arena, request, staged);
+      stage_call(device, request, call_counter, staged);
+      result.host_link_seconds = staged.host_link_seconds;
+      return result;
+    case RequestPhase::Run:
+      if (!staged.ready) throw InternalError("a Run request without a Stage request before it");
+      invoke_staged(device, request, entry, /*timed=*/true, /*first=*/true, staged, result);
+      return result;
+    case RequestPhase::Collect:
+      if (!staged.collectable)
+        throw InternalError("a Collect request without a successful Run request before it");
+      collect(device, arena, request, staged, result);
+      return result;
+    case RequestPhase::Whole:
+      break;
   }
+  stage_buffers(device, pool, arena, request, staged);
+  result.host_link_seconds = staged.host_link_seconds;
+  const int calls = request.warmup + request.iterations;
+  for (int call = 0; call < calls; ++call) {
+    stage_call(device, request, call_counter, staged);
+    if (!invoke_staged(device, request, entry, call >= request.warmup, call == 0, staged, result))
+      return result;
+  }
+  collect(device, arena, request, staged, result);
   return result;
 }
 
 ExecuteResult guarded_calls(Device& device, BufferPool& pool, std::span<std::byte> arena,
                             const ExecuteRequest& request, const EntryPoint& entry,
-                            uint64_t& call_counter) {
+                            uint64_t& call_counter, StagedCall& staged) {
   ExecuteResult result;
   try {
-    return run_calls(device, pool, arena, request, entry, call_counter);
+    return run_phase(device, pool, arena, request, entry, call_counter, staged);
+  } catch (const InternalError&) {
+    throw;  // the parent broke the protocol; the server answers with an error message
   } catch (const std::bad_alloc&) {
+    staged = {};
     pool.clear();
     result.outcome = CallOutcome::OutOfMemory;
     result.message =
@@ -248,11 +291,11 @@ int count_threads() {
 
 ExecuteResult execute_request(Device& device, BufferPool& pool, std::span<std::byte> arena,
                               const ExecuteRequest& request, const EntryPoint& entry,
-                              uint64_t& call_counter) {
+                              uint64_t& call_counter, StagedCall& staged) {
   // Clocks and temperature around the request tell a throttled GPU from a slow candidate.
   const CudaDeviceInfo* info = cuda_device_info(device);
   nlohmann::json status_before = info ? info->gpu_status().to_json() : nlohmann::json();
-  ExecuteResult result = guarded_calls(device, pool, arena, request, entry, call_counter);
+  ExecuteResult result = guarded_calls(device, pool, arena, request, entry, call_counter, staged);
   result.device_status_before = std::move(status_before);
   if (info) result.device_status_after = info->gpu_status().to_json();
   return result;

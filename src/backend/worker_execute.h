@@ -10,6 +10,7 @@
 
 #include "backend/cuda_cubin_kernel.h"
 #include "backend/device.h"
+#include "backend/guard_zones.h"
 #include "backend/worker.h"
 #include "kernelarc/abi.h"
 
@@ -66,6 +67,25 @@ class BufferPool {
   std::vector<Buffer> buffers_;
 };
 
+struct StagedTensors {
+  std::vector<std::byte*> bases;
+  std::vector<std::size_t> bytes;
+  std::vector<ka_tensor> views;
+};
+
+/// A call's buffers from one request to the next (RequestPhase): what Stage prepared for Run,
+/// and what Run left for Collect.
+struct StagedCall {
+  StagedTensors inputs, outputs;
+  std::vector<std::byte*> pristine;  ///< the inputs as the arena held them
+  std::byte* workspace_base = nullptr;
+  std::size_t shift = 0;  ///< the call's address offset
+  std::vector<GuardedBuffer> guarded;
+  double host_link_seconds = 0;
+  bool ready = false;        ///< staged, not yet run
+  bool collectable = false;  ///< run successfully, not yet collected
+};
+
 /// Runs `request` (already validated against `arena`): per call, copies the inputs into pool
 /// buffers shifted to a new address, poisons the outputs, arms the guard
 /// bytes, flushes the cache if asked, then calls the entry point (warm-up calls untimed, the rest
@@ -74,9 +94,11 @@ class BufferPool {
 /// failures OutOfMemory (and empty the pool), a non-zero return Failed, an exception thrown by the
 /// candidate Crashed; it never throws. On a CUDA device the result also carries the GPU's status at
 /// its start and end, and the kernels of the last timed call.
+/// A Stage/Run/Collect request does its part of one call, keeping the call's state in `staged`;
+/// a Run or Collect out of order throws InternalError.
 ExecuteResult execute_request(Device& device, BufferPool& pool, std::span<std::byte> arena,
                               const ExecuteRequest& request, const EntryPoint& entry,
-                              uint64_t& call_counter);
+                              uint64_t& call_counter, StagedCall& staged);
 
 /// Threads of this process (entries of /proc/self/task).
 int count_threads();

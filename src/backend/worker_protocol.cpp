@@ -117,6 +117,8 @@ std::string request_problem(const ExecuteRequest& request, std::size_t arena_byt
     return "warmup must be >= 0 and iterations >= 1";
   if (request.address_slot && (*request.address_slot < 0 || *request.address_slot >= kAddressSlots))
     return "address_slot must lie in [0, " + std::to_string(kAddressSlots) + ")";
+  if (request.phase != RequestPhase::Whole && (request.warmup != 0 || request.iterations != 1))
+    return "a staged call has warmup 0 and iterations 1";
   return {};
 }
 
@@ -166,7 +168,8 @@ Json request_to_json(const ExecuteRequest& request) {
           {"flush_cache", request.flush_cache},
           {"copy_back", request.copy_back},
           {"address_slot", request.address_slot ? Json(*request.address_slot) : Json()},
-          {"null_kernel", request.null_kernel}};
+          {"null_kernel", request.null_kernel},
+          {"phase", static_cast<int>(request.phase)}};
 }
 
 ExecuteRequest request_from_json(const Json& json) {
@@ -182,6 +185,10 @@ ExecuteRequest request_from_json(const Json& json) {
   if (json.contains("address_slot") && !json.at("address_slot").is_null())
     request.address_slot = json.at("address_slot").get<int>();
   request.null_kernel = json.value("null_kernel", false);
+  const int phase = json.value("phase", 0);
+  if (phase < 0 || phase > static_cast<int>(RequestPhase::Collect))
+    throw InternalError("bad execute request: phase " + std::to_string(phase));
+  request.phase = static_cast<RequestPhase>(phase);
   return request;
 }
 

@@ -35,7 +35,7 @@ namespace kernelarc {
 using Json = nlohmann::json;
 
 /// Bumped whenever a message changes shape; the parent refuses a worker of another version.
-inline constexpr int kWorkerProtocolVersion = 3;
+inline constexpr int kWorkerProtocolVersion = 4;
 /// The outcome names are part of the protocol: a new outcome needs a new version.
 static_assert(static_cast<int>(CallOutcome::LoadFailed) == 5, "update the protocol version");
 /// A bigger frame is a protocol violation (no message legitimately comes near it).

@@ -83,8 +83,12 @@ class WorkerServer {
       } else if (type == "remap") {
         result = remap(message.at("bytes").get<std::size_t>());
       } else if (type == "execute") {
-        result = execute(request_from_json(message.at("request")));
-        check_integrity(result);
+        const ExecuteRequest request = request_from_json(message.at("request"));
+        result = execute(request);
+        // A Run request's reply is what the parent times, so the fingerprints (about 1 ms) are
+        // checked by the Collect request that always follows it: a lasting patch is caught
+        // there, and forged times meet the parent's own bounds either way.
+        if (request.phase != RequestPhase::Run) check_integrity(result);
       } else {
         throw InternalError("unknown request type \"" + type + "\"");
       }
@@ -95,6 +99,7 @@ class WorkerServer {
   }
 
   ExecuteResult load(const std::string& library, const std::string& symbol) {
+    staged_ = {};
     return load_entry_point(*device_, library, symbol, entry_);
   }
 
@@ -109,6 +114,7 @@ class WorkerServer {
 
   ExecuteResult remap(std::size_t bytes) {
     ExecuteResult result;
+    staged_ = {};
     unpin_arena();
     try {
       arena_.remap(bytes);
@@ -135,7 +141,8 @@ class WorkerServer {
     std::string problem = request_problem(request, arena_.bytes().size());
     if (!problem.empty()) throw InternalError("bad execute request: " + problem);
     return execute_request(*device_, pool_, arena_.bytes(), request,
-                           request.null_kernel ? null_entry_point() : entry_, call_counter_);
+                           request.null_kernel ? null_entry_point() : entry_, call_counter_,
+                           staged_);
   }
 
   std::unique_ptr<Device> device_;
@@ -148,6 +155,7 @@ class WorkerServer {
   const IntegrityCheck integrity_;
   EntryPoint entry_;
   uint64_t call_counter_ = 0;
+  StagedCall staged_;
 };
 
 }  // namespace

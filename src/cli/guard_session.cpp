@@ -109,6 +109,7 @@ GuardSession::GuardSession(const GuardFlags& flags) : flags_(flags) {
   options_.correctness_trials = flags.trials;
   options_.warmup = flags.warmup;
   options_.iterations = flags.iterations;
+  options_.checked_timed_calls = flags.checked_timed_calls;
   options_.timing_budget_s = flags.budget_s;
   options_.seed = flags.seed;
   options_.call_timeout = std::chrono::milliseconds(flags.timeout_ms);

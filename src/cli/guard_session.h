@@ -25,10 +25,12 @@ struct GuardFlags {
   std::string python;
   std::string cflags;
   std::vector<std::string> workloads;
-  int trials = 10;
-  int warmup = 3;
-  int iterations = 50;
-  double budget_s = 2.0;
+  int trials = GuardOptions{}.correctness_trials;
+  int warmup = GuardOptions{}.warmup;
+  int iterations = GuardOptions{}.iterations;
+  double budget_s = GuardOptions{}.timing_budget_s;
+  /// GuardOptions::checked_timed_calls; no flag: the search sets it for its screening guard.
+  int checked_timed_calls = 0;
   int timeout_ms = 10'000;
   uint64_t seed = 200;
   bool no_baseline = false;

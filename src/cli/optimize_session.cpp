@@ -16,6 +16,11 @@ namespace kernelarc {
 
 namespace {
 
+// Checked timed calls per workload while screening: a candidate that skips its work often
+// enough to move its median escapes all three with probability below 1/8, and then meets the
+// finalists' re-measurement, which checks every call.
+constexpr int kSearchCheckedTimedCalls = 3;
+
 void apply_guard_config(const nlohmann::json& json, GuardFlags& flags, int& search_trials,
                         int64_t run_id) {
   try {
@@ -96,6 +101,9 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
   search_flags.no_baseline = true;
   search_flags.json_path.clear();
   search_flags.trials = flags_.search_trials;
+  // Screening checks a few timed calls of each candidate, at secret positions; the finalists'
+  // re-measurement checks every call (GuardOptions::checked_timed_calls).
+  search_flags.checked_timed_calls = kSearchCheckedTimedCalls;
   search_ = std::make_unique<GuardSession>(search_flags);
   final_guard_ = std::make_unique<GuardSession>(flags_.guard);
   // Calibrated (automatically in a fresh workspace) before the prompts and the skill conditions

@@ -1,9 +1,8 @@
 #include "eval/arena_layout.h"
 
-#include <cstring>
-
 #include "backend/worker_protocol.h"
 #include "core/error.h"
+#include "core/parallel_parts.h"
 
 namespace kernelarc {
 
@@ -51,7 +50,7 @@ void write_inputs(std::span<std::byte> arena, const ArenaLayout& layout, const D
                   const TensorMap& inputs) {
   for (std::size_t i = 0; i < def.inputs.size(); ++i) {
     const auto& tensor = find_input(inputs, def.inputs[i], layout.inputs[i]);
-    std::memcpy(arena.data() + layout.inputs[i].offset, tensor.bytes.data(), tensor.nbytes());
+    copy_in_parts(arena.data() + layout.inputs[i].offset, tensor.bytes.data(), tensor.nbytes());
   }
 }
 
@@ -71,8 +70,8 @@ std::optional<std::string> find_modified_input(std::span<const std::byte> arena,
                                                const TensorMap& inputs) {
   for (std::size_t i = 0; i < def.inputs.size(); ++i) {
     const auto& tensor = find_input(inputs, def.inputs[i], layout.inputs[i]);
-    if (std::memcmp(arena.data() + layout.inputs[i].offset, tensor.bytes.data(), tensor.nbytes()) !=
-        0) {
+    if (!equal_in_parts(arena.data() + layout.inputs[i].offset, tensor.bytes.data(),
+                        tensor.nbytes())) {
       return def.inputs[i].name;
     }
   }

@@ -4,10 +4,11 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "core/parallel_parts.h"
 
 namespace kernelarc {
 
@@ -99,24 +100,19 @@ Tally tally_range(TensorView output, TensorView reference, const Tolerance& tole
   return tally;
 }
 
-/// Splits large outputs over the cores: the guard compares every trial of every candidate, and
-/// a 64M-element output takes a second on one core.
+/// Over the cores (core/parallel_parts.h): the guard compares every checked call of every
+/// candidate, and a 64M-element output takes a second on one core.
 Tally tally_all(TensorView output, TensorView reference, const Tolerance& tolerance) {
-  constexpr int64_t kPerThread = int64_t{1} << 20;
-  const int64_t n = output.numel();
-  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const int64_t parts = std::clamp<int64_t>(n / kPerThread, 1, std::min<int64_t>(cores, 32));
-  std::vector<Tally> tallies(static_cast<std::size_t>(parts));
-  auto range = [&](int64_t part) {
-    tallies[static_cast<std::size_t>(part)] =
-        tally_range(output, reference, tolerance, n * part / parts, n * (part + 1) / parts);
-  };
-  std::vector<std::jthread> helpers;
-  for (int64_t part = 1; part < parts; ++part) helpers.emplace_back(range, part);
-  range(0);
-  helpers.clear();  // joins
+  constexpr std::size_t kPerPart = std::size_t{1} << 20;
+  const auto n = static_cast<std::size_t>(output.numel());
+  std::vector<Tally> tallies(32);
+  const std::size_t parts =
+      run_in_parts(n, kPerPart, [&](std::size_t part, std::size_t begin, std::size_t end) {
+        tallies[part] = tally_range(output, reference, tolerance, static_cast<int64_t>(begin),
+                                    static_cast<int64_t>(end));
+      });
   Tally total;
-  for (const Tally& tally : tallies) total.merge(tally);
+  for (std::size_t part = 0; part < parts; ++part) total.merge(tallies[part]);
   return total;
 }
 

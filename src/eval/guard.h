@@ -26,11 +26,20 @@ struct GuardOptions {
   std::string device = "cpu";                      ///< "cpu" or "cuda:N"
   std::filesystem::path workspace = ".kernelarc";  ///< build cache, calibration
   int correctness_trials = 10;  ///< fresh input draws per workload (SOL-ExecBench: 10)
-  int warmup = 3;               ///< untimed calls before timing
-  int iterations = 50;          ///< timed calls at most (and at most timing_draws)
-  /// Fresh oracle draws for the timed calls: each timed call runs on one draw no call saw before,
-  /// and its outputs are checked against the draw's expected ones. At least min_iterations.
-  int timing_draws = 20;
+  /// Untimed calls before timing, requests like the timed ones on fresh draws, checked: one
+  /// loads the kernel and warms the device's instruction caches.
+  int warmup = 1;
+  int iterations = 50;  ///< timed calls at most (and at most timing_draws)
+  /// Fresh oracle draws for the timed calls: each timed call runs on one draw no call saw before.
+  /// At least min_iterations.
+  int timing_draws = 10;
+  /// Timed calls whose outputs are checked against their draw's expected ones: 0 for every one;
+  /// k for k of them at positions drawn from the system's entropy, which the worker never sees
+  /// (an unchecked call is staged and run exactly like a checked one, and only then left
+  /// uncollected). Every timed call is a sample, so a candidate that skips its work in enough
+  /// calls to move the median is caught with probability 1 - 2^-k per workload. For screening
+  /// during a search; the finalists' re-measurement checks every call.
+  int checked_timed_calls = 0;
   /// Timed calls at least, whatever the budget; a smaller `iterations` wins (a quick search).
   int min_iterations = 10;
   double timing_budget_s = 2.0;  ///< per workload; caps iterations for slow kernels

@@ -2,26 +2,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <set>
 #include <thread>
-
-#include <xxhash.h>
 
 #include <fmt/format.h>
 
 #include "backend/device.h"
 #include "backend/worker_protocol.h"
 #include "core/error.h"
+#include "core/parallel_parts.h"
 #include "eval/phase_timer.h"
+#include "eval/staged_call.h"
 
 namespace kernelarc {
 
 namespace {
 
-// Null-kernel requests per workload; the first, which faults the buffers in, is dropped. Four
+// Null-kernel calls per workload; the first, which faults the buffers in, is dropped. Four
 // samples for the medians: on the CPU they are measured for every evaluation, and each costs a
-// cache flush (about 15 ms on the CI VM).
+// cache flush (about 15 ms on the CI VM) in its Stage request.
 constexpr int kNullRequests = 5;
 
 }  // namespace
@@ -52,7 +53,7 @@ RequestOverhead measure_request_overhead(Worker& worker, const Problem& problem,
   request.null_kernel = true;
   std::vector<ParentObservation> observed;
   for (int i = 0; i < kNullRequests; ++i) {
-    const ExecuteResult result = worker.execute(request);
+    const ExecuteResult result = execute_staged_call(worker, request);
     if (result.outcome != CallOutcome::Ok) return {};
     observed.push_back(result.observed);
   }
@@ -82,13 +83,35 @@ WorkloadRun::WorkloadRun(const GuardOptions& options, const Problem& problem,
       workload_(workload),
       oracle_(oracle),
       worker_(worker),
-      trace_(trace) {
+      trace_(trace),
+      slot_draws_(std::random_device{}()) {
   const auto axes = resolve_axes(problem.definition, workload);
   layout_ = make_arena_layout(problem.definition, axes);
   workspace_bytes_ = workspace_bytes_for(solution, axes);
 }
 
-ExecuteRequest WorkloadRun::make_request(int poison_variant) const {
+int WorkloadRun::next_address_slot() {
+  if (!planned_slots_.empty()) {
+    const int slot = planned_slots_.front();
+    planned_slots_.pop_front();
+    return slot;
+  }
+  return std::uniform_int_distribution<int>(0, kAddressSlots - 1)(slot_draws_);
+}
+
+void WorkloadRun::plan_address_slots(int calls) {
+  std::vector<int> slots;
+  for (int call = 0; call < calls; ++call) slots.push_back(next_address_slot());
+  const std::set<int> distinct(slots.begin(), slots.end());
+  if (calls >= 2 && distinct.size() == slots.size()) {
+    const int later = std::uniform_int_distribution<int>(1, calls - 1)(slot_draws_);
+    const int earlier = std::uniform_int_distribution<int>(0, later - 1)(slot_draws_);
+    slots[static_cast<std::size_t>(later)] = slots[static_cast<std::size_t>(earlier)];
+  }
+  planned_slots_.assign(slots.begin(), slots.end());
+}
+
+ExecuteRequest WorkloadRun::make_request(int poison_variant) {
   ExecuteRequest request;
   request.inputs = layout_.inputs;
   request.outputs = layout_.outputs;
@@ -96,8 +119,9 @@ ExecuteRequest WorkloadRun::make_request(int poison_variant) const {
     request.output_poison.push_back(poison_pattern(output.dtype, poison_variant));
   }
   request.workspace_bytes = workspace_bytes_;
-  // Every timed call looks the same: one call, cache flushed, outputs and inputs copied back,
-  // at the next address in turn.
+  // Every call looks the same, trials included: one call, cache flushed, outputs and inputs
+  // copied back, at an address slot the worker cannot predict.
+  request.address_slot = next_address_slot();
   request.warmup = 0;
   request.iterations = 1;
   request.flush_cache = true;
@@ -170,9 +194,7 @@ bool WorkloadRun::check_correctness() {
   trace_.trials = options_.correctness_trials;
   for (int trial = 0; trial < options_.correctness_trials; ++trial) {
     const auto inputs = write_trial_inputs(trial);
-    auto request = make_request(trial);
-    request.flush_cache = false;
-    request.address_slot = trial % kAddressSlots;
+    const ExecuteRequest request = make_request(trial);
     const std::string during = fmt::format("trial {}", trial);
     if (!accept_outcome(execute(request), during)) return false;
     if (!check_call(*inputs, trial, trial, during)) return false;
@@ -202,8 +224,9 @@ std::shared_ptr<const TensorMap> WorkloadRun::write_trial_inputs(int trial) {
   });
 }
 
-ExecuteResult WorkloadRun::execute(const ExecuteRequest& request) {
-  ExecuteResult result = in_part("worker", [&] { return worker_.execute(request); });
+ExecuteResult WorkloadRun::execute(const ExecuteRequest& request, bool collect) {
+  ExecuteResult result =
+      in_part("worker", [&] { return execute_staged_call(worker_, request, collect); });
   PhaseTimer::add(trace_.extra, "parts/host_link", result.host_link_seconds);
   return result;
 }
@@ -212,7 +235,7 @@ uint64_t WorkloadRun::output_hash() {
   const auto arena = worker_.arena(layout_.bytes);
   uint64_t hash = 0;
   for (const auto& output : layout_.outputs) {
-    hash = XXH3_64bits_withSeed(arena.data() + output.offset, arena_tensor_bytes(output), hash);
+    hash = hash_in_parts(arena.subspan(output.offset, arena_tensor_bytes(output)), hash);
   }
   return hash;
 }
@@ -232,6 +255,13 @@ bool WorkloadRun::run_checked(int trial, int poison_variant, const std::string& 
     return false;
   }
   return true;
+}
+
+bool WorkloadRun::run_unchecked(int trial, int poison_variant, const std::string& during,
+                                ExecuteResult& result) {
+  write_trial_inputs(trial);
+  result = execute(make_request(poison_variant), /*collect=*/false);
+  return accept_outcome(result, during);
 }
 
 bool WorkloadRun::measure(const RequestOverhead& overhead) {
@@ -265,16 +295,40 @@ bool WorkloadRun::measure(const RequestOverhead& overhead) {
   std::random_device entropy;
   const int twin_at = has_twin ? static_cast<int>(entropy() % static_cast<unsigned>(runs + 1)) : -1;
 
+  // Which timed calls are checked: all, or a subset drawn from the same entropy.
+  const int positions = runs + (has_twin ? 1 : 0);
+  plan_address_slots(positions);
+  std::vector<bool> checked(static_cast<std::size_t>(positions), true);
+  if (options_.checked_timed_calls > 0 && options_.checked_timed_calls < runs) {
+    std::vector<int> order(static_cast<std::size_t>(positions));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(entropy()));
+    std::fill(checked.begin(), checked.end(), false);
+    int chosen = 0;
+    for (int position : order) {
+      if (position == twin_at) continue;
+      if (chosen++ < options_.checked_timed_calls)
+        checked[static_cast<std::size_t>(position)] = true;
+    }
+  }
+
   std::vector<double> samples_ns;
   std::vector<TimedRequest> requests;
   std::vector<std::vector<std::string>> launched;
   int threads_after = warmed.threads_after, tasks_after = warmed.observed.tasks_after;
   ExecuteResult last;
-  for (int position = 0; position < runs + (has_twin ? 1 : 0); ++position) {
+  int checked_calls = 0;
+  for (int position = 0; position < positions; ++position) {
     const bool twin = position == twin_at;
     const std::string during =
         fmt::format("{} at timed run {}", twin ? "twin audit" : "audit", position + 1);
-    if (!run_checked(twin ? kTwinTrial : draw++, position, during, last)) return false;
+    const int trial = twin ? kTwinTrial : draw++;
+    if (twin || checked[static_cast<std::size_t>(position)]) {
+      if (!run_checked(trial, position, during, last)) return false;
+      ++checked_calls;
+    } else if (!run_unchecked(trial, position, fmt::format("timed run {}", position + 1), last)) {
+      return false;
+    }
     if (last.clock != warmed.clock) {
       trace_.status = EvalStatus::RewardHack;
       trace_.log = fmt::format("the timing clock changed from {} to {} between timed runs",
@@ -290,6 +344,7 @@ bool WorkloadRun::measure(const RequestOverhead& overhead) {
   trace_.audit_passed = true;
   trace_.extra["twin_audit"] = has_twin ? "passed" : "no twin for this workload";
   trace_.extra["timed_draws"] = runs;
+  trace_.extra["checked_calls"] = checked_calls;
 
   trace_.clock = warmed.clock;
   trace_.extra["threads"] = {{"after_warmup", warmed.threads_after},

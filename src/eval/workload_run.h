@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "backend/worker.h"
@@ -54,7 +56,13 @@ class WorkloadRun {
   bool measure(const RequestOverhead& overhead);
 
  private:
-  ExecuteRequest make_request(int poison_variant) const;
+  /// A call's request: every call alike, at the next address slot (next_address_slot()).
+  ExecuteRequest make_request(int poison_variant);
+  /// The planned slot, else one drawn from the system's entropy: a cache keyed on the address
+  /// meets an earlier address with other contents, and the worker cannot predict which.
+  int next_address_slot();
+  /// Plans the slots of the next `calls` calls with at least one address repeated.
+  void plan_address_slots(int calls);
   /// Sets status/log for a worker outcome other than Ok; returns false then.
   bool accept_outcome(const ExecuteResult& result, const std::string& during);
   /// Compares the arena's outputs with the expected ones; sets status/log on failure.
@@ -67,8 +75,12 @@ class WorkloadRun {
   bool run_checked(int trial, int poison_variant, const std::string& during, ExecuteResult& result);
   /// Draws trial `trial`'s inputs from the oracle and writes them into the arena.
   std::shared_ptr<const TensorMap> write_trial_inputs(int trial);
-  /// One worker request, its time and the host link's share of it added to the trace.
-  ExecuteResult execute(const ExecuteRequest& request);
+  /// A call on trial `trial`'s draw, run like every other but neither collected nor checked
+  /// (GuardOptions::checked_timed_calls); false with status and log set when it failed.
+  bool run_unchecked(int trial, int poison_variant, const std::string& during,
+                     ExecuteResult& result);
+  /// One call (staged_call.h), its time and the host link's share of it added to the trace.
+  ExecuteResult execute(const ExecuteRequest& request, bool collect = true);
   /// A hash of the outputs' bytes in the arena.
   uint64_t output_hash();
   /// Runs `step`, adding its wall time to the trace's guard_seconds/parts/<part>: "inputs",
@@ -87,6 +99,8 @@ class WorkloadRun {
   Trace& trace_;
   ArenaLayout layout_;
   std::size_t workspace_bytes_ = 0;
+  std::mt19937_64 slot_draws_;
+  std::deque<int> planned_slots_;
 };
 
 }  // namespace kernelarc

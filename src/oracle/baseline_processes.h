@@ -13,9 +13,6 @@
 
 namespace kernelarc {
 
-/// Fresh interpreters every baseline is timed in.
-inline constexpr int kBaselineProcesses = 2;
-
 /// Runs `jobs` in `processes` interpreters one after another (one PythonBridge::run each) and
 /// writes to each job's `out` the run with the lowest median, its note naming every process'
 /// median. A job that the first process could not time (the reference failed, torch.compile is

@@ -372,7 +372,7 @@ void Oracle::time_python(const Problem& problem, Baseline baseline) {
 
 std::map<Baseline, std::map<std::string, ReferenceTiming>> Oracle::measure_reference_timings(
     const Problem& problem, const std::vector<Workload>& workloads,
-    const std::vector<Baseline>& baselines) {
+    const std::vector<Baseline>& baselines, int processes) {
   const std::filesystem::path out_dir = scratch_path(options_.cache_dir);
   std::filesystem::create_directories(out_dir);
   auto out_of = [&](Baseline baseline, std::size_t index) {
@@ -392,7 +392,7 @@ std::map<Baseline, std::map<std::string, ReferenceTiming>> Oracle::measure_refer
     }
   }
   if (!jobs.empty())
-    time_in_fresh_processes(*python_, problem, jobs, scratch_path(options_.cache_dir));
+    time_in_fresh_processes(*python_, problem, jobs, scratch_path(options_.cache_dir), processes);
   std::map<Baseline, std::map<std::string, ReferenceTiming>> measured;
   for (Baseline baseline : baselines) {
     for (std::size_t i = 0; i < workloads.size(); ++i) {

@@ -33,6 +33,9 @@ namespace kernelarc {
 
 enum class Baseline { Eager, Compiled };  ///< PyTorch eager / torch.compile
 
+/// Fresh interpreters a baseline is timed in, the fastest kept (oracle/baseline_processes.h).
+inline constexpr int kBaselineProcesses = 2;
+
 /// The trial index of the twin of trial 0 (oracle/input_twin.h): trial 0's inputs with one
 /// element of every floating tensor changed, and the reference's outputs for them.
 inline constexpr int kTwinTrial = -1;
@@ -114,10 +117,12 @@ class Oracle {
   /// one process), neither reading nor writing the cache: for re-measurements interleaved with
   /// candidates, where a timing cached at another hour would not be side by side. By baseline,
   /// then workload uuid; a baseline unavailable or failed on a workload is absent there
-  /// (reference_timing() and timing_unavailable_reason() say why).
+  /// (reference_timing() and timing_unavailable_reason() say why). `processes` fresh
+  /// interpreters, the fastest kept (baseline_processes.h); a caller that repeats the
+  /// measurement in rounds may ask for one each and keep the fastest round itself.
   std::map<Baseline, std::map<std::string, ReferenceTiming>> measure_reference_timings(
       const Problem& problem, const std::vector<Workload>& workloads,
-      const std::vector<Baseline>& baselines);
+      const std::vector<Baseline>& baselines, int processes = kBaselineProcesses);
   /// Why reference_timing() returned nullopt for this baseline (empty when it did not).
   std::string timing_unavailable_reason(const Problem& problem, const Workload& workload,
                                         Baseline baseline) const;

@@ -96,6 +96,13 @@ TEST(WorkerProtocol, RequestAndResultRoundTrip) {
   EXPECT_EQ(back.iterations, 9);
   EXPECT_FALSE(back.flush_cache);
   EXPECT_TRUE(back.copy_back);
+  EXPECT_EQ(back.phase, RequestPhase::Whole);
+  request.warmup = 0;
+  request.iterations = 1;
+  for (RequestPhase phase : {RequestPhase::Stage, RequestPhase::Run, RequestPhase::Collect}) {
+    request.phase = phase;
+    EXPECT_EQ(request_from_json(request_to_json(request)).phase, phase);
+  }
 
   ExecuteResult result;
   result.outcome = CallOutcome::Failed;
@@ -175,6 +182,10 @@ TEST(WorkerProtocol, RequestProblemsAreNamed) {
   request.output_poison = {{0}};
   request.inputs[0].shape = std::vector<int64_t>(9, 1);
   EXPECT_NE(request_problem(request, 32).find("more than 8"), std::string::npos);
+  request.inputs[0].shape = {4};
+  request.phase = RequestPhase::Run;
+  request.iterations = 3;
+  EXPECT_NE(request_problem(request, 32).find("staged call"), std::string::npos);
 }
 
 TEST(WorkerDeath, ClassifiesSignalsExitsAndTimeouts) {

@@ -314,6 +314,56 @@ TEST_F(WorkerTest, WorkerKilledBetweenCallsIsReplacedSilently) {
   expect_sums(worker, request);
 }
 
+// One call as Stage, Run and Collect: the outputs come back only with Collect, the Run reply
+// carries the call's time, and parts out of order are refused rather than run.
+TEST_F(WorkerTest, StagedCallRunsInThreeRequests) {
+  Worker worker(options());
+  ASSERT_EQ(load(worker, "vector_add").outcome, CallOutcome::Ok);
+  ExecuteRequest request = vector_add_request(worker);
+  request.flush_cache = true;
+  request.phase = RequestPhase::Stage;
+  ExecuteResult staged = worker.execute(request);
+  ASSERT_EQ(staged.outcome, CallOutcome::Ok) << staged.message;
+  EXPECT_TRUE(staged.times_ns.empty());
+  request.phase = RequestPhase::Run;
+  ExecuteResult run = worker.execute(request);
+  ASSERT_EQ(run.outcome, CallOutcome::Ok) << run.message;
+  ASSERT_EQ(run.times_ns.size(), 1u);
+  EXPECT_EQ(floats(worker, request.outputs[0])[7], 0.0f) << "written back before Collect";
+  request.phase = RequestPhase::Collect;
+  ASSERT_EQ(worker.execute(request).outcome, CallOutcome::Ok);
+  expect_sums(worker, request);
+
+  // Collected already; a second Collect or a Run without a Stage is a protocol error.
+  EXPECT_THROW(worker.execute(request), InternalError);
+  request.phase = RequestPhase::Run;
+  EXPECT_THROW(worker.execute(request), InternalError);
+  request.phase = RequestPhase::Run;
+  request.iterations = 2;
+  EXPECT_THROW(worker.execute(request), InternalError);  // a staged call is one call
+}
+
+// A worker that dies after staging a call has lost it: its Run is reported as a crash, not
+// run on the inputs a new worker never staged.
+TEST_F(WorkerTest, WorkerKilledAfterStagingLosesTheCall) {
+  Worker worker(options());
+  ASSERT_EQ(load(worker, "vector_add").outcome, CallOutcome::Ok);
+  ExecuteRequest request = vector_add_request(worker);
+  request.phase = RequestPhase::Stage;
+  ASSERT_EQ(worker.execute(request).outcome, CallOutcome::Ok);
+  pid_t child = worker_child();
+  ASSERT_GT(child, 0);
+  kill(child, SIGKILL);
+  while (process_state(child) != 'Z') std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  request.phase = RequestPhase::Run;
+  const ExecuteResult run = worker.execute(request);
+  EXPECT_EQ(run.outcome, CallOutcome::Crashed);
+  EXPECT_NE(run.message.find("between the parts of a call"), std::string::npos) << run.message;
+  request.phase = RequestPhase::Whole;
+  ASSERT_EQ(worker.execute(request).outcome, CallOutcome::Ok);
+  expect_sums(worker, request);
+}
+
 TEST_F(WorkerTest, MissingExecutableIsAnInternalError) {
   WorkerOptions broken = options();
   broken.executable = "/nonexistent/kernelarc";

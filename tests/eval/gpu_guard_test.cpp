@@ -65,6 +65,9 @@ TEST_F(GpuGuardTest, BasicSolutionsPassEveryWorkload) {
       EXPECT_TRUE(trace.audit_passed) << name;
       EXPECT_TRUE(trace.latency_ms.has_value()) << name;
     }
+    // Every call is a fresh draw: the draws of all problems' workloads together would fill the
+    // GPU machine's disk (fused_add_rmsnorm's largest is 512 MiB a draw).
+    std::filesystem::remove_all(harness_->workspace() / "oracle");
   }
   EXPECT_GE(problems, 6);
 }
@@ -118,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{"skip_after_n", EvalStatus::IncorrectNumerical, "audit"},
         Rejection{"fault", EvalStatus::RuntimeError, "illegal memory access"},
         Rejection{"hang", EvalStatus::Timeout, "did not finish"},
-        Rejection{"cache_by_pointer", EvalStatus::IncorrectNumerical, "audit"},
+        Rejection{"cache_by_pointer", EvalStatus::IncorrectNumerical, "output 'output'"},
         Rejection{"stale_output", EvalStatus::IncorrectNumerical, "trial 1"},
         Rejection{"writes_past_output", EvalStatus::RuntimeError, "past the end"},
         Rejection{"all_zero", EvalStatus::IncorrectNumerical, "all zeros"},

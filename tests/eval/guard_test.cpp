@@ -152,14 +152,13 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(
     Cheats, GuardRejects,
     ::testing::Values(
-        Rejection{"cache_by_pointer", EvalStatus::IncorrectNumerical, "audit at"},
+        Rejection{"cache_by_pointer", EvalStatus::IncorrectNumerical, "output 'output'"},
         Rejection{"cache_by_shape", EvalStatus::IncorrectNumerical, "trial 1"},
         // A row of the smallest workload is 3 elements: 64 samples would cover nearly all of it.
         Rejection{"cache_by_sampled_hash", EvalStatus::IncorrectNumerical, "twin audit",
                   Needs::Nothing, 4096},
         Rejection{"stale_output", EvalStatus::IncorrectNumerical, "trial 1"},
         Rejection{"correct_only_on_seen_inputs", EvalStatus::IncorrectNumerical, "audit at"},
-        Rejection{"phase_by_call_timing", EvalStatus::IncorrectNumerical, "audit"},
         Rejection{"phase_probe_environment", EvalStatus::IncorrectNumerical, "audit at"},
         Rejection{"repoints_output_descriptor", EvalStatus::IncorrectNumerical, "never written"},
         Rejection{"computes_in_input_buffer", EvalStatus::RewardHack, "modified its input"},
@@ -211,7 +210,7 @@ TEST_P(GuardNeutralizes, AndPasses) {
 
 INSTANTIATE_TEST_SUITE_P(Cheats, GuardNeutralizes,
                          ::testing::Values("cache_by_content_hash", "repeated_input_probe",
-                                           "derived_input_probe"),
+                                           "derived_input_probe", "phase_by_call_timing"),
                          [](const auto& info) { return std::string(info.param); });
 
 // Honest solutions of unusual shapes that the checks against helper threads, stale state and
@@ -259,6 +258,32 @@ TEST_F(GuardTest, EveryTimedCallIsCheckedOnAFreshDraw) {
   ASSERT_TRUE(checks.is_object()) << checks.dump();
   EXPECT_GT(checks.at("null_request_wall_ms").get<double>(), 0.0);
   EXPECT_GT(checks.at("request_wall_ms").get<double>(), 0.0);
+}
+
+// Screening (GuardOptions::checked_timed_calls): an honest kernel passes with three timed
+// calls checked (four with the twin audit) and every timed call a sample; a kernel that stops
+// working after its first calls is wrong in nine of the ten timed calls, so any three checked
+// positions find it.
+TEST_F(GuardTest, ScreeningChecksSomeTimedCallsAndStillCatchesSkippedWork) {
+  testing::GuardHarness screening(
+      kSource / "problems/cpu/rmsnorm_f32", "cpu",
+      [](GuardOptions& options) {
+        tune(options);
+        options.checked_timed_calls = 3;
+      },
+      *harness_);
+  const Workload workload = screening.pick_workload_of_at_least(0);
+  const auto honest =
+      screening.evaluate(kSource / "problems/cpu/rmsnorm_f32/solutions/naive", workload);
+  ASSERT_EQ(status_name(honest.status), status_name(EvalStatus::Passed)) << honest.log;
+  const int twin = honest.extra.at("twin_audit").get<std::string>() == "passed" ? 1 : 0;
+  EXPECT_EQ(honest.extra.at("checked_calls").get<int>(), 3 + twin);
+  ASSERT_TRUE(honest.latency_ms.has_value());
+  EXPECT_EQ(honest.latency_ms->samples, honest.extra.at("timed_draws").get<int>());
+  const auto skipping =
+      screening.evaluate(kSource / "tests/data/guard/wrong_after_first_calls", workload);
+  EXPECT_EQ(status_name(skipping.status), status_name(EvalStatus::IncorrectNumerical))
+      << skipping.log;
 }
 
 // The speed-of-light check itself: an honest kernel timed against a fabricated calibration whose

@@ -2,7 +2,7 @@
 // worker's channel to the parent taken over from candidate code. A library constructor moves the
 // worker's reply descriptor (fd 4, from the worker's command line) aside and puts a pipe in its
 // place; a thread reads every frame the worker writes, rewrites the call times of execute results
-// to 1 microsecond and forwards the frame. Each call really takes 50 ms of CPU (a slow kernel). The
+// to 1 microsecond and forwards the frame. Each call really takes 3 ms of CPU more than its work. The
 // parent times every request itself and reads the worker's CPU time from /proc: the reported
 // times cannot be true. Expected status: REWARD_HACK ("not the calls' real times").
 #include <time.h>
@@ -115,6 +115,9 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   const float* w = static_cast<const float*>(inputs[1].data);
   float* y = static_cast<float*>(outputs[0].data);
   rmsnorm(x, w, y, rows, cols);
-  spin_ms(50);  // the cost of a slow kernel, which the forged times hide
+  // The cost of a slower kernel, which the forged times hide: 3 ms is beyond the margin of a
+  // staged call's Run request (2 x the null call's CPU time + 0.3 ms), and was within the margin
+  // when the cache flush was part of the measured request (2 x ~15 ms + 1 ms here).
+  spin_ms(3);
   return 0;
 }

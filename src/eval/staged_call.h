@@ -1,0 +1,18 @@
+// One timed call as the three requests of RequestPhase (Stage, Run, Collect), so that what the
+// parent measures of the Run request is the call and little else.
+#pragma once
+
+#include "backend/worker.h"
+
+namespace kernelarc {
+
+/// Stages, runs and collects one call of `request` (its warmup and iterations are ignored). The
+/// result is the Run request's (its times, outcome and the parent's observation of it alone),
+/// or the first part's that failed. The CPU time the worker's other threads used during Stage
+/// and Collect, when only the worker's own code runs, is counted as idle time in the
+/// observation, as is the idle time before each part; the host link's seconds are summed.
+/// Without `collect` the call's results stay in the worker (a timed call left unchecked); its
+/// Collect request still comes, copying nothing, as the worker checks its integrity there.
+ExecuteResult execute_staged_call(Worker& worker, ExecuteRequest request, bool collect = true);
+
+}  // namespace kernelarc
