@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "app/problem_costs.h"
+#include "backend/backend.h"
 #include "core/error.h"
 #include "lower/family_match.h"
 #include "lower/lower_plan.h"
@@ -138,7 +139,7 @@ void apply_recognition(Problem& problem, const Recognition& r) {
 
 RecognizeOptions recognize_options(const std::filesystem::path& workspace,
                                    const std::string& python, const std::string& device) {
-  return {python, workspace / "graphs", true, device == "cpu" ? "cpu" : "cuda"};
+  return {python, workspace / "graphs", true, backend_for(device).kind_name()};
 }
 
 RecognizedProblem load_recognized_problem(const std::filesystem::path& dir,

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "app/recognize.h"
+#include "backend/backend.h"
 #include "cli/bench_results.h"
 #include "cli/bench_suite.h"
 #include "cli/commands.h"
@@ -231,7 +232,7 @@ class ProblemBench {
   void measure(const Problem& problem, const std::vector<Workload>& workloads,
                const std::optional<Solution>& winner, const std::optional<Solution>& library,
                BenchProblem& result) {
-    const bool cuda = flags_.guard.device != "cpu";
+    const bool cuda = backend_for(flags_.guard.device).times_compiled_baseline();
     std::vector<std::vector<Trace>> winner_rounds, library_rounds;
     std::map<std::string, std::vector<double>> eager_ms, compiled_ms;
     std::map<std::string, std::string> eager_note, compiled_note;

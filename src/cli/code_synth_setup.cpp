@@ -9,8 +9,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "backend/backend.h"
 #include "backend/calibrate.h"
-#include "backend/cpu_compiler.h"
+#include "backend/cpu/cpu_compiler.h"
 #include "backend/process.h"
 #include "codesynth/command_synthesizer.h"
 #include "codesynth/llm_synthesizer.h"
@@ -206,15 +207,6 @@ std::string cpu_isa() {
   return isa.empty() ? "scalar only" : fmt::format("{}", fmt::join(isa, ", "));
 }
 
-/// The first line of `<compiler> --version` ("g++ (Debian 12.2.0-14) 12.2.0").
-std::string compiler_line(const std::string& compiler) {
-  const std::optional<std::string> path = find_executable(compiler);
-  if (!path) return compiler + " (not found)";
-  const CommandResult result = run_command({*path, "--version"}, std::chrono::seconds(30));
-  const std::string line = result.output.substr(0, result.output.find('\n'));
-  return line.empty() ? compiler : line;
-}
-
 std::string cpu_facts(const Calibration& c) {
   std::string text = fmt::format("{} (cpu): {} cores; ISA {}; fp32 FMA {:.2f} TFLOP/s",
                                  c.description, c.cores, cpu_isa(), c.fp32_fma_tflops);
@@ -236,11 +228,6 @@ std::string cpu_facts(const Calibration& c) {
         kib(llc));
   else if (llc > 0)
     text += fmt::format("; last-level cache {} shared", kib(llc));
-  const CpuCompileOptions defaults;
-  text += fmt::format(
-      "\nCompiler: {}, run as `{} -std=c++20 -shared -fPIC {}` followed by the "
-      "solution's cflags",
-      compiler_line(defaults.compiler), defaults.compiler, fmt::join(defaults.flags, " "));
   return text;
 }
 
@@ -250,7 +237,9 @@ std::string hardware_facts(const std::filesystem::path& workspace, const std::st
   const auto calibration = load_calibration(workspace, device);
   if (!calibration) return fmt::format("{} (not calibrated: run kernelarc calibrate)", device);
   const Calibration& c = *calibration;
-  if (c.device == "cpu") return cpu_facts(c);
+  const Backend& backend = backend_for(c.device);
+  if (backend.kind() == DeviceKind::Cpu)
+    return cpu_facts(c) + "\nCompiler: " + backend.compiler_text();
   std::string text = fmt::format("{} ({}): copy bandwidth {:.0f} GB/s, fp32 FMA {:.1f} TFLOP/s",
                                  c.description, c.device, c.copy_bandwidth_gbs, c.fp32_fma_tflops);
   for (const auto& [dtype, tflops] : c.tensor_tflops)
@@ -259,9 +248,7 @@ std::string hardware_facts(const std::filesystem::path& workspace, const std::st
   if (c.cores > 0) text += fmt::format(", {} cores", c.cores);
   if (c.l2_bytes > 0) text += fmt::format(", L2 {} KiB", c.l2_bytes / 1024);
   if (c.llc_bytes > 0) text += fmt::format(", last-level cache {} KiB", c.llc_bytes / 1024);
-  text +=
-      "\nCompiler: nvcc (or NVRTC for a device-only kernel) with -O3 for the device's "
-      "architecture, followed by the solution's cuda_cflags";
+  text += "\nCompiler: " + backend.compiler_text();
   for (const auto& [name, value] : c.environment)
     if (name == "driver" || name == "runtime" || name == "nvrtc")
       text += fmt::format("; {} {}", name, value);
@@ -291,11 +278,12 @@ std::vector<std::string> synthesis_knowledge(const std::filesystem::path& worksp
                                              int limit) {
   KnowledgeBase knowledge = open_knowledge_base(workspace);
   knowledge.ensure_builtin_notes();
-  const bool cpu = device == "cpu";
+  const Backend& backend = backend_for(device);
+  const bool cpu = backend.kind() == DeviceKind::Cpu;
   KbQuery query;
   query.text = family;
   query.keys.families = {family};
-  query.keys.hardware = {cpu ? "cpu" : "cuda"};
+  query.keys.hardware = {backend.kind_name()};
   query.limit = 3 * limit;  // room for the chunks about the other device, dropped below
   std::vector<std::string> texts;
   for (const KbHit& hit : knowledge.search(query)) {

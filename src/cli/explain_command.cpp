@@ -9,6 +9,7 @@
 
 #include "app/explain.h"
 #include "app/recognize.h"
+#include "backend/backend.h"
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "core/error.h"
@@ -45,7 +46,7 @@ Explanation explain(const ExplainFlags& flags) {
   Explanation e{
       load_recognized_problem(flags.problem_dir,
                               recognize_options(flags.workspace, flags.python, flags.device)),
-      flags.device == "cpu" ? "cpu" : "cuda",
+      backend_for(flags.device).kind_name(),
       {},
       {},
       {}};
@@ -136,8 +137,7 @@ CommandRunner add_explain_command(CLI::App& app) {
   cmd->add_option("--templates", flags->root, "template library root");
   cmd->add_flag("--json", flags->json, "print the explanation as JSON");
   return [flags] {
-    if (flags->device != "cpu" && flags->device.rfind("cuda", 0) != 0)
-      throw InputError(fmt::format("--device {}: expected cpu or cuda:N", flags->device));
+    backend_for(flags->device);  // an unknown device is an InputError naming --device
     const Explanation e = explain(*flags);
     if (flags->json)
       std::cout << explanation_json(e).dump(2) << '\n';

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
 #include "cli/table.h"
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
@@ -100,7 +101,7 @@ GuardSession::GuardSession(const GuardFlags& flags) : flags_(flags) {
   OracleOptions oracle_options;
   oracle_options.cache_dir = std::filesystem::path(flags.workspace) / "oracle";
   oracle_options.python = flags.python;
-  oracle_options.device = flags.device == "cpu" ? "cpu" : "cuda";
+  oracle_options.device = backend_for(flags.device).kind();
   oracle_options.seed = flags.seed;
   oracle_ = std::make_unique<Oracle>(oracle_options);
 

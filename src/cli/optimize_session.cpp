@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
 #include "cli/extra_files.h"
 #include "cli/optimize_skills.h"
 #include "core/error.h"
@@ -146,9 +147,10 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
   // tens of seconds per GEMM candidate behind the measurements, on half the host's cores.
   const int gpu_build_ahead =
       std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2, 2, 8);
-  options_.build_ahead = flags_.build_ahead >= 0
-                             ? flags_.build_ahead
-                             : (flags_.guard.device == "cpu" ? 0 : gpu_build_ahead);
+  options_.build_ahead =
+      flags_.build_ahead >= 0
+          ? flags_.build_ahead
+          : (backend_for(flags_.guard.device).builds_ahead() ? gpu_build_ahead : 0);
   options_.final_candidates = flags_.final_candidates;
   options_.final_rounds = flags_.final_rounds;
   if (flags_.wall_time_s > 0) options_.wall_time_s = flags_.wall_time_s;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
 #include "diagnosis/ncu_runner.h"
 #include "optimize/search_setup.h"
 
@@ -39,7 +40,7 @@ std::string profile_best_trace(const ProfileFlags& flags, GuardSession& session,
     return t.workload.value("uuid", std::string()) == workload.uuid;
   });
   OrderedJson record;
-  if (session.options().device == "cpu") {
+  if (backend_for(session.options().device).kind() == DeviceKind::Cpu) {
     record = {{"unavailable",
                "profiling with Nsight Compute is a CUDA feature; this run's device is the CPU"},
               {"workload", workload.uuid}};

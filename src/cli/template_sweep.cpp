@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "app/recognize.h"
+#include "backend/backend.h"
 #include "cli/table.h"
 #include "optimize/search_setup.h"
 #include "synth/bound_template.h"
@@ -62,7 +63,7 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
   const RecognizedProblem loaded = load_recognized_problem(
       dir, recognize_options(flags.guard.workspace, flags.guard.python, flags.guard.device));
   const Problem& problem = loaded.problem;
-  const std::string target = flags.guard.device == "cpu" ? "cpu" : "cuda";
+  const std::string target = backend_for(flags.guard.device).kind_name();
   const auto matches = match_templates(library, problem, target);
   const auto workloads = fast.select_workloads(problem);
   std::cout << fmt::format("== {} ({} workloads, op family {})\n", problem.definition.name,

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "app/recognize.h"
+#include "backend/backend.h"
 #include "cli/commands.h"
 #include "cli/extra_files.h"
 #include "cli/guard_session.h"
@@ -41,7 +42,7 @@ std::filesystem::path library_root(const TemplatesFlags& flags) {
 }
 
 std::string target_of_device(const std::string& device) {
-  return device == "cpu" ? "cpu" : "cuda";
+  return backend_for(device).kind_name();
 }
 
 /// At most `limit` valid points are counted, so a huge space answers quickly.

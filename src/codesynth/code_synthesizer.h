@@ -44,10 +44,10 @@ struct SynthesisRequest {
   const Problem* problem = nullptr;
   /// The workloads the run evaluates (a selection of the problem's); empty = all of them.
   std::vector<Workload> workloads;
-  std::string device;    ///< "cpu" or "cuda:N"
-  std::string hardware;  ///< calibrated facts in words (peaks, SMs, caches, clocks)
-  std::string agent;     ///< the asking agent's name
-  std::string strategy;  ///< its strategy's focus in words
+  std::string device = "cpu";  ///< "cpu" or "cuda:N"
+  std::string hardware;        ///< calibrated facts in words (peaks, SMs, caches, clocks)
+  std::string agent;           ///< the asking agent's name
+  std::string strategy;        ///< its strategy's focus in words
   SynthesisMove move = SynthesisMove::Draft;
   std::optional<CandidateContext> parent;
   std::vector<CandidateContext> inspirations;  ///< siblings or crossover partners

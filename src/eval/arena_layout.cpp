@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "backend/worker_protocol.h"
+#include "backend/worker/worker_protocol.h"
 #include "core/error.h"
 
 namespace kernelarc {

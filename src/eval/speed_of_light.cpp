@@ -45,15 +45,10 @@ bool runs_on_tensor_cores(const Definition& def) {
 }  // namespace
 
 std::optional<ComputePeak> compute_peak(const Definition& def, const Calibration& calibration) {
-  const bool on_cpu = calibration.device == "cpu";
-  if (!on_cpu && runs_on_tensor_cores(def) && !def.inputs.empty()) {
-    const std::string dtype(dtype_name(def.inputs.front().dtype));
-    const auto it = calibration.tensor_tflops.find(dtype);
-    if (it != calibration.tensor_tflops.end() && it->second > 0)
-      return ComputePeak{it->second * 1e12, fmt::format("{} tensor cores", dtype), true};
-  }
-  if (calibration.fp32_fma_tflops <= 0) return std::nullopt;
-  return ComputePeak{calibration.fp32_fma_tflops * 1e12, "fp32 FMA", on_cpu};
+  std::optional<std::string_view> tensor_core_dtype;
+  if (runs_on_tensor_cores(def) && !def.inputs.empty())
+    tensor_core_dtype = dtype_name(def.inputs.front().dtype);
+  return backend_for(calibration.device).compute_peak(calibration, tensor_core_dtype);
 }
 
 SolBound speed_of_light(const Definition& def, const AxisValues& axes,

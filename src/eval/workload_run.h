@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/worker.h"
+#include "backend/worker/worker.h"
 #include "core/problem.h"
 #include "eval/arena_layout.h"
 #include "eval/guard.h"

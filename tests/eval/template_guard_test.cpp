@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_device.h"
 #include "eval/guard_harness.h"
 #include "eval/solution_build.h"
 #include "synth/bound_template.h"

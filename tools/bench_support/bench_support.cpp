@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "backend/backend.h"
 #include "core/error.h"
 
 namespace kernelarc {
@@ -10,7 +11,7 @@ namespace kernelarc {
 std::vector<std::string> builtin_problems(const std::string& device) {
   std::vector<std::string> problems;
   const auto root =
-      std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems" / (device == "cpu" ? "cpu" : "cuda");
+      std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems" / backend_for(device).kind_name();
   for (const auto& entry : std::filesystem::directory_iterator(root))
     if (entry.is_directory() && std::filesystem::exists(entry.path() / "definition.json"))
       problems.push_back(entry.path().string());
@@ -49,7 +50,7 @@ int run_bench(CLI::App& app, int argc, char** argv, const std::function<int()>& 
 BenchGuard::BenchGuard(const BenchGuardOptions& options) {
   OracleOptions oracle_options;
   oracle_options.cache_dir = options.workspace / "oracle";
-  oracle_options.device = options.device == "cpu" ? "cpu" : "cuda";
+  oracle_options.device = backend_for(options.device).kind();
   oracle_options.worker_executable = KERNELARC_BINARY;
   oracle_ = std::make_unique<Oracle>(oracle_options);
   GuardOptions guard_options;
