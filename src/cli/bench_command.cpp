@@ -21,14 +21,15 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "app/optimize_session.h"
+#include "app/optimize_skills.h"
 #include "app/recognize.h"
 #include "backend/backend.h"
 #include "cli/bench_results.h"
 #include "cli/bench_suite.h"
 #include "cli/commands.h"
+#include "cli/guard_flags.h"
 #include "cli/optimize_progress.h"
-#include "cli/optimize_session.h"
-#include "cli/optimize_skills.h"
 #include "core/atomic_file.h"
 #include "core/elapsed.h"
 #include "core/error.h"

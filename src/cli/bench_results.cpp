@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/table.h"
+#include "app/table.h"
 #include "core/error.h"
 #include "eval/speed_of_light.h"
 #include "eval/trace.h"

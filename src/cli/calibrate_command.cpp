@@ -4,10 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "app/table.h"
 #include "backend/backend.h"
 #include "backend/calibrate.h"
 #include "cli/commands.h"
-#include "cli/table.h"
 #include "core/error.h"
 
 namespace kernelarc {

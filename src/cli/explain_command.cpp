@@ -9,9 +9,9 @@
 
 #include "app/explain.h"
 #include "app/recognize.h"
+#include "app/table.h"
 #include "backend/backend.h"
 #include "cli/commands.h"
-#include "cli/table.h"
 #include "core/error.h"
 #include "synth/bound_template.h"
 

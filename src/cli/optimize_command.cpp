@@ -11,12 +11,15 @@
 
 #include <fmt/format.h>
 
+#include "app/optimize_session.h"
+#include "app/optimize_skills.h"
+#include "app/table.h"
 #include "backend/backend.h"
+#include "cli/code_synth_flags.h"
 #include "cli/commands.h"
+#include "cli/guard_flags.h"
 #include "cli/optimize_progress.h"
-#include "cli/optimize_session.h"
-#include "cli/optimize_skills.h"
-#include "cli/table.h"
+#include "cli/profile_flags.h"
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
 #include "eval/speed_of_light.h"

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "app/code_synth_setup.h"
 #include "app/recognize.h"
-#include "cli/code_synth_setup.h"
 #include "cli/commands.h"
 #include "codesynth/prompt_builder.h"
 #include "core/error.h"

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "app/table.h"
 #include "cli/commands.h"
-#include "cli/table.h"
 #include "core/error.h"
 #include "diagnosis/ncu_runner.h"
 #include "optimize/orchestrator.h"

@@ -8,13 +8,14 @@
 
 #include <fmt/format.h>
 
+#include "app/extra_files.h"
+#include "app/guard_session.h"
 #include "app/recognize.h"
+#include "app/table.h"
+#include "app/template_sweep.h"
 #include "backend/backend.h"
 #include "cli/commands.h"
-#include "cli/extra_files.h"
-#include "cli/guard_session.h"
-#include "cli/table.h"
-#include "cli/template_sweep.h"
+#include "cli/guard_flags.h"
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "synth/bound_template.h"

@@ -1,4 +1,4 @@
-#include "cli/guard_session.h"
+#include "app/guard_session.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "app/table.h"
 #include "backend/backend.h"
-#include "cli/table.h"
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
 #include "eval/speed_of_light.h"
@@ -69,40 +69,13 @@ void print_traces(const Problem& problem, const std::vector<Trace>& traces, std:
 
 }  // namespace
 
-void add_guard_flags(CLI::App& cmd, GuardFlags& flags) {
-  cmd.add_option("--json", flags.json_path, "write the traces (SOL-ExecBench form) to this file");
-  cmd.add_option("--workspace", flags.workspace, "caches and calibration")->capture_default_str();
-  cmd.add_option("--device", flags.device, "cpu or cuda:N")->capture_default_str();
-  cmd.add_option("--python", flags.python, "Python with torch for the reference (default: detect)");
-  cmd.add_option("--cflags", flags.cflags,
-                 "host compiler flags, replacing -O3 -march=native -fopenmp");
-  cmd.add_option("--workloads", flags.workloads,
-                 "only workloads whose uuid starts with these (\"largest\": the one with the "
-                 "largest product of its axes)");
-  cmd.add_option("--trials", flags.trials, "correctness draws per workload")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  cmd.add_option("--warmup", flags.warmup, "untimed calls before timing")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 10000));
-  cmd.add_option("--iterations", flags.iterations, "timed calls at most")
-      ->capture_default_str()
-      ->check(CLI::Range(3, 100000));
-  cmd.add_option("--timing-budget", flags.budget_s, "timing budget per workload, seconds")
-      ->capture_default_str();
-  cmd.add_option("--timeout-ms", flags.timeout_ms, "a call longer than this is a hang")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3'600'000));
-  cmd.add_option("--input-seed", flags.seed, "input seed")->capture_default_str();
-  cmd.add_flag("--no-baseline", flags.no_baseline, "do not time the PyTorch reference");
-}
-
 GuardSession::GuardSession(const GuardFlags& flags) : flags_(flags) {
   OracleOptions oracle_options;
   oracle_options.cache_dir = std::filesystem::path(flags.workspace) / "oracle";
   oracle_options.python = flags.python;
   oracle_options.device = backend_for(flags.device).kind();
   oracle_options.seed = flags.seed;
+  oracle_options.worker_executable = flags.worker_executable;
   oracle_ = std::make_unique<Oracle>(oracle_options);
 
   options_.device = flags.device;
@@ -114,6 +87,7 @@ GuardSession::GuardSession(const GuardFlags& flags) : flags_(flags) {
   options_.seed = flags.seed;
   options_.call_timeout = std::chrono::milliseconds(flags.timeout_ms);
   options_.time_baselines = !flags.no_baseline;
+  options_.worker_executable = flags.worker_executable;
   if (!flags.cflags.empty()) options_.cpu_compile.flags = split_flags(flags.cflags);
   if (const char* cxx = std::getenv("CXX"); cxx && *cxx) options_.cpu_compile.compiler = cxx;
   guard_ = std::make_unique<Guard>(options_, *oracle_);

@@ -1,13 +1,13 @@
-#include "cli/optimize_session.h"
+#include "app/optimize_session.h"
 
 #include <algorithm>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "app/extra_files.h"
+#include "app/optimize_skills.h"
 #include "backend/backend.h"
-#include "cli/extra_files.h"
-#include "cli/optimize_skills.h"
 #include "core/error.h"
 #include "optimize/shape_class.h"
 #include "optimize/strategy.h"

@@ -1,4 +1,4 @@
-#include "cli/optimize_skills.h"
+#include "app/optimize_skills.h"
 
 #include <fmt/format.h>
 

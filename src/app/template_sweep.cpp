@@ -1,4 +1,4 @@
-#include "cli/template_sweep.h"
+#include "app/template_sweep.h"
 
 #include <iostream>
 #include <map>
@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "app/recognize.h"
+#include "app/table.h"
 #include "backend/backend.h"
-#include "cli/table.h"
 #include "optimize/search_setup.h"
 #include "synth/bound_template.h"
 #include "synth/representative_points.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/guard_session.h"
+#include "app/guard_session.h"
 
 namespace kernelarc {
 

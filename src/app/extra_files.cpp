@@ -1,4 +1,4 @@
-#include "cli/extra_files.h"
+#include "app/extra_files.h"
 
 #include "core/error.h"
 #include "core/json_fields.h"

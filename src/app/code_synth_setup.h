@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "codesynth/code_synthesizer.h"
 #include "llm/llm_config.h"
 #include "optimize/orchestrator.h"
@@ -33,8 +31,6 @@ struct CodeSynthFlags {
   int64_t max_tokens = 0;  ///< 0: the configuration's (none by default)
   double max_cost_usd = 0;
 };
-
-void add_code_synth_flags(CLI::App& command, CodeSynthFlags& flags);
 
 /// Which synthesizers --synth names: "template", "llm", "command", "template+llm" or
 /// "template+command"; InputError otherwise.

@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/code_synth_setup.h"
+#include "app/guard_session.h"
+#include "app/profile_best.h"
 #include "app/recognize.h"
-#include "cli/code_synth_setup.h"
-#include "cli/guard_session.h"
-#include "cli/profile_flags.h"
 #include "optimize/orchestrator.h"
 #include "optimize/search_setup.h"
 #include "optimize/skill_distill.h"

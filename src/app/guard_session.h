@@ -4,13 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "core/problem.h"
 #include "eval/guard.h"
@@ -32,13 +31,10 @@ struct GuardFlags {
   int timeout_ms = 10'000;
   uint64_t seed = 200;
   bool no_baseline = false;
+  /// Not a flag: the kernelarc executable hosting the workers, for programs that are not it
+  /// (tools/); empty = this process.
+  std::filesystem::path worker_executable;
 };
-
-/// Registers --json, --workspace, --device, --python, --cflags, --workloads, --trials,
-/// --warmup, --iterations, --timing-budget, --timeout-ms, --input-seed and --no-baseline. The
-/// names are the same on every command: --budget and --seed belong to the search (`optimize`,
-/// `bench`), so the guard's own budget (seconds) and seed say what they are.
-void add_guard_flags(CLI::App& command, GuardFlags& flags);
 
 /// An oracle and a guard configured from the flags.
 class GuardSession {

@@ -1,4 +1,4 @@
-#include "cli/table.h"
+#include "app/table.h"
 
 #include <algorithm>
 #include <cctype>
