@@ -307,7 +307,7 @@ class ProblemBench {
                                const std::map<std::string, std::vector<double>>& pool,
                                const std::map<std::string, std::string>& notes) {
     const auto samples = pool.find(workload.uuid);
-    if (samples != pool.end()) return {pooled_time(samples->second), notes.at(workload.uuid)};
+    if (samples != pool.end()) return {median_interval(samples->second), notes.at(workload.uuid)};
     // Unavailable (no torch.compile, a failing reference): the cached path says why.
     Oracle& oracle = measure_.oracle();
     if (oracle.reference_timing(problem, workload, baseline))
@@ -317,13 +317,14 @@ class ProblemBench {
 
   static Contender guard_contender(const std::vector<std::vector<Trace>>& rounds,
                                    const Measurement& pooled, const std::string& uuid) {
-    if (!pooled.passed) return {std::nullopt, pooled.status + ": " + pooled.log};
+    if (!pooled.passed)
+      return {std::nullopt, std::string(status_name(pooled.status)) + ": " + pooled.log};
     std::vector<double> samples;
     for (const auto& traces : rounds)
       for (const Trace& trace : traces)
         if (trace.workload.value("uuid", std::string()) == uuid)
           samples.insert(samples.end(), trace.samples_ms.begin(), trace.samples_ms.end());
-    return {pooled_time(samples), fmt::format("through the guard, {} rounds", rounds.size())};
+    return {median_interval(samples), fmt::format("through the guard, {} rounds", rounds.size())};
   }
 
   const BenchFlags& flags_;

@@ -330,7 +330,9 @@ std::string log_block(const std::string& log) {
 }
 
 std::string results_text(const CandidateContext& candidate) {
-  std::string out = "Status: " + or_none(candidate.status);
+  std::string out =
+      "Status: " +
+      or_none(candidate.status ? std::string(status_name(*candidate.status)) : std::string());
   if (!candidate.results.empty()) out += "\n" + candidate.results;
   return out;
 }

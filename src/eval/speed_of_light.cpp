@@ -77,6 +77,20 @@ double sol_score(double kernel_ms, double baseline_ms, double sol_ms) {
   return 1.0 / (1.0 + (kernel_ms - sol_ms) / headroom);
 }
 
+std::optional<double> faster_baseline_ms(const std::optional<double>& eager_ms,
+                                         const std::optional<double>& compiled_ms) {
+  if (eager_ms && compiled_ms) return std::min(*eager_ms, *compiled_ms);
+  return eager_ms ? eager_ms : compiled_ms;
+}
+
+std::optional<double> sol_score(double kernel_ms, const std::optional<double>& eager_ms,
+                                const std::optional<double>& compiled_ms,
+                                const std::optional<double>& sol_ms) {
+  const auto baseline_ms = faster_baseline_ms(eager_ms, compiled_ms);
+  if (!baseline_ms || !sol_ms) return std::nullopt;
+  return sol_score(kernel_ms, *baseline_ms, *sol_ms);
+}
+
 bool sol_bound_beaten(double kernel_ms, const std::optional<double>& sol_ms) {
   return sol_ms && kernel_ms < *sol_ms;
 }

@@ -39,6 +39,16 @@ SolBound speed_of_light(const Definition& def, const AxisValues& axes,
 /// 1 (and beats the bound, see sol_bound_beaten); with T_b at or below T_SOL, 1 or 0.
 double sol_score(double kernel_ms, double baseline_ms, double sol_ms);
 
+/// T_b: the faster of the PyTorch baselines that ran; nullopt when neither did.
+std::optional<double> faster_baseline_ms(const std::optional<double>& eager_ms,
+                                         const std::optional<double>& compiled_ms);
+
+/// S against T_b = the faster baseline; nullopt without a baseline or a T_SOL. Every SOL score
+/// kernelarc reports (a trace's, a benchmark's) is this one.
+std::optional<double> sol_score(double kernel_ms, const std::optional<double>& eager_ms,
+                                const std::optional<double>& compiled_ms,
+                                const std::optional<double>& sol_ms);
+
 /// Whether a measured time is below T_SOL. No honest kernel beats a true bound, so the bound is
 /// wrong (a calibration that under-measured the bandwidth or peak), not the kernel faster.
 bool sol_bound_beaten(double kernel_ms, const std::optional<double>& sol_ms);
