@@ -63,7 +63,7 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
   const RecognizedProblem loaded = load_recognized_problem(
       dir, recognize_options(flags.guard.workspace, flags.guard.python, flags.guard.device));
   const Problem& problem = loaded.problem;
-  const std::string target = backend_for(flags.guard.device).kind_name();
+  const DeviceKind target = backend_for(flags.guard.device).kind();
   const auto matches = match_templates(library, problem, target);
   const auto workloads = fast.select_workloads(problem);
   std::cout << fmt::format("== {} ({} workloads, op family {})\n", problem.definition.name,
