@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "app/problem_costs.h"
+#include "backend/backend.h"
 #include "core/error.h"
 #include "lower/family_match.h"
 #include "lower/lower_plan.h"
@@ -34,7 +35,7 @@ void derive_costs(const Definition& def, const OpGraph& graph, const OrderedJson
 /// Why no template of `target` serves `problem` once `family` and `op_params` are applied, or
 /// "" when one binds.
 std::string no_binding_template(const Problem& problem, const FamilyMatch& match,
-                                const std::string& target) {
+                                DeviceKind target) {
   static const std::vector<KernelTemplate> library = load_template_library(default_template_root());
   Problem matched = problem;
   matched.definition.ext.op_family = match.family;
@@ -97,12 +98,12 @@ Recognition recognize(const Problem& problem, const RecognizeOptions& options) {
   const PlanLowering lowering = lower_to_plan(graph, def);
   derive_costs(def, graph, lowering.ok ? &lowering.plan : nullptr, r);
   FamilyMatch match = match_family(graph, def);
-  if (match.ok && !options.target.empty()) {
-    const std::string unbound = no_binding_template(problem, match, options.target);
+  if (match.ok && options.target) {
+    const std::string unbound = no_binding_template(problem, match, *options.target);
     if (!unbound.empty()) {
       match.ok = false;
       match.reason = fmt::format("{} matches, but no {} template binds it ({})", match.family,
-                                 options.target, unbound);
+                                 device_kind_name(*options.target), unbound);
     }
   }
   if (match.ok) {
@@ -138,7 +139,7 @@ void apply_recognition(Problem& problem, const Recognition& r) {
 
 RecognizeOptions recognize_options(const std::filesystem::path& workspace,
                                    const std::string& python, const std::string& device) {
-  return {python, workspace / "graphs", true, device == "cpu" ? "cpu" : "cuda"};
+  return {python, workspace / "graphs", true, backend_for(device).kind()};
 }
 
 RecognizedProblem load_recognized_problem(const std::filesystem::path& dir,

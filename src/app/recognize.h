@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_kind.h"
 #include "core/problem.h"
 
 namespace kernelarc {
@@ -31,9 +32,9 @@ struct RecognizeOptions {
   std::string python;               ///< the interpreter the oracle uses
   std::filesystem::path cache_dir;  ///< where traces are cached by definition hash; empty = none
   bool trace = true;                ///< false: an unannotated definition is NotServed, untraced
-  /// "cpu" or "cuda": a matched family counts only when a template of this target binds the
-  /// problem (else the fused plan serves it); empty = any match counts.
-  std::string target;
+  /// A matched family counts only when a template of this target binds the problem (else the
+  /// fused plan serves it); none = any match counts.
+  std::optional<DeviceKind> target;
 };
 
 /// "annotated", "matched", "fused" or "not served".

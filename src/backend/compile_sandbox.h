@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda_nvrtc.h"
-#include "backend/worker_sandbox.h"
+#include "backend/cuda/cuda_nvrtc.h"
+#include "backend/worker/worker_sandbox.h"
 
 namespace kernelarc {
 

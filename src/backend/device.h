@@ -1,7 +1,7 @@
 // The worker-side view of one device: memory, copies, cache flushing and a timed call.
 //
 // The worker process owns exactly one Device. The CPU device works on host memory; the CUDA
-// device (src/backend/cuda_device.cpp) on device memory of one GPU. A driver error inside a
+// device (src/backend/cuda/cuda_device.cpp) on device memory of one GPU. A driver error inside a
 // Device may abort the worker: the parent classifies the death, it never aborts itself.
 #pragma once
 
@@ -74,7 +74,5 @@ std::string host_cpu_model();
 /// `trace_activity` CUPTI is never loaded and calls are timed with CUDA events: for a process
 /// profiled by Nsight Compute, whose own collection conflicts with CUPTI activity tracing.
 std::unique_ptr<Device> make_cuda_device(int ordinal, bool trace_activity = true);
-/// The device a `--device` flag names: cpu, cuda (ordinal 0) or cuda:N. InputError otherwise.
-std::unique_ptr<Device> make_device(const std::string& name, bool trace_activity = true);
 
 }  // namespace kernelarc

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/worker_sandbox.h"
+#include "backend/worker/worker_sandbox.h"
 
 namespace kernelarc {
 

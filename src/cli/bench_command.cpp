@@ -21,13 +21,15 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "app/optimize_session.h"
+#include "app/optimize_skills.h"
 #include "app/recognize.h"
+#include "backend/backend.h"
 #include "cli/bench_results.h"
 #include "cli/bench_suite.h"
 #include "cli/commands.h"
+#include "cli/guard_flags.h"
 #include "cli/optimize_progress.h"
-#include "cli/optimize_session.h"
-#include "cli/optimize_skills.h"
 #include "core/atomic_file.h"
 #include "core/elapsed.h"
 #include "core/error.h"
@@ -231,7 +233,7 @@ class ProblemBench {
   void measure(const Problem& problem, const std::vector<Workload>& workloads,
                const std::optional<Solution>& winner, const std::optional<Solution>& library,
                BenchProblem& result) {
-    const bool cuda = flags_.guard.device != "cpu";
+    const bool cuda = backend_for(flags_.guard.device).times_compiled_baseline();
     std::vector<std::vector<Trace>> winner_rounds, library_rounds;
     // Per baseline and workload, each round's samples and note.
     std::map<Baseline, std::map<std::string, std::vector<BaselineRound>>> baseline_rounds;
@@ -316,10 +318,10 @@ class ProblemBench {
       const auto found = by_workload->second.find(workload.uuid);
       if (found != by_workload->second.end() && !found->second.empty()) {
         const BaselineRound* fastest = nullptr;
-        std::optional<PooledTime> fastest_time;
+        std::optional<MedianInterval> fastest_time;
         std::vector<std::string> medians;
         for (const BaselineRound& round : found->second) {
-          const auto time = pooled_time(round.samples_ms);
+          const auto time = median_interval(round.samples_ms);
           if (!time) continue;
           medians.push_back(fmt::format("{:.4f} ms", time->median_ms));
           if (!fastest_time || time->median_ms < fastest_time->median_ms) {
@@ -345,13 +347,14 @@ class ProblemBench {
 
   static Contender guard_contender(const std::vector<std::vector<Trace>>& rounds,
                                    const Measurement& pooled, const std::string& uuid) {
-    if (!pooled.passed) return {std::nullopt, pooled.status + ": " + pooled.log};
+    if (!pooled.passed)
+      return {std::nullopt, std::string(status_name(pooled.status)) + ": " + pooled.log};
     std::vector<double> samples;
     for (const auto& traces : rounds)
       for (const Trace& trace : traces)
         if (trace.workload.value("uuid", std::string()) == uuid)
           samples.insert(samples.end(), trace.samples_ms.begin(), trace.samples_ms.end());
-    return {pooled_time(samples), fmt::format("through the guard, {} rounds", rounds.size())};
+    return {median_interval(samples), fmt::format("through the guard, {} rounds", rounds.size())};
   }
 
   const BenchFlags& flags_;

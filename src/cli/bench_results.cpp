@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/table.h"
+#include "app/table.h"
 #include "core/error.h"
 #include "eval/speed_of_light.h"
 #include "eval/trace.h"
@@ -19,7 +19,7 @@ using Rows = std::vector<std::vector<std::string>>;
 
 std::string time_cell(const Contender& contender) {
   if (!contender.time) return "-";
-  const PooledTime& t = *contender.time;
+  const MedianInterval& t = *contender.time;
   return fmt::format("{:.4f} ({:.4f}-{:.4f})", t.median_ms, t.ci_low_ms, t.ci_high_ms);
 }
 
@@ -33,7 +33,7 @@ std::string number_cell(const std::optional<double>& value, int digits) {
   return value ? fmt::format("{:.{}f}", *value, digits) : "-";
 }
 
-Speedup ratio(const PooledTime& before, const PooledTime& after) {
+Speedup ratio(const MedianInterval& before, const MedianInterval& after) {
   return {before.median_ms / after.median_ms, before.ci_low_ms / after.ci_high_ms,
           before.ci_high_ms / after.ci_low_ms};
 }
@@ -165,8 +165,8 @@ Contender contender_from_json(const OrderedJson& json) {
   contender.note = json.at("note").get<std::string>();
   if (!json.at("median_ms").is_null())
     contender.time =
-        PooledTime{json.at("median_ms").get<double>(), json.at("ci_low_ms").get<double>(),
-                   json.at("ci_high_ms").get<double>(), json.at("samples").get<int>()};
+        MedianInterval{json.at("median_ms").get<double>(), json.at("ci_low_ms").get<double>(),
+                       json.at("ci_high_ms").get<double>(), json.at("samples").get<int>()};
   return contender;
 }
 
@@ -247,12 +247,6 @@ BenchProblem problem_from_json(const OrderedJson& json) {
 
 }  // namespace
 
-std::optional<PooledTime> pooled_time(const std::vector<double>& samples_ms) {
-  if (samples_ms.empty()) return std::nullopt;
-  const TimingSummary summary = summarize(samples_ms);
-  return PooledTime{summary.median, summary.ci_low, summary.ci_high, summary.samples};
-}
-
 std::string BenchWorkload::faster_baseline() const {
   if (eager.time && compiled.time)
     return compiled.time->median_ms < eager.time->median_ms ? "compiled" : "eager";
@@ -260,14 +254,14 @@ std::string BenchWorkload::faster_baseline() const {
   return compiled.time ? "compiled" : "";
 }
 
-const PooledTime* BenchWorkload::faster_baseline_time() const {
+const MedianInterval* BenchWorkload::faster_baseline_time() const {
   const std::string faster = faster_baseline();
   if (faster.empty()) return nullptr;
   return faster == "eager" ? &*eager.time : &*compiled.time;
 }
 
 std::optional<Speedup> BenchWorkload::speedup() const {
-  const PooledTime* baseline = faster_baseline_time();
+  const MedianInterval* baseline = faster_baseline_time();
   if (!baseline || !kernelarc.time) return std::nullopt;
   return ratio(*baseline, *kernelarc.time);
 }
@@ -279,13 +273,10 @@ std::optional<Speedup> BenchWorkload::speedup_over_cublaslt() const {
 
 std::optional<double> BenchWorkload::sol_score() const {
   if (!kernelarc.time) return std::nullopt;
-  // One definition of S: the trace's.
-  Trace trace;
-  trace.latency_ms = TimingSummary{.median = kernelarc.time->median_ms};
-  if (eager.time) trace.eager_ms = eager.time->median_ms;
-  if (compiled.time) trace.compiled_ms = compiled.time->median_ms;
-  trace.sol_ms = sol_ms;
-  return trace.sol_score();
+  const auto median = [](const Contender& c) {
+    return c.time ? std::optional<double>(c.time->median_ms) : std::nullopt;
+  };
+  return kernelarc::sol_score(kernelarc.time->median_ms, median(eager), median(compiled), sol_ms);
 }
 
 bool BenchWorkload::sol_bound_beaten() const {

@@ -17,20 +17,9 @@
 
 namespace kernelarc {
 
-/// A time pooled over the rounds: the median with its 95% interval.
-struct PooledTime {
-  double median_ms = 0;
-  double ci_low_ms = 0;
-  double ci_high_ms = 0;
-  int samples = 0;
-};
-
-/// From samples in milliseconds; nullopt when there are none.
-std::optional<PooledTime> pooled_time(const std::vector<double>& samples_ms);
-
 /// One measured contender at one workload: its pooled time, or why it has none.
 struct Contender {
-  std::optional<PooledTime> time;
+  std::optional<MedianInterval> time;
   std::string note;  ///< how it was measured, or why not
 };
 
@@ -49,11 +38,12 @@ struct BenchWorkload {
 
   /// The faster of eager and compiled (T_b): "eager", "compiled" or "" when neither ran.
   std::string faster_baseline() const;
-  const PooledTime* faster_baseline_time() const;
+  const MedianInterval* faster_baseline_time() const;
   /// Faster baseline / kernelarc; the interval from the ends of both intervals.
   std::optional<Speedup> speedup() const;
   std::optional<Speedup> speedup_over_cublaslt() const;
-  /// Trace::sol_score's S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)) at the medians, capped at 1.
+  /// eval/speed_of_light.h's S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)) at the medians, capped
+  /// at 1.
   std::optional<double> sol_score() const;
   /// kernelarc's median below T_SOL: the bound is wrong (eval/speed_of_light.h).
   bool sol_bound_beaten() const;

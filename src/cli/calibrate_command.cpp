@@ -4,9 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "app/table.h"
+#include "backend/backend.h"
 #include "backend/calibrate.h"
 #include "cli/commands.h"
-#include "cli/table.h"
 #include "core/error.h"
 
 namespace kernelarc {
@@ -15,8 +16,7 @@ namespace {
 
 int run_calibrate(const std::string& device, const std::string& workspace) {
   calibration_path(workspace, device);  // rejects anything but "cpu" and "cuda:N"
-  const Calibration calibration =
-      device == "cpu" ? calibrate_cpu() : calibrate_cuda(std::stoi(device.substr(5)));
+  const Calibration calibration = backend_for(device).calibrate();
   save_calibration(workspace, calibration);
 
   std::cout << fmt::format("device {}: {}\n", calibration.device, calibration.description);

@@ -3,9 +3,10 @@
 #include <iostream>
 #include <memory>
 
+#include "app/guard_session.h"
 #include "app/recognize.h"
 #include "cli/commands.h"
-#include "cli/guard_session.h"
+#include "cli/guard_flags.h"
 #include "cli/profile_flags.h"
 #include "core/problem.h"
 

@@ -9,8 +9,9 @@
 
 #include "app/explain.h"
 #include "app/recognize.h"
+#include "app/table.h"
+#include "backend/backend.h"
 #include "cli/commands.h"
-#include "cli/table.h"
 #include "core/error.h"
 #include "synth/bound_template.h"
 
@@ -35,7 +36,7 @@ struct TemplateVerdict {
 
 struct Explanation {
   RecognizedProblem loaded;
-  std::string target;
+  DeviceKind target;
   std::vector<std::string> graph;  ///< graph_lines of the trace; empty when untraced
   std::vector<TemplateVerdict> templates;
   std::string no_template;  ///< describe_no_template when no template shares the family
@@ -45,7 +46,7 @@ Explanation explain(const ExplainFlags& flags) {
   Explanation e{
       load_recognized_problem(flags.problem_dir,
                               recognize_options(flags.workspace, flags.python, flags.device)),
-      flags.device == "cpu" ? "cpu" : "cuda",
+      backend_for(flags.device).kind(),
       {},
       {},
       {}};
@@ -89,7 +90,7 @@ void print_text(const Explanation& e, std::ostream& out) {
   const DefinitionExtension& ext = problem.definition.ext;
   out << fmt::format("bytes: {}\nflops: {}\n", ext.bytes.empty() ? "-" : ext.bytes,
                      ext.flops.empty() ? "-" : ext.flops);
-  out << fmt::format("templates ({}):\n", e.target);
+  out << fmt::format("templates ({}):\n", device_kind_name(e.target));
   if (e.templates.empty()) {
     out << "  " << e.no_template << '\n';
     return;
@@ -108,7 +109,7 @@ OrderedJson explanation_json(const Explanation& e) {
         {{"template", verdict.name}, {"binds", verdict.binds}, {"reason", verdict.reason}});
   return {{"problem", problem.definition.name},
           {"dir", problem.dir.string()},
-          {"target", e.target},
+          {"target", device_kind_name(e.target)},
           {"graph", e.loaded.recognition.graph},
           {"graph_lines", e.graph},
           {"recognition", recognition_json(e.loaded.recognition)},
@@ -136,8 +137,7 @@ CommandRunner add_explain_command(CLI::App& app) {
   cmd->add_option("--templates", flags->root, "template library root");
   cmd->add_flag("--json", flags->json, "print the explanation as JSON");
   return [flags] {
-    if (flags->device != "cpu" && flags->device.rfind("cuda", 0) != 0)
-      throw InputError(fmt::format("--device {}: expected cpu or cuda:N", flags->device));
+    backend_for(flags->device);  // an unknown device is an InputError naming --device
     const Explanation e = explain(*flags);
     if (flags->json)
       std::cout << explanation_json(e).dump(2) << '\n';

@@ -11,11 +11,15 @@
 
 #include <fmt/format.h>
 
+#include "app/optimize_session.h"
+#include "app/optimize_skills.h"
+#include "app/table.h"
+#include "backend/backend.h"
+#include "cli/code_synth_flags.h"
 #include "cli/commands.h"
+#include "cli/guard_flags.h"
 #include "cli/optimize_progress.h"
-#include "cli/optimize_session.h"
-#include "cli/optimize_skills.h"
-#include "cli/table.h"
+#include "cli/profile_flags.h"
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
 #include "eval/speed_of_light.h"
@@ -145,10 +149,12 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
 
 int run_optimize(OptimizeFlags flags, bool resume_given) {
   if (!flags.backend.empty()) {
-    if (flags.backend != "cpu" && flags.backend != "cuda")
-      throw InputError(fmt::format("--backend {}: expected cpu or cuda", flags.backend));
-    if (flags.guard.device == "cpu" && flags.backend == "cuda") flags.guard.device = "cuda:0";
-    if ((flags.guard.device == "cpu") != (flags.backend == "cpu"))
+    const std::optional<DeviceKind> wanted = device_kind_from_name(flags.backend);
+    if (!wanted) throw InputError(fmt::format("--backend {}: expected cpu or cuda", flags.backend));
+    // --backend cuda with the default device means the first GPU.
+    if (backend_for(flags.guard.device).kind() == DeviceKind::Cpu && *wanted == DeviceKind::Cuda)
+      flags.guard.device = "cuda:0";
+    if (backend_for(flags.guard.device).kind() != *wanted)
       throw InputError(
           fmt::format("--backend {} and --device {} disagree", flags.backend, flags.guard.device));
   }

@@ -23,7 +23,7 @@ std::string times(const std::optional<double>& fitness) {
 std::string outcome(const CandidateEvent& event) {
   if (!event.measurement.passed)
     return fmt::format(
-        "{} {}", event.measurement.status,
+        "{} {}", status_name(event.measurement.status),
         event.measurement.log.substr(0, event.measurement.log.find('\n')).substr(0, 80));
   return fmt::format("PASSED {}{}", times(event.fitness), event.new_incumbent ? " new best" : "");
 }

@@ -1,31 +1,13 @@
-// --profile for `eval` and `optimize`: a deeper look at the best solution with Nsight Compute on
-// the largest workload it passed, stored in that trace's extra["profile"] (diagnosis/ncu_runner.h).
+// --profile, --ncu, --profile-timeout (and --profile-top) for `eval` and `optimize`.
 #pragma once
-
-#include <string>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "cli/guard_session.h"
+#include "app/profile_best.h"
 
 namespace kernelarc {
 
-struct ProfileFlags {
-  bool enabled = false;
-  int top = 1;  ///< optimize: the finalists profiled, best first
-  std::string ncu;
-  int timeout_s = 600;
-};
-
 /// Registers --profile, --ncu and --profile-timeout; --profile-top too when `with_top`.
 void add_profile_flags(CLI::App& command, ProfileFlags& flags, bool with_top);
-
-/// Profiles `solution` on the largest workload among its passed `traces` and attaches the
-/// record to that trace. Returns what to print: the profile, why there is none, or that
-/// profiling is a CUDA feature (on the CPU device, where the trace records the same).
-std::string profile_best_trace(const ProfileFlags& flags, GuardSession& session,
-                               const Problem& problem, const Solution& solution,
-                               std::vector<Trace>& traces);
 
 }  // namespace kernelarc

@@ -1,7 +1,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/profile_run.h"
+#include "backend/worker/profile_run.h"
 #include "cli/commands.h"
 
 namespace kernelarc {

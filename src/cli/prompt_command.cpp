@@ -8,11 +8,12 @@
 
 #include <fmt/format.h>
 
+#include "app/code_synth_setup.h"
 #include "app/recognize.h"
-#include "cli/code_synth_setup.h"
 #include "cli/commands.h"
 #include "codesynth/prompt_builder.h"
 #include "core/error.h"
+#include "core/eval_status.h"
 #include "core/json_fields.h"
 #include "optimize/code_moves.h"
 #include "optimize/search_setup.h"
@@ -60,9 +61,12 @@ void read_traces(const std::filesystem::path& path, const Problem& problem,
   measurement.passed = true;
   for (const OrderedJson& trace : traces) {
     const OrderedJson& evaluation = trace.at("evaluation");
-    if (evaluation.value("status", std::string("?")) != "PASSED" && measurement.passed) {
+    const std::string name = evaluation.value("status", std::string("?"));
+    const std::optional<EvalStatus> status = status_from_name(name);
+    if (!status) throw_input_error(path.string(), "evaluation.status", "not a status: " + name);
+    if (*status != EvalStatus::Passed && measurement.passed) {
       measurement.passed = false;
-      measurement.status = evaluation.value("status", std::string("?"));
+      measurement.status = *status;
       measurement.log = evaluation.value("log", std::string());
     }
     const OrderedJson& ours = trace.at("kernelarc");

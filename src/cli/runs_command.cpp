@@ -9,9 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "app/table.h"
 #include "cli/commands.h"
-#include "cli/table.h"
 #include "core/error.h"
+#include "core/eval_status.h"
 #include "diagnosis/ncu_runner.h"
 #include "optimize/orchestrator.h"
 #include "store/workspace.h"
@@ -52,7 +53,8 @@ int run_list(const RunsFlags& flags) {
 /// run's first candidate (the baseline when there is one), or its failing status.
 std::string outcome(const std::optional<Evaluation>& evaluation, std::optional<double> reference) {
   if (!evaluation) return "not evaluated in the search";
-  if (evaluation->status != "PASSED" || !evaluation->median_ms) return evaluation->status;
+  if (status_from_name(evaluation->status) != EvalStatus::Passed || !evaluation->median_ms)
+    return evaluation->status;
   std::string text = fmt::format("{:.4f} ms", *evaluation->median_ms);
   if (reference) text += fmt::format(" {:.2f}x", *reference / *evaluation->median_ms);
   return text;

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "app/table.h"
 #include "cli/commands.h"
-#include "cli/table.h"
 #include "core/error.h"
 #include "kb/knowledge_base.h"
 #include "kb/skill_store.h"

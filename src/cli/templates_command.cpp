@@ -8,12 +8,14 @@
 
 #include <fmt/format.h>
 
+#include "app/extra_files.h"
+#include "app/guard_session.h"
 #include "app/recognize.h"
+#include "app/table.h"
+#include "app/template_sweep.h"
+#include "backend/backend.h"
 #include "cli/commands.h"
-#include "cli/extra_files.h"
-#include "cli/guard_session.h"
-#include "cli/table.h"
-#include "cli/template_sweep.h"
+#include "cli/guard_flags.h"
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "synth/bound_template.h"
@@ -40,8 +42,8 @@ std::filesystem::path library_root(const TemplatesFlags& flags) {
   return flags.root.empty() ? default_template_root() : std::filesystem::path(flags.root);
 }
 
-std::string target_of_device(const std::string& device) {
-  return device == "cpu" ? "cpu" : "cuda";
+DeviceKind target_of_device(const std::string& device) {
+  return backend_for(device).kind();
 }
 
 /// At most `limit` valid points are counted, so a huge space answers quickly.
@@ -56,8 +58,9 @@ int run_list(const TemplatesFlags& flags) {
   if (flags.list_problem.empty()) {
     TextTable table({"template", "target", "families", "build", "knobs", "product", "description"});
     for (const KernelTemplate& kernel : library) {
-      if (!flags.target.empty() && kernel.target != flags.target) continue;
-      table.add_row({kernel.name, kernel.target, fmt::format("{}", fmt::join(kernel.families, ",")),
+      if (!flags.target.empty() && device_kind_from_name(flags.target) != kernel.target) continue;
+      table.add_row({kernel.name, std::string(device_kind_name(kernel.target)),
+                     fmt::format("{}", fmt::join(kernel.families, ",")),
                      kernel.build == TemplateBuild::Nvrtc ? "nvrtc" : "shared_object",
                      std::to_string(kernel.knobs.knobs().size()),
                      std::to_string(kernel.knobs.product_size()),
@@ -81,11 +84,12 @@ int run_list(const TemplatesFlags& flags) {
     std::cout << fmt::format("recognized ({}): {}\n", source_name(recognition.source),
                              recognition.summary);
   int served = 0;
-  for (const std::string target : {"cuda", "cpu"}) {
-    if (!flags.target.empty() && flags.target != target) continue;
-    const auto matches = match_templates(library, problem, target);
+  for (const DeviceKind kind : {DeviceKind::Cuda, DeviceKind::Cpu}) {
+    if (!flags.target.empty() && device_kind_from_name(flags.target) != kind) continue;
+    const std::string target(device_kind_name(kind));
+    const auto matches = match_templates(library, problem, kind);
     if (matches.empty()) {
-      std::cout << describe_no_template(library, problem, target) << '\n';
+      std::cout << describe_no_template(library, problem, kind) << '\n';
       continue;
     }
     TextTable table({"template", "target", "serves", "valid_points", "default_point"});
@@ -137,8 +141,9 @@ int run_try(const TemplatesFlags& flags) {
         fmt::format("no such template (the library has: {})", fmt::join(names, ", ")));
   }
   if (kernel->target != target_of_device(flags.guard.device)) {
-    throw_input_error("--device", flags.guard.device,
-                      fmt::format("template {} targets {}", kernel->name, kernel->target));
+    throw_input_error(
+        "--device", flags.guard.device,
+        fmt::format("template {} targets {}", kernel->name, device_kind_name(kernel->target)));
   }
   const BoundTemplate bound(*kernel, problem);
   const KnobPoint point = requested_point(kernel->knobs, flags.knobs);

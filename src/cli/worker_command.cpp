@@ -1,8 +1,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/worker.h"
-#include "backend/worker_sandbox.h"
+#include "backend/worker/worker.h"
+#include "backend/worker/worker_sandbox.h"
 #include "cli/commands.h"
 
 namespace kernelarc {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/eval_status.h"
 #include "core/problem.h"
 
 namespace kernelarc {
@@ -24,7 +25,7 @@ namespace kernelarc {
 struct CandidateContext {
   int64_t candidate_id = 0;
   Solution solution;
-  std::string status;     ///< "PASSED", "COMPILE_ERROR", ...
+  std::optional<EvalStatus> status;  ///< none when it was never evaluated
   std::string results;    ///< per-workload times, speedups and SOL fractions, as a small table
   std::string diagnosis;  ///< the diagnosis at the largest workload in words ("" when none)
   std::string log;        ///< for a failure: the guard's log (compile errors trimmed)
@@ -44,10 +45,10 @@ struct SynthesisRequest {
   const Problem* problem = nullptr;
   /// The workloads the run evaluates (a selection of the problem's); empty = all of them.
   std::vector<Workload> workloads;
-  std::string device;    ///< "cpu" or "cuda:N"
-  std::string hardware;  ///< calibrated facts in words (peaks, SMs, caches, clocks)
-  std::string agent;     ///< the asking agent's name
-  std::string strategy;  ///< its strategy's focus in words
+  std::string device = "cpu";  ///< "cpu" or "cuda:N"
+  std::string hardware;        ///< calibrated facts in words (peaks, SMs, caches, clocks)
+  std::string agent;           ///< the asking agent's name
+  std::string strategy;        ///< its strategy's focus in words
   SynthesisMove move = SynthesisMove::Draft;
   std::optional<CandidateContext> parent;
   std::vector<CandidateContext> inspirations;  ///< siblings or crossover partners

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "backend/backend.h"
 #include "codesynth/synthesized_solution.h"
 #include "core/error.h"
 #include "core/json_fields.h"
@@ -288,7 +289,7 @@ std::string abi_section(const PromptTemplates& templates, const SynthesisRequest
         "Only the solution's own files and NVRTC's built-in headers (cuda_bf16.h, cuda_fp16.h, "
         "...) may be included. The `kernelarc.knobs` are passed as `-DNAME=value` and may "
         "appear in the launch expressions.";
-  } else if (request.device.starts_with("cuda")) {
+  } else if (backend_for(request.device).kind() == DeviceKind::Cuda) {
     out +=
         "nvcc compiles the .cu and .cpp sources into a shared object (with the solution's "
         "cuda_cflags and ld_flags, and kernelarc/abi.h on the include path). `ka_run` gets "
@@ -329,7 +330,9 @@ std::string log_block(const std::string& log) {
 }
 
 std::string results_text(const CandidateContext& candidate) {
-  std::string out = "Status: " + or_none(candidate.status);
+  std::string out =
+      "Status: " +
+      or_none(candidate.status ? std::string(status_name(*candidate.status)) : std::string());
   if (!candidate.results.empty()) out += "\n" + candidate.results;
   return out;
 }
@@ -409,7 +412,7 @@ Sections make_sections(const PromptTemplates& templates, const SynthesisRequest&
       parent ? parent->solution.entry_file : default_entry_file(request.device);
   sections["entry_language"] = language_of(sections["entry_file"]);
   sections["flags_example"] =
-      request.device.starts_with("cuda")
+      backend_for(request.device).kind() == DeviceKind::Cuda
           ? R"({"cuda_cflags": ["-O3", "--use_fast_math", "-lineinfo"]})"
           : R"({"cflags": ["-O3", "-march=native", "-fopenmp"], "ld_flags": ["-fopenmp"]})";
   // The two fragments may use every other section, so they are rendered last.

@@ -7,7 +7,7 @@ namespace {
 nlohmann::json candidate_to_json(const CandidateContext& candidate) {
   return {{"candidate_id", candidate.candidate_id},
           {"solution", solution_to_json(candidate.solution)},
-          {"status", candidate.status},
+          {"status", candidate.status ? status_name(*candidate.status) : ""},
           {"results", candidate.results},
           {"diagnosis", candidate.diagnosis},
           {"log", candidate.log}};

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
 #include "backend/build_input_policy.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -14,7 +15,7 @@ namespace kernelarc {
 namespace {
 
 bool is_cuda(const std::string& device) {
-  return device.starts_with("cuda");
+  return backend_for(device).kind() == DeviceKind::Cuda;
 }
 
 void check_sources(const std::vector<SourceFile>& sources, const std::string& entry_file) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
 #include "diagnosis/diagnosis_hints.h"
 #include "diagnosis/kernel_records.h"
 #include "eval/speed_of_light.h"
@@ -66,7 +67,7 @@ namespace {
 
 bool runs_on_gpu(const Trace& trace, const std::optional<Calibration>& calibration,
                  const std::vector<KernelRecord>& records) {
-  if (calibration) return calibration->device != "cpu";
+  if (calibration) return backend_for(calibration->device).kind() != DeviceKind::Cpu;
   return trace.clock == "cupti" || trace.clock == "cuda_events" || !records.empty();
 }
 

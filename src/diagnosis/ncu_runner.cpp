@@ -10,10 +10,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "backend/backend.h"
 #include "backend/process.h"
-#include "backend/worker.h"
-#include "backend/worker_protocol.h"
-#include "backend/worker_sandbox.h"
+#include "backend/worker/worker.h"
+#include "backend/worker/worker_protocol.h"
+#include "backend/worker/worker_sandbox.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/expr.h"
@@ -178,7 +179,7 @@ OrderedJson profile_solution(const Problem& problem, const Workload& workload,
                              const ProfileOptions& options) {
   const Definition& definition = problem.definition;
   std::string arch;
-  if (guard.device != "cpu") {
+  if (backend_for(guard.device).kind() != DeviceKind::Cpu) {
     // Built for the GPU the guard used, so that the build cache serves the guard's binary.
     WorkerOptions probe_options;
     probe_options.device = guard.device;

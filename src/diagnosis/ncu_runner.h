@@ -1,8 +1,8 @@
 // Launching Nsight Compute on a candidate that passed the guard: finding ncu, running
-// `ncu ... kernelarc profile-run ...` (backend/profile_run.h) with a timeout, and turning what it
-// printed (ncu_profile.h) into the record a trace keeps in extra["profile"], with the DRAM red
-// flag. Optional and best-effort: when ncu is missing, refused the counters, timed out or printed
-// no table, the record says why and the analytic diagnosis stands alone.
+// `ncu ... kernelarc profile-run ...` (backend/worker/profile_run.h) with a timeout, and turning
+// what it printed (ncu_profile.h) into the record a trace keeps in extra["profile"], with the DRAM
+// red flag. Optional and best-effort: when ncu is missing, refused the counters, timed out or
+// printed no table, the record says why and the analytic diagnosis stands alone.
 #pragma once
 
 #include <chrono>

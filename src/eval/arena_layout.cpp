@@ -1,6 +1,6 @@
 #include "eval/arena_layout.h"
 
-#include "backend/worker_protocol.h"
+#include "backend/worker/worker_protocol.h"
 #include "core/error.h"
 #include "core/parallel_parts.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/worker.h"
+#include "backend/worker/worker.h"
 #include "core/problem.h"
 #include "core/tensor.h"
 

@@ -9,8 +9,9 @@
 #include <iostream>
 #include <thread>
 
+#include "backend/backend.h"
 #include "backend/process.h"
-#include "backend/worker_accounting.h"
+#include "backend/worker/worker_accounting.h"
 #include "core/paths.h"
 
 namespace kernelarc {
@@ -102,7 +103,7 @@ std::optional<Calibration> calibrate_automatically(const GuardOptions& options) 
             << ": measuring the device now (kernelarc calibrate), so that the speed-of-light "
                "floor applies\n";
   try {
-    if (options.device == "cpu") {
+    if (backend_for(options.device).kind() == DeviceKind::Cpu) {
       save_calibration(options.workspace, best_cpu_calibration());
     } else {
       const std::filesystem::path executable =
@@ -133,7 +134,7 @@ std::optional<Calibration> calibrate_automatically(const GuardOptions& options) 
 }
 
 double floor_margin(const std::optional<Calibration>& calibration, double configured) {
-  if (calibration && calibration->device == "cpu" &&
+  if (calibration && backend_for(calibration->device).kind() == DeviceKind::Cpu &&
       calibration->environment.count(kAutomaticCalibrationKey))
     return std::min(configured, kAutomaticCpuMargin);
   return configured;

@@ -5,7 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "backend/worker.h"
+#include "backend/backend.h"
+#include "backend/worker/worker.h"
 #include "core/elapsed.h"
 #include "core/error.h"
 #include "eval/calibrate_automatically.h"
@@ -115,7 +116,7 @@ const std::optional<Calibration>& Guard::calibration() {
 }
 
 void Guard::prepare_builds() {
-  if (options_.device != "cpu" && impl_->device_arch.empty()) {
+  if (backend_for(options_.device).kind() != DeviceKind::Cpu && impl_->device_arch.empty()) {
     impl_->device_arch = impl_->worker.device_arch();
   }
 }
@@ -226,7 +227,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
   // CPU the overhead is measured again for every evaluation: what the request's memory-bound
   // work costs follows the machine's load, which changes between candidates (a GPU request's
   // cost does not, and a new worker there costs a CUDA context).
-  if (options_.device == "cpu") impl_->overheads.clear();
+  if (backend_for(options_.device).kind() == DeviceKind::Cpu) impl_->overheads.clear();
   for (std::size_t w = 0; w < selected.size(); ++w) {
     if (!builds[build_of_workload[w]].build.ok || impl_->overheads.count(selected[w]->uuid))
       continue;
@@ -300,7 +301,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     if (options_.time_baselines) {
       PhaseTimer timer(current.extra, "baselines");
       current.eager_ms = baseline_median(problem, *workload, Baseline::Eager, current);
-      if (options_.device != "cpu") {
+      if (backend_for(options_.device).times_compiled_baseline()) {
         current.compiled_ms = baseline_median(problem, *workload, Baseline::Compiled, current);
       }
     }

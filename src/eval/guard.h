@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "backend/calibrate.h"
-#include "backend/cpu_compiler.h"
+#include "backend/cpu/cpu_compiler.h"
 #include "core/problem.h"
 #include "eval/trace.h"
 #include "oracle/oracle.h"

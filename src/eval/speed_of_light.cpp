@@ -45,15 +45,10 @@ bool runs_on_tensor_cores(const Definition& def) {
 }  // namespace
 
 std::optional<ComputePeak> compute_peak(const Definition& def, const Calibration& calibration) {
-  const bool on_cpu = calibration.device == "cpu";
-  if (!on_cpu && runs_on_tensor_cores(def) && !def.inputs.empty()) {
-    const std::string dtype(dtype_name(def.inputs.front().dtype));
-    const auto it = calibration.tensor_tflops.find(dtype);
-    if (it != calibration.tensor_tflops.end() && it->second > 0)
-      return ComputePeak{it->second * 1e12, fmt::format("{} tensor cores", dtype), true};
-  }
-  if (calibration.fp32_fma_tflops <= 0) return std::nullopt;
-  return ComputePeak{calibration.fp32_fma_tflops * 1e12, "fp32 FMA", on_cpu};
+  std::optional<std::string_view> tensor_core_dtype;
+  if (runs_on_tensor_cores(def) && !def.inputs.empty())
+    tensor_core_dtype = dtype_name(def.inputs.front().dtype);
+  return backend_for(calibration.device).compute_peak(calibration, tensor_core_dtype);
 }
 
 SolBound speed_of_light(const Definition& def, const AxisValues& axes,
@@ -80,6 +75,20 @@ double sol_score(double kernel_ms, double baseline_ms, double sol_ms) {
   const double headroom = baseline_ms - sol_ms;
   if (headroom <= 0) return 0.0;
   return 1.0 / (1.0 + (kernel_ms - sol_ms) / headroom);
+}
+
+std::optional<double> faster_baseline_ms(const std::optional<double>& eager_ms,
+                                         const std::optional<double>& compiled_ms) {
+  if (eager_ms && compiled_ms) return std::min(*eager_ms, *compiled_ms);
+  return eager_ms ? eager_ms : compiled_ms;
+}
+
+std::optional<double> sol_score(double kernel_ms, const std::optional<double>& eager_ms,
+                                const std::optional<double>& compiled_ms,
+                                const std::optional<double>& sol_ms) {
+  const auto baseline_ms = faster_baseline_ms(eager_ms, compiled_ms);
+  if (!baseline_ms || !sol_ms) return std::nullopt;
+  return sol_score(kernel_ms, *baseline_ms, *sol_ms);
 }
 
 bool sol_bound_beaten(double kernel_ms, const std::optional<double>& sol_ms) {

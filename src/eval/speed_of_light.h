@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "backend/calibrate.h"
+#include "backend/backend.h"
 #include "core/problem.h"
 
 namespace kernelarc {
@@ -15,18 +15,12 @@ double problem_bytes(const Definition& def, const AxisValues& axes);
 /// The definition's kernelarc.flops expression; 0 when absent.
 double problem_flops(const Definition& def, const AxisValues& axes);
 
-struct ComputePeak {
-  double flops_per_second = 0;
-  std::string what;         ///< "bfloat16 tensor cores", "fp32 FMA"
-  bool bounds_sol = false;  ///< whether speed_of_light counts this peak in T_SOL
-};
-
 /// The ceiling a problem's arithmetic is measured against: tensor cores of the first input's
 /// dtype for GEMM-family problems (and fused plans with matmul kernels on bfloat16 / float16
 /// inputs) on a GPU, FP32 FMA on a CPU (both bound T_SOL); where T_SOL
 /// has none (a GPU problem off the tensor cores), the FP32 FMA rate, since such a kernel's
 /// arithmetic runs on the CUDA cores (a diagnosis reports it; T_SOL ignores it). nullopt when
-/// the calibration lacks the rate.
+/// the calibration lacks the rate. The calibration's backend (Backend::compute_peak) decides.
 std::optional<ComputePeak> compute_peak(const Definition& def, const Calibration& calibration);
 
 struct SolBound {
@@ -44,6 +38,16 @@ SolBound speed_of_light(const Definition& def, const AxisValues& axes,
 /// S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)), never above 1: a kernel at or below T_SOL scores
 /// 1 (and beats the bound, see sol_bound_beaten); with T_b at or below T_SOL, 1 or 0.
 double sol_score(double kernel_ms, double baseline_ms, double sol_ms);
+
+/// T_b: the faster of the PyTorch baselines that ran; nullopt when neither did.
+std::optional<double> faster_baseline_ms(const std::optional<double>& eager_ms,
+                                         const std::optional<double>& compiled_ms);
+
+/// S against T_b = the faster baseline; nullopt without a baseline or a T_SOL. Every SOL score
+/// kernelarc reports (a trace's, a benchmark's) is this one.
+std::optional<double> sol_score(double kernel_ms, const std::optional<double>& eager_ms,
+                                const std::optional<double>& compiled_ms,
+                                const std::optional<double>& sol_ms);
 
 /// Whether a measured time is below T_SOL. No honest kernel beats a true bound, so the bound is
 /// wrong (a calibration that under-measured the bandwidth or peak), not the kernel faster.

@@ -2,7 +2,7 @@
 // parent measures of the Run request is the call and little else.
 #pragma once
 
-#include "backend/worker.h"
+#include "backend/worker/worker.h"
 
 namespace kernelarc {
 

@@ -37,8 +37,18 @@ TimingSummary summarize(std::vector<double> samples) {
   const auto low_rank = static_cast<long>(std::floor(center - half_width));
   const auto high_rank = static_cast<long>(std::ceil(center + half_width));
   summary.ci_low = samples[static_cast<std::size_t>(std::max(0L, low_rank))];
-  summary.ci_high = samples[static_cast<std::size_t>(std::min<long>(static_cast<long>(n) - 1, high_rank))];
+  summary.ci_high =
+      samples[static_cast<std::size_t>(std::min<long>(static_cast<long>(n) - 1, high_rank))];
   return summary;
+}
+
+MedianInterval median_interval(const TimingSummary& summary_ms) {
+  return {summary_ms.median, summary_ms.ci_low, summary_ms.ci_high, summary_ms.samples};
+}
+
+std::optional<MedianInterval> median_interval(const std::vector<double>& samples_ms) {
+  if (samples_ms.empty()) return std::nullopt;
+  return median_interval(summarize(samples_ms));
 }
 
 }  // namespace kernelarc

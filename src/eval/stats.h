@@ -1,6 +1,7 @@
 // Summary statistics of timing samples.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 namespace kernelarc {
@@ -21,5 +22,20 @@ struct TimingSummary {
 
 /// Summarizes samples (any unit; the summary keeps it). Empty input gives all zeros.
 TimingSummary summarize(std::vector<double> samples);
+
+/// A time as every layer above the guard keeps it: the median with its 95% interval (as in
+/// TimingSummary), in milliseconds. A candidate's time at a workload, a contender's time pooled
+/// over a benchmark's rounds.
+struct MedianInterval {
+  double median_ms = 0;
+  double ci_low_ms = 0;
+  double ci_high_ms = 0;
+  int samples = 0;
+};
+
+/// The median and interval of a summary of milliseconds.
+MedianInterval median_interval(const TimingSummary& summary_ms);
+/// From samples in milliseconds; nullopt when there are none.
+std::optional<MedianInterval> median_interval(const std::vector<double>& samples_ms);
 
 }  // namespace kernelarc

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/worker.h"
+#include "backend/worker/worker.h"
 #include "core/json_fields.h"
 
 namespace kernelarc {

@@ -1,35 +1,16 @@
 #include "eval/trace.h"
 
-#include <algorithm>
-
 #include "eval/speed_of_light.h"
 
 namespace kernelarc {
 
-std::string_view status_name(EvalStatus status) {
-  switch (status) {
-    case EvalStatus::Passed: return "PASSED";
-    case EvalStatus::IncorrectShape: return "INCORRECT_SHAPE";
-    case EvalStatus::IncorrectNumerical: return "INCORRECT_NUMERICAL";
-    case EvalStatus::IncorrectDtype: return "INCORRECT_DTYPE";
-    case EvalStatus::RuntimeError: return "RUNTIME_ERROR";
-    case EvalStatus::CompileError: return "COMPILE_ERROR";
-    case EvalStatus::Timeout: return "TIMEOUT";
-    case EvalStatus::RewardHack: return "REWARD_HACK";
-    case EvalStatus::InvalidReference: return "INVALID_REFERENCE";
-  }
-  return "UNKNOWN";
-}
-
 std::optional<double> Trace::baseline_ms() const {
-  if (eager_ms && compiled_ms) return std::min(*eager_ms, *compiled_ms);
-  return eager_ms ? eager_ms : compiled_ms;
+  return faster_baseline_ms(eager_ms, compiled_ms);
 }
 
 std::optional<double> Trace::sol_score() const {
-  const auto baseline = baseline_ms();
-  if (!latency_ms || !baseline || !sol_ms || status != EvalStatus::Passed) return std::nullopt;
-  return kernelarc::sol_score(latency_ms->median, *baseline, *sol_ms);
+  if (!latency_ms || status != EvalStatus::Passed) return std::nullopt;
+  return kernelarc::sol_score(latency_ms->median, eager_ms, compiled_ms, sol_ms);
 }
 
 bool Trace::sol_bound_beaten() const {
@@ -44,9 +25,9 @@ OrderedJson optional_number(const std::optional<double>& value) {
 }
 
 OrderedJson summary_to_json(const TimingSummary& summary) {
-  return {{"samples", summary.samples}, {"median", summary.median}, {"ci95_low", summary.ci_low},
-          {"ci95_high", summary.ci_high}, {"p10", summary.p10},     {"p90", summary.p90},
-          {"min", summary.min},           {"max", summary.max},     {"mean", summary.mean}};
+  return {{"samples", summary.samples},   {"median", summary.median}, {"ci95_low", summary.ci_low},
+          {"ci95_high", summary.ci_high}, {"p10", summary.p10},       {"p90", summary.p90},
+          {"min", summary.min},           {"max", summary.max},       {"mean", summary.mean}};
 }
 
 }  // namespace

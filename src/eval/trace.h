@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/eval_status.h"
 #include "core/problem.h"
 #include "eval/compare.h"
 #include "eval/stats.h"
@@ -14,21 +15,6 @@
 namespace kernelarc {
 
 /// SOL-ExecBench's statuses; a failing candidate is data, never an exception.
-enum class EvalStatus {
-  Passed,
-  IncorrectShape,
-  IncorrectNumerical,
-  IncorrectDtype,
-  RuntimeError,
-  CompileError,
-  Timeout,
-  RewardHack,
-  InvalidReference,
-};
-
-/// "PASSED", "INCORRECT_NUMERICAL", ... as SOL-ExecBench writes them.
-std::string_view status_name(EvalStatus status);
-
 struct Trace {
   std::string definition;
   std::string solution;
@@ -43,7 +29,7 @@ struct Trace {
 
   std::vector<double> samples_ms;  ///< timed runs, in order
   std::optional<TimingSummary> latency_ms;
-  std::string clock;  ///< what timed it ("steady_clock", "cupti", ...)
+  std::string clock;                  ///< what timed it ("steady_clock", "cupti", ...)
   std::optional<double> eager_ms;     ///< PyTorch eager reference, median
   std::optional<double> compiled_ms;  ///< torch.compile reference, median
   std::string baseline_note;          ///< why a baseline is missing

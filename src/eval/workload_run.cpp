@@ -9,8 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
 #include "backend/device.h"
-#include "backend/worker_protocol.h"
+#include "backend/worker/worker_protocol.h"
 #include "core/error.h"
 #include "core/parallel_parts.h"
 #include "eval/phase_timer.h"
@@ -367,8 +368,8 @@ bool WorkloadRun::measure(const RequestOverhead& overhead) {
   }
   trace_.extra["timing_checks"] = timing_bounds_json(requests, overhead);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (const auto violation =
-          timing_violation(requests, overhead, options_.device == "cpu", cores)) {
+  if (const auto violation = timing_violation(
+          requests, overhead, backend_for(options_.device).kind() == DeviceKind::Cpu, cores)) {
     trace_.status = EvalStatus::RewardHack;
     trace_.log = "timing: " + *violation;
     return false;

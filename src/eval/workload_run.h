@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "backend/worker.h"
+#include "backend/worker/worker.h"
 #include "core/problem.h"
 #include "eval/arena_layout.h"
 #include "eval/guard.h"

@@ -26,7 +26,7 @@ SynthesisMove code_move(const Proposal& proposal, bool parent_failed) {
 std::string results_text(const Measurement& measurement,
                          const std::map<std::string, double>& reference,
                          const std::vector<Workload>& workloads) {
-  if (!measurement.passed) return fmt::format("{}", measurement.status);
+  if (!measurement.passed) return std::string(status_name(measurement.status));
   std::string text = "workload | median ms | ci95 ms | speedup over the baseline | of T_SOL\n";
   for (const Workload& workload : workloads) {
     const auto time = measurement.times.find(workload.uuid);

@@ -19,7 +19,6 @@ namespace kernelarc {
 
 inline constexpr std::string_view kRevisionKnob = "REVISION";
 /// The status of a code candidate whose synthesizer gave no program.
-inline constexpr std::string_view kSynthesisFailed = "SYNTHESIS_FAILED";
 
 /// The pseudo-template's space: REVISION, with every strategy role, so that every agent writes
 /// code.

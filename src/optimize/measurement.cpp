@@ -23,21 +23,14 @@ bool failed(const Trace& trace) {
 
 void mark_failed(Measurement& measurement, const Trace& trace) {
   measurement.passed = false;
-  measurement.status =
-      trace.status == EvalStatus::Passed ? "RUNTIME_ERROR" : std::string(status_name(trace.status));
+  measurement.status = trace.status == EvalStatus::Passed ? EvalStatus::RuntimeError : trace.status;
   measurement.log = trace.status == EvalStatus::Passed ? "passed without a timing" : trace.log;
   measurement.times.clear();
 }
 
 WorkloadTime time_of(const Trace& trace, const TimingSummary& latency) {
-  WorkloadTime time{latency.median,
-                    latency.ci_low,
-                    latency.ci_high,
-                    trace.sol_ms,
-                    trace.eager_ms,
-                    trace.compiled_ms,
-                    {},
-                    {}};
+  WorkloadTime time{median_interval(latency), trace.sol_ms, trace.eager_ms,
+                    trace.compiled_ms,        {},           {}};
   if (!trace.extra.is_object() || !trace.extra.contains("diagnosis")) return time;
   const OrderedJson& diagnosis = trace.extra["diagnosis"];
   time.bottleneck = diagnosis.value("bottleneck", std::string());
@@ -68,7 +61,7 @@ Measurement measurement_of(const std::vector<Trace>& traces) {
   Measurement measurement;
   measurement.passed = !traces.empty();
   if (traces.empty()) {
-    measurement.status = "RUNTIME_ERROR";
+    measurement.status = EvalStatus::RuntimeError;
     measurement.log = "no workload was evaluated";
   }
   for (const Trace& trace : traces) {
@@ -119,7 +112,7 @@ nlohmann::json measurement_to_json(const Measurement& measurement) {
                    {"bottleneck", time.bottleneck},
                    {"suggestions", nlohmann::json(suggestions_to_json(time.suggestions))}};
   return {{"passed", measurement.passed},
-          {"status", measurement.status},
+          {"status", status_name(measurement.status)},
           {"log", measurement.log},
           {"times", times},
           {"occupancy", optional_json(measurement.occupancy)}};
@@ -129,21 +122,22 @@ Measurement measurement_from_json(const nlohmann::json& json, const std::string&
   try {
     Measurement measurement;
     measurement.passed = json.at("passed").get<bool>();
-    measurement.status = json.at("status").get<std::string>();
+    const auto status = status_from_name(json.at("status").get<std::string>());
+    if (!status) throw_input_error(where, "status", "not a status: " + json.at("status").dump());
+    measurement.status = *status;
     measurement.log = json.at("log").get<std::string>();
     measurement.occupancy = optional_number(json, "occupancy");
     for (const auto& [uuid, time] : json.at("times").items())
-      measurement.times[uuid] = {time.at("median_ms").get<double>(),
-                                 time.at("ci_low_ms").get<double>(),
-                                 time.at("ci_high_ms").get<double>(),
-                                 optional_number(time, "sol_ms"),
-                                 optional_number(time, "eager_ms"),
-                                 optional_number(time, "compiled_ms"),
-                                 time.value("bottleneck", std::string()),
-                                 time.contains("suggestions")
-                                     ? suggestions_from_json(OrderedJson(time.at("suggestions")),
-                                                             fmt::format("{}: {}", where, uuid))
-                                     : std::vector<KnobSuggestion>{}};
+      measurement.times[uuid] = {
+          {time.at("median_ms").get<double>(), time.at("ci_low_ms").get<double>(),
+           time.at("ci_high_ms").get<double>()},
+          optional_number(time, "sol_ms"),
+          optional_number(time, "eager_ms"),
+          optional_number(time, "compiled_ms"),
+          time.value("bottleneck", std::string()),
+          time.contains("suggestions") ? suggestions_from_json(OrderedJson(time.at("suggestions")),
+                                                               fmt::format("{}: {}", where, uuid))
+                                       : std::vector<KnobSuggestion>{}};
     return measurement;
   } catch (const nlohmann::json::exception& error) {
     throw InputError(fmt::format("{}: not a stored measurement: {}", where, error.what()));

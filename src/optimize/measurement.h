@@ -12,14 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnosis/diagnosis.h"
+#include "eval/stats.h"
 #include "eval/trace.h"
 
 namespace kernelarc {
 
-struct WorkloadTime {
-  double median_ms = 0;
-  double ci_low_ms = 0;
-  double ci_high_ms = 0;
+/// A candidate's time at one workload, and what the guard said beside it.
+struct WorkloadTime : MedianInterval {
   std::optional<double> sol_ms;
   std::optional<double> eager_ms;
   std::optional<double> compiled_ms;
@@ -31,7 +30,7 @@ struct WorkloadTime {
 
 struct Measurement {
   bool passed = false;
-  std::string status = "PASSED";              ///< the first failing trace's status when !passed
+  EvalStatus status = EvalStatus::Passed;     ///< the first failing trace's status when !passed
   std::string log;                            ///< and its log
   std::map<std::string, WorkloadTime> times;  ///< by workload uuid; every workload when passed
   /// The lowest theoretical occupancy of the kernels it launched (GPU), for MAP-Elites cells.

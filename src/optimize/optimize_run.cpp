@@ -143,7 +143,7 @@ Measurement OptimizeRun::measure(int64_t candidate_id, const Solution& solution,
   Measurement measurement;
   if (synthesis_failure) {
     measurement.passed = false;
-    measurement.status = std::string(kSynthesisFailed);
+    measurement.status = EvalStatus::SynthesisFailed;
     measurement.log = *synthesis_failure;
   } else {
     traces = evaluator_.evaluate(solution);
@@ -160,7 +160,7 @@ void OptimizeRun::record_evaluation(int64_t candidate_id, const Measurement& mea
   blob["traces"] = OrderedJson::array();
   for (const Trace& trace : traces) blob["traces"].push_back(trace_to_json(trace));
   Evaluation evaluation;
-  evaluation.status = measurement.status;
+  evaluation.status = status_name(measurement.status);
   evaluation.traces_key = objects_.put(blob.dump());
   if (measurement.passed) {
     evaluation.median_ms = geometric_mean_ms(measurement);

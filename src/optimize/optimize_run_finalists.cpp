@@ -87,7 +87,7 @@ void OptimizeRun::remeasure(std::vector<Finalist>& entries, std::size_t ranked,
     finalist.measurement = pooled_measurement(rounds[i]);
     if (!finalist.measurement.passed) {
       progress_.message(fmt::format("candidate {} failed its re-measurement ({}: {}); dropped",
-                                    finalist.candidate_id, finalist.measurement.status,
+                                    finalist.candidate_id, status_name(finalist.measurement.status),
                                     finalist.measurement.log));
       continue;
     }

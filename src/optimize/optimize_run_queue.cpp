@@ -34,7 +34,7 @@ void OptimizeRun::measure_baseline() {
     progress_.message(
         fmt::format("baseline {} failed ({}: {}); speedups are relative to the "
                     "first passing candidate",
-                    target_.baseline->name, measurement.status, measurement.log));
+                    target_.baseline->name, status_name(measurement.status), measurement.log));
   }
   CandidateEvent event{0,           id,
                        "baseline",  "baseline " + target_.baseline->name,
@@ -82,7 +82,7 @@ void OptimizeRun::remember_failure(const Known& known, const Measurement& measur
   // candidate id: it is workspace-wide, means nothing to the model and differs between a run and
   // its replay.
   recent_failures_.push_back(
-      fmt::format("{}: {}: {}", label_of(known), measurement.status, measurement.log));
+      fmt::format("{}: {}: {}", label_of(known), status_name(measurement.status), measurement.log));
   if (recent_failures_.size() > 3) recent_failures_.pop_front();
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
 #include "core/error.h"
 
 namespace kernelarc {
@@ -25,7 +26,7 @@ SearchSetup::SearchSetup(Problem problem, SearchSetupOptions options)
   const std::filesystem::path& problem_dir = problem_.dir;
   library_ = load_template_library(options_.template_root.empty() ? default_template_root()
                                                                   : options_.template_root);
-  const std::string target = options_.device == "cpu" ? "cpu" : "cuda";
+  const DeviceKind target = backend_for(options_.device).kind();
   matches_ = match_templates(library_, problem_, target);
   const bool any = std::any_of(matches_.begin(), matches_.end(),
                                [](const TemplateMatch& match) { return match.bound.has_value(); });

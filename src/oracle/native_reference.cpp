@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/cpu_compiler.h"
-#include "backend/worker.h"
+#include "backend/cpu/cpu_compiler.h"
+#include "backend/worker/worker.h"
 
 namespace kernelarc {
 

@@ -81,8 +81,8 @@ struct Oracle::Entry {
 
 Oracle::Oracle(OracleOptions options)
     : options_(std::move(options)),
-      python_(
-          std::make_unique<PythonBridge>(options_.python, options_.device, options_.job_timeout)),
+      python_(std::make_unique<PythonBridge>(
+          options_.python, std::string(device_kind_name(options_.device)), options_.job_timeout)),
       memo_(options_.memory_cache_bytes ? options_.memory_cache_bytes
                                         : TensorMemo::default_max_bytes()) {}
 
@@ -117,7 +117,7 @@ Oracle::Entry Oracle::entry(const Problem& problem, const Workload& workload, in
                         .add(workload_identity(workload))
                         .add(std::to_string(trial))
                         .add(std::to_string(options_.seed))
-                        .add(options_.device)
+                        .add(std::string(device_kind_name(options_.device)))
                         .hex();
   auto base = problem_cache_dir(problem) / key;
   Entry entry;
@@ -136,7 +136,7 @@ std::filesystem::path Oracle::timing_path(const Problem& problem, const Workload
                         .add(raw_or_parsed(problem))
                         .add(workload_identity(workload))
                         .add(baseline_name(baseline))
-                        .add(options_.device)
+                        .add(std::string(device_kind_name(options_.device)))
                         .add(std::to_string(options_.seed))
                         .add(std::to_string(options_.warmup))
                         .add(std::to_string(options_.iterations))
@@ -414,8 +414,9 @@ void Oracle::time_native(const Problem& problem, const Workload& workload, Basel
   };
   if (baseline == Baseline::Compiled)
     return unavailable("a native reference has no torch.compile baseline");
-  if (options_.device != "cpu") {
-    return unavailable("the native reference runs on the CPU, not on " + options_.device);
+  if (options_.device != DeviceKind::Cpu) {
+    return unavailable("the native reference runs on the CPU, not on " +
+                       std::string(device_kind_name(options_.device)));
   }
   std::shared_ptr<const TensorMap> trial_inputs;
   try {

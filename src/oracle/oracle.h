@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/device_kind.h"
 #include "core/problem.h"
 #include "core/tensor.h"
 #include "oracle/tensor_memo.h"
@@ -48,7 +49,7 @@ struct OracleOptions {
   /// Empty = detect: $KERNELARC_PYTHON (then only it), else `python3` on PATH, then
   /// /usr/bin/python3: the first that can `import torch`.
   std::string python;
-  std::string device = "cpu";  ///< torch device for reference and inputs: "cpu" or "cuda"
+  DeviceKind device = DeviceKind::Cpu;  ///< where PyTorch runs the reference and makes inputs
   uint64_t seed = 200;
   int warmup = 3;  ///< baseline timing
   int iterations = 20;

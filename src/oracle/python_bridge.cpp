@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "backend/cpu_cache.h"
+#include "backend/cpu/cpu_cache.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hash.h"

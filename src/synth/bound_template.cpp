@@ -195,8 +195,8 @@ Solution BoundTemplate::instantiate(const KnobPoint& point,
   solution.description =
       fmt::format("template {} at {}: {}", kernel_->name,
                   point_text.empty() ? "its only point" : point_text, kernel_->description);
-  solution.languages = {kernel_->target == "cuda" ? "cuda_cpp" : "cpp"};
-  solution.target_hardware = {kernel_->target};
+  solution.languages = {kernel_->target == DeviceKind::Cuda ? "cuda_cpp" : "cpp"};
+  solution.target_hardware = {std::string(device_kind_name(kernel_->target))};
   solution.entry_file = kernel_->sources.front();
   solution.entry_symbol = kernel_->entry_point;
   solution.cflags = kernel_->cflags;
@@ -231,7 +231,7 @@ Solution BoundTemplate::instantiate(const KnobPoint& point,
 }
 
 std::vector<TemplateMatch> match_templates(const std::vector<KernelTemplate>& library,
-                                           const Problem& problem, const std::string& target,
+                                           const Problem& problem, DeviceKind target,
                                            DeviceLimits limits) {
   std::vector<TemplateMatch> matches;
   for (const KernelTemplate& kernel : library) {
@@ -254,7 +254,7 @@ std::vector<TemplateMatch> match_templates(const std::vector<KernelTemplate>& li
 }
 
 std::string describe_no_template(const std::vector<KernelTemplate>& library, const Problem& problem,
-                                 const std::string& target) {
+                                 DeviceKind target) {
   const Definition& definition = problem.definition;
   const std::string& family = definition.ext.op_family;
   if (family.empty()) {
@@ -268,7 +268,8 @@ std::string describe_no_template(const std::vector<KernelTemplate>& library, con
   return fmt::format(
       "no {} template serves op family \"{}\" of problem {} (the {} templates "
       "serve: {})",
-      target, family, definition.name, target, fmt::join(families, ", "));
+      device_kind_name(target), family, definition.name, device_kind_name(target),
+      fmt::join(families, ", "));
 }
 
 std::string substitute_names(std::string_view expression,

@@ -67,16 +67,16 @@ struct TemplateMatch {
   std::string reason;  ///< why not, when it does not
 };
 
-/// Every template of `library` for `target` ("cuda" or "cpu") whose families include the
+/// Every template of `library` for `target` whose families include the
 /// problem's op_family, bound or with the reason it cannot be. Empty when none shares the family;
 /// describe_no_template() then says why in words.
 std::vector<TemplateMatch> match_templates(const std::vector<KernelTemplate>& library,
-                                           const Problem& problem, const std::string& target,
+                                           const Problem& problem, DeviceKind target,
                                            DeviceLimits limits = {});
 
 /// "problem X has no op_family ..." / "no cuda template serves op family Y (templates: ...)".
 std::string describe_no_template(const std::vector<KernelTemplate>& library, const Problem& problem,
-                                 const std::string& target);
+                                 DeviceKind target);
 
 /// Replaces each identifier of `expression` that `names` maps with "(<its value>)".
 std::string substitute_names(std::string_view expression,

@@ -128,7 +128,7 @@ class HeaderWriter {
                const KernelTemplate& kernel)
       : problem_(problem),
         def_(def),
-        cuda_(kernel.target == "cuda"),
+        cuda_(kernel.target == DeviceKind::Cuda),
         nvrtc_(kernel.build == TemplateBuild::Nvrtc),
         inputs_(used_inputs(problem)) {}
 

@@ -215,17 +215,16 @@ class FusedBinder : public FamilyBinder {
 
     FamilyBinding binding;
     std::string workspace = fused_workspace(plan).total;
-    if (kernel.target == "cuda") {
-      const LibraryPlan library = with_library_matmuls(plan);
-      binding.header = generate_fused_header_cuda(library, definition, kernel);
-      workspace = fused_workspace(library.plan).total;
-    } else if (kernel.target == "cpu") {
-      binding.header = generate_fused_header_cpu(plan, definition, kernel);
-    } else {
-      mismatch(
-          definition, "kernelarc.op_family",
-          fmt::format("template {} targets \"{}\"; the fused family generates cpu and cuda code",
-                      kernel.name, kernel.target));
+    switch (kernel.target) {
+      case DeviceKind::Cuda: {
+        const LibraryPlan library = with_library_matmuls(plan);
+        binding.header = generate_fused_header_cuda(library, definition, kernel);
+        workspace = fused_workspace(library.plan).total;
+        break;
+      }
+      case DeviceKind::Cpu:
+        binding.header = generate_fused_header_cpu(plan, definition, kernel);
+        break;
     }
     binding.sizes["WORKSPACE_BYTES"] = workspace;
     bool matmul = false;

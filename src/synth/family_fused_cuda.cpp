@@ -1022,7 +1022,7 @@ inline const char* ka_plan_run(KaArgs args, cudaStream_t stream, char* workspace
 
 std::string generate_fused_header_cuda(const LibraryPlan& plan, const Definition& definition,
                                        const KernelTemplate& kernel) {
-  if (kernel.target != "cuda" || kernel.build != TemplateBuild::SharedObject)
+  if (kernel.target != DeviceKind::Cuda || kernel.build != TemplateBuild::SharedObject)
     throw TemplateMismatch(fmt::format(
         "template {}: the fused CUDA generator writes headers for CUDA shared objects only",
         kernel.name));

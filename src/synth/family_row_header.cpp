@@ -197,7 +197,7 @@ inline const char* ka_row_dim(const ka_tensor& t, const char* name, int d, const
 class HeaderWriter {
  public:
   HeaderWriter(const RowProblem& row, const Definition& def, const KernelTemplate& kernel)
-      : row_(row), def_(def), kernel_(kernel), cuda_(kernel.target == "cuda") {}
+      : row_(row), def_(def), kernel_(kernel), cuda_(kernel.target == DeviceKind::Cuda) {}
 
   std::string write() {
     out_ += fmt::format(

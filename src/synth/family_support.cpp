@@ -46,7 +46,7 @@ void require_nvrtc_template(const Definition& def, const KernelTemplate& kernel,
   if (!kernel.serves(def.ext.op_family))
     mismatch(def, "kernelarc.op_family",
              "template " + kernel.name + " does not serve \"" + def.ext.op_family + "\"");
-  if (kernel.target != "cuda" || kernel.build != TemplateBuild::Nvrtc)
+  if (kernel.target != DeviceKind::Cuda || kernel.build != TemplateBuild::Nvrtc)
     mismatch(def, "kernelarc.op_family",
              "the " + std::string(binder) +
                  " binder generates headers for CUDA kernels launched by the backend (nvrtc); "

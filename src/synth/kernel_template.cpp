@@ -65,15 +65,16 @@ KernelTemplate load_template(const fs::path& dir, const fs::path& common_dir) {
   kernel.name = required_string(json, "name", where);
   if (const OrderedJson* description = find_member(json, "description"))
     kernel.description = expect_string(*description, where, "description");
-  kernel.target = required_string(json, "target", where);
-  if (kernel.target != "cuda" && kernel.target != "cpu")
-    throw_input_error(where, "target",
-                      "expected \"cuda\" or \"cpu\", got \"" + kernel.target + "\"");
+  const std::string target = required_string(json, "target", where);
+  const std::optional<DeviceKind> kind = device_kind_from_name(target);
+  if (!kind)
+    throw_input_error(where, "target", "expected \"cuda\" or \"cpu\", got \"" + target + "\"");
+  kernel.target = *kind;
   kernel.families =
       expect_string_list(require_member(json, "families", where, ""), where, "families");
   if (kernel.families.empty()) throw_input_error(where, "families", "expected at least one family");
   kernel.build = parse_build(required_string(json, "build", where), where);
-  if (kernel.build == TemplateBuild::Nvrtc && kernel.target != "cuda")
+  if (kernel.build == TemplateBuild::Nvrtc && kernel.target != DeviceKind::Cuda)
     throw_input_error(where, "build", "\"nvrtc\" builds need target \"cuda\"");
   kernel.sources = expect_string_list(require_member(json, "sources", where, ""), where, "sources");
   if (kernel.sources.empty()) throw_input_error(where, "sources", "expected at least one file");
@@ -112,7 +113,8 @@ std::vector<KernelTemplate> load_template_library(const fs::path& root) {
     throw InputError(root.string() + ": no template library (expected a directory)");
   std::vector<KernelTemplate> templates;
   std::map<std::string, fs::path> seen;
-  for (const char* target : {"cuda", "cpu"}) {
+  for (const DeviceKind kind : {DeviceKind::Cuda, DeviceKind::Cpu}) {
+    const std::string target(device_kind_name(kind));
     if (!fs::is_directory(root / target)) continue;
     for (const auto& entry : fs::directory_iterator(root / target)) {
       if (!fs::is_regular_file(entry.path() / "template.json")) continue;

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_kind.h"
 #include "core/problem.h"
 #include "synth/knob_space.h"
 
@@ -39,7 +40,7 @@ enum class TemplateBuild { Nvrtc, SharedObject };
 struct KernelTemplate {
   std::string name;
   std::string description;
-  std::string target;  ///< "cuda" or "cpu"
+  DeviceKind target = DeviceKind::Cpu;  ///< the "target" field ("cuda" or "cpu")
   std::vector<std::string> families;
   TemplateBuild build = TemplateBuild::SharedObject;
   std::vector<std::string> sources;  ///< relative to dir, entry file first

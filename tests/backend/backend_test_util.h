@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu_compiler.h"
+#include "backend/cpu/cpu_compiler.h"
 #include "core/problem.h"
 #include "core/test_support.h"
 

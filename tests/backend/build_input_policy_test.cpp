@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "backend/cpu_compiler.h"
+#include "backend/cpu/cpu_compiler.h"
 #include "backend_test_util.h"
 
 namespace kernelarc {

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/worker.h"
-#include "backend/worker_sandbox.h"
+#include "backend/worker/worker.h"
+#include "backend/worker/worker_sandbox.h"
 #include "backend_test_util.h"
 
 namespace kernelarc {

@@ -8,8 +8,8 @@
 
 #include <fstream>
 
-#include "backend/cpu_compiler.h"
-#include "backend/cuda_compiler.h"
+#include "backend/cpu/cpu_compiler.h"
+#include "backend/cuda/cuda_compiler.h"
 #include "backend/cuda_test_support.h"
 #include "backend_test_util.h"
 

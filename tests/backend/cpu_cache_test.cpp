@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "backend/cpu_cache.h"
+#include "backend/cpu/cpu_cache.h"
 #include "core/test_support.h"
 
 namespace kernelarc {

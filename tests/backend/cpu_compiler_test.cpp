@@ -1,4 +1,4 @@
-#include "backend/cpu_compiler.h"
+#include "backend/cpu/cpu_compiler.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

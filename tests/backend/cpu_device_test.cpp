@@ -7,7 +7,7 @@
 
 #include "backend/device.h"
 #include "backend/process.h"
-#include "backend/shared_arena.h"
+#include "backend/worker/shared_arena.h"
 #include "core/error.h"
 
 namespace kernelarc {

@@ -5,9 +5,9 @@
 
 #include <fstream>
 
-#include "backend/cuda_compiler.h"
-#include "backend/cuda_launch.h"
-#include "backend/cuda_nvrtc.h"
+#include "backend/cuda/cuda_compiler.h"
+#include "backend/cuda/cuda_launch.h"
+#include "backend/cuda/cuda_nvrtc.h"
 #include "backend/cuda_test_support.h"
 
 namespace kernelarc {

@@ -8,9 +8,9 @@
 #include <memory>
 #include <regex>
 
-#include "backend/cuda_cubin_kernel.h"
+#include "backend/cuda/cuda_cubin_kernel.h"
 #include "backend/cuda_test_support.h"
-#include "backend/shared_arena.h"
+#include "backend/worker/shared_arena.h"
 
 namespace kernelarc {
 namespace {

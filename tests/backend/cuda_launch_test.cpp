@@ -2,7 +2,7 @@
 // evaluation from the tensors of a call. No GPU and no compiler needed.
 #include <gtest/gtest.h>
 
-#include "backend/cuda_launch.h"
+#include "backend/cuda/cuda_launch.h"
 #include "core/error.h"
 
 namespace kernelarc {

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "backend/cuda_nvml.h"
+#include "backend/cuda/cuda_nvml.h"
 #include "backend/cuda_test_support.h"
 
 namespace kernelarc {

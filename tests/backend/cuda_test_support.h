@@ -8,8 +8,8 @@
 #include <iterator>
 #include <string>
 
-#include "backend/cuda_compiler.h"
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_compiler.h"
+#include "backend/cuda/cuda_device.h"
 #include "core/problem.h"
 #include "core/test_support.h"
 

@@ -1,5 +1,5 @@
 // The parent's account of a process's threads (worker_accounting.h), on this test process.
-#include "backend/worker_accounting.h"
+#include "backend/worker/worker_accounting.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "backend/cuda_test_support.h"
-#include "backend/worker.h"
+#include "backend/worker/worker.h"
 
 namespace kernelarc {
 namespace {

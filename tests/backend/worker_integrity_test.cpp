@@ -1,7 +1,7 @@
 // The worker's integrity checks: a candidate that patches the worker's code or relocation
 // tables, or defines a function the worker's clock depends on, is caught as Tampered; an honest
 // candidate never is.
-#include "backend/worker_integrity.h"
+#include "backend/worker/worker_integrity.h"
 
 #include <dlfcn.h>
 #include <gmock/gmock.h>
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <iostream>
 
-#include "backend/worker.h"
+#include "backend/worker/worker.h"
 #include "worker_probe.h"
 
 namespace kernelarc {

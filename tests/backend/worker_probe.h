@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/worker.h"
+#include "backend/worker/worker.h"
 #include "backend_test_util.h"
 
 namespace kernelarc::test {

@@ -1,4 +1,4 @@
-#include "backend/worker_protocol.h"
+#include "backend/worker/worker_protocol.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -7,8 +7,8 @@
 
 #include <fstream>
 
-#include "backend/cuda_device.h"
-#include "backend/worker_death.h"
+#include "backend/cuda/cuda_device.h"
+#include "backend/worker/worker_death.h"
 #include "backend_test_util.h"
 
 namespace kernelarc {

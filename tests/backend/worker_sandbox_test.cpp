@@ -2,7 +2,7 @@
 // protected workspace or the parent's memory, write outside its scratch directory, signal other
 // processes, open network sockets, see the parent's secrets) and what must keep working
 // (threads, OpenMP, reading system files and its own build directory).
-#include "backend/worker_sandbox.h"
+#include "backend/worker/worker_sandbox.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "backend/worker.h"
+#include "backend/worker/worker.h"
 #include "worker_probe.h"
 
 namespace kernelarc {

@@ -1,6 +1,6 @@
 // The worker on the CPU: correct results through the arena, fresh addresses, poisoning,
 // failures reported as data, and a worker that dies or hangs replaced on the next call.
-#include "backend/worker.h"
+#include "backend/worker/worker.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_device.h"
 #include "backend_test_util.h"
 #include "core/error.h"
 

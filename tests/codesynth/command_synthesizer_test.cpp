@@ -49,7 +49,7 @@ CandidateContext parent_candidate() {
   parent.solution.ld_flags = {"-lm"};
   parent.solution.sources = {{"main.cpp", "// the parent\nint ka_run();\n"}};
   parent.solution.ext = {{"knobs", {{"BLOCK", 4}}}};
-  parent.status = "PASSED";
+  parent.status = EvalStatus::Passed;
   parent.results = "small 1.0 us";
   parent.diagnosis = "memory bound";
   parent.log = "";
@@ -114,7 +114,7 @@ TEST(SynthesisRequestJson, HoldsTheRequestAndTheParentsSources) {
   request.agent = "repairer";
   request.move = SynthesisMove::Repair;
   request.parent = parent_candidate();
-  request.parent->status = "COMPILE_ERROR";
+  request.parent->status = EvalStatus::CompileError;
   request.parent->log = "main.cpp:1: error";
   request.seed = 7;
 

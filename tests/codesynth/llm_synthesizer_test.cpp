@@ -70,7 +70,7 @@ class LlmSynthesizerTest : public ::testing::Test {
     request.move = SynthesisMove::Improve;
     request.parent = CandidateContext{.candidate_id = 3,
                                       .solution = load_solution(kProblem + "/solutions/basic"),
-                                      .status = "PASSED"};
+                                      .status = EvalStatus::Passed};
     return request;
   }
 

@@ -23,7 +23,7 @@ CandidateContext basic_parent() {
   CandidateContext parent;
   parent.candidate_id = 7;
   parent.solution = load_solution(kProblem + "/solutions/basic");
-  parent.status = "PASSED";
+  parent.status = EvalStatus::Passed;
   parent.results = "batch_size=16384: 81.2 us, 1.9x eager, 0.74 of SOL";
   parent.diagnosis = "memory-bound: 74% of the calibrated DRAM bandwidth at batch_size=16384";
   return parent;
@@ -120,7 +120,7 @@ TEST(PromptBuilder, DraftShowsEmptySectionsAsNone) {
 TEST(PromptBuilder, RepairShowsTheParentLogTrimmed) {
   SynthesisRequest request = improve_request();
   request.move = SynthesisMove::Repair;
-  request.parent->status = "COMPILE_ERROR";
+  request.parent->status = EvalStatus::CompileError;
   std::string log = "nvcc -shared -Xcompiler -fPIC -O3 src/kernel.cu -o lib.so\n";
   for (int line = 0; line < 100; ++line)
     log += "kernel.cu(" + std::to_string(line) + "): error: expected a \";\"\n";

@@ -30,7 +30,7 @@ CandidateContext baseline(const std::string& solution_dir, int64_t id) {
   CandidateContext context;
   context.candidate_id = id;
   context.solution = load_solution(solution_dir);
-  context.status = "PASSED";
+  context.status = EvalStatus::Passed;
   context.results = "batch_size=7: 12.5 us, 1.00x";
   return context;
 }
@@ -90,7 +90,7 @@ TEST(PromptDevice, RepairShowsTheParentsLogOnce) {
       draft(cpu_problem(), "cpu", kSource + "/problems/cpu/rmsnorm_f32/solutions/naive");
   request.move = SynthesisMove::Repair;
   request.parent = baseline(kSource + "/problems/cpu/rmsnorm_f32/solutions/naive", 12);
-  request.parent->status = "INCORRECT_NUMERICAL";
+  request.parent->status = EvalStatus::IncorrectNumerical;
   request.parent->log = "workload batch_size=7: output y: 7000 of 7000 elements off";
   request.recent_failures = {"llm program of explorer: INCORRECT_NUMERICAL: " + request.parent->log,
                              "llm program of explorer: COMPILE_ERROR: main.cpp:3: error: x"};

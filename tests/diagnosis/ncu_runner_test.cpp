@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_device.h"
 #include "core/json_fields.h"
 #include "diagnosis/ncu_profile.h"
 #include "eval/speed_of_light.h"
@@ -197,7 +197,7 @@ TEST(GpuNcuProfile, RmsnormBasicMovesTheBytesItMust) {
   guard.device = "cuda:0";
   guard.workspace = dir / "workspace";
   guard.worker_executable = KERNELARC_BINARY;
-  Oracle oracle(OracleOptions{.cache_dir = guard.workspace / "oracle", .device = "cuda"});
+  Oracle oracle(OracleOptions{.cache_dir = guard.workspace / "oracle", .device = DeviceKind::Cuda});
   const Workload& workload = problem.workloads.back();
   ProfileOptions options;
   options.executable = KERNELARC_BINARY;

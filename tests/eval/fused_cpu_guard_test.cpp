@@ -32,7 +32,7 @@ std::vector<Trace> evaluate_default_point(const std::string& problem_name) {
         options.time_baselines = false;
         options.auto_calibrate = false;  // calibrated once where a test needs the floor
       });
-  const auto matches = match_templates(library(), harness.problem(), "cpu");
+  const auto matches = match_templates(library(), harness.problem(), DeviceKind::Cpu);
   EXPECT_EQ(matches.size(), 1u);
   if (matches.size() != 1 || !matches[0].bound) {
     ADD_FAILURE() << "fused_cpu does not bind: " << (matches.empty() ? "" : matches[0].reason);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_device.h"
 #include "eval/guard_harness.h"
 #include "synth/bound_template.h"
 #include "synth/knob_point.h"

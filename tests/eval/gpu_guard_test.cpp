@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_device.h"
 #include "core/problem.h"
 #include "eval/guard.h"
 #include "eval/guard_harness.h"

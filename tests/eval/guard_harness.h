@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/problem.h"
 #include "eval/guard.h"
 #include "oracle/oracle.h"
@@ -22,7 +23,7 @@ inline OracleOptions harness_oracle_options(const std::filesystem::path& workspa
                                             const std::string& device) {
   OracleOptions options;
   options.cache_dir = workspace / "oracle";
-  options.device = device == "cpu" ? "cpu" : "cuda";
+  options.device = backend_for(device).kind();
   options.worker_executable = KERNELARC_BINARY;
   return options;
 }

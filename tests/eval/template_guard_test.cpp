@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/cuda_device.h"
+#include "backend/cuda/cuda_device.h"
 #include "eval/guard_harness.h"
 #include "eval/solution_build.h"
 #include "synth/bound_template.h"
@@ -57,11 +57,11 @@ std::vector<TemplateCase> cases(const std::string& target) {
     if (std::filesystem::exists(entry.path() / "definition.json")) problems.push_back(entry.path());
   std::sort(problems.begin(), problems.end());
   for (const KernelTemplate& kernel : library()) {
-    if (kernel.target != target) continue;
+    if (kernel.target != *device_kind_from_name(target)) continue;
     for (const auto& dir : problems) {
       const Problem problem = load_problem(dir);
       if (!kernel.serves(problem.definition.ext.op_family)) continue;
-      for (const TemplateMatch& match : match_templates(library(), problem, target))
+      for (const TemplateMatch& match : match_templates(library(), problem, kernel.target))
         if (match.kernel->name == kernel.name && match.bound) result.push_back({kernel.name, dir});
     }
   }

@@ -56,7 +56,8 @@ void expect_binds(const std::string& name, const FamilyMatch& match, const std::
   problem.definition = load_case(name).definition;
   problem.definition.ext.op_family = match.family;
   problem.definition.ext.op_params = match.op_params;
-  const std::vector<TemplateMatch> matches = match_templates(library, problem, target);
+  const std::vector<TemplateMatch> matches =
+      match_templates(library, problem, *device_kind_from_name(target));
   ASSERT_FALSE(matches.empty()) << "no " << target << " template serves " << match.family;
   int bound = 0;
   for (const TemplateMatch& m : matches) {

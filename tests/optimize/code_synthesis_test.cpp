@@ -107,7 +107,7 @@ TEST_F(CodeSynthesisTest, ProgramsAreCandidatesAndFailuresAreRecordedWithTheirRe
     } else {
       ++no_program;
       EXPECT_EQ(synthesis->failure, "the answer held no code block");
-      EXPECT_EQ(evaluation->status, kSynthesisFailed);
+      EXPECT_EQ(evaluation->status, status_name(EvalStatus::SynthesisFailed));
     }
   }
   EXPECT_GT(programs, 3);
@@ -133,7 +133,7 @@ TEST_F(CodeSynthesisTest, ProgramsAreCandidatesAndFailuresAreRecordedWithTheirRe
       case SynthesisMove::Repair:
         ++repairs;
         ASSERT_TRUE(request.parent);
-        EXPECT_EQ(request.parent->status, "INCORRECT_NUMERICAL");
+        EXPECT_EQ(request.parent->status, EvalStatus::IncorrectNumerical);
         EXPECT_NE(request.parent->log.find("wrong"), std::string::npos) << request.parent->log;
         EXPECT_FALSE(request.recent_failures.empty());
         break;

@@ -25,7 +25,7 @@ TEST(Measurement, PassesOnlyWhenEveryTraceDoesAndKeepsTheFirstFailure) {
   EXPECT_TRUE(ok.passed);
   const Measurement bad = measurement_of({passed("a", {1, 1, 1}), failed});
   EXPECT_FALSE(bad.passed);
-  EXPECT_EQ(bad.status, "INCORRECT_NUMERICAL");
+  EXPECT_EQ(bad.status, EvalStatus::IncorrectNumerical);
   EXPECT_EQ(bad.log, "max abs error 3");
   EXPECT_TRUE(bad.times.empty());
   EXPECT_FALSE(measurement_of({}).passed);

@@ -17,7 +17,7 @@ Workload workload(const std::string& uuid, int64_t batch, int64_t hidden) {
 Measurement measured(std::map<std::string, std::array<double, 3>> times) {
   Measurement m;
   m.passed = true;
-  for (const auto& [uuid, t] : times) m.times[uuid] = {t[1], t[0], t[2]};
+  for (const auto& [uuid, t] : times) m.times[uuid] = {{t[1], t[0], t[2]}};
   return m;
 }
 

@@ -13,7 +13,7 @@ namespace kernelarc::testing {
 inline KernelTemplate stub_template(const std::string& name, std::vector<std::string> families,
                                     const std::string& target, TemplateBuild build) {
   return KernelTemplate{.name = name,
-                        .target = target,
+                        .target = *device_kind_from_name(target),
                         .families = std::move(families),
                         .build = build,
                         .knobs = KnobSpace({Knob::int_set("VEC", {1, 2, 4, 8})}, {})};

@@ -56,7 +56,7 @@ class CpuElementwiseTemplate : public ::testing::Test {
   // worker threads crashes them.
   static void SetUpTestSuite() {
     const KernelTemplate kernel{.name = "elementwise_cpu",
-                                .target = "cpu",
+                                .target = DeviceKind::Cpu,
                                 .families = {"elementwise"},
                                 .build = TemplateBuild::SharedObject,
                                 .knobs = KnobSpace({}, {})};

@@ -3,7 +3,7 @@
 // and alpha forms only in the GPU guard test, to keep CI's nvcc time down):
 // the bound template instantiates at its default knob point and two others, and each solution
 // compiles with nvcc for sm_90a with the flags the backend's shared-object build uses
-// (backend/cuda_compiler.cpp). Skipped where no nvcc is installed; no GPU is needed.
+// (backend/cuda/cuda_compiler.cpp). Skipped where no nvcc is installed; no GPU is needed.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

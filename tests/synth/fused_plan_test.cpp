@@ -88,7 +88,7 @@ TEST(FusedBinder, NamesTheWorkspaceOfItsTemps) {
 TEST(FusedBinder, InstantiatedSolutionDeclaresTheWorkspaceOverAxes) {
   const std::vector<KernelTemplate> library = load_template_library(kSource / "templates");
   const Problem problem = load_problem(kData / "cross_entropy_gather");
-  const auto matches = match_templates(library, problem, "cpu");
+  const auto matches = match_templates(library, problem, DeviceKind::Cpu);
   ASSERT_EQ(matches.size(), 1u);
   ASSERT_TRUE(matches[0].bound) << matches[0].reason;
   const BoundTemplate& bound = *matches[0].bound;

@@ -17,7 +17,7 @@ const std::string kProblems = std::string(KERNELARC_SOURCE_DIR) + "/problems/";
 
 KernelTemplate gemm_template(const std::string& target, TemplateBuild build) {
   return KernelTemplate{.name = "gemm_test",
-                        .target = target,
+                        .target = *device_kind_from_name(target),
                         .families = {"gemm"},
                         .build = build,
                         .knobs = KnobSpace({Knob::int_set("BM", {64, 128})}, {})};

@@ -14,7 +14,7 @@ TEST(KernelTemplate, LoadsALibrary) {
   ASSERT_EQ(library.size(), 1u);
   const KernelTemplate& toy = library.front();
   EXPECT_EQ(toy.name, "toy_cpu");
-  EXPECT_EQ(toy.target, "cpu");
+  EXPECT_EQ(toy.target, DeviceKind::Cpu);
   EXPECT_TRUE(toy.serves("rmsnorm"));
   EXPECT_FALSE(toy.serves("softmax"));
   EXPECT_EQ(toy.build, TemplateBuild::SharedObject);
@@ -48,10 +48,11 @@ TEST(BoundTemplate, ExplainsWhyAProblemHasNoTemplate) {
   Problem problem;
   problem.definition.name = "mystery";
   problem.dir = "/p/mystery";
-  EXPECT_NE(describe_no_template(library, problem, "cpu").find("has no kernelarc.op_family"),
-            std::string::npos);
+  EXPECT_NE(
+      describe_no_template(library, problem, DeviceKind::Cpu).find("has no kernelarc.op_family"),
+      std::string::npos);
   problem.definition.ext.op_family = "scan";
-  const std::string message = describe_no_template(library, problem, "cpu");
+  const std::string message = describe_no_template(library, problem, DeviceKind::Cpu);
   EXPECT_NE(message.find("no cpu template serves op family \"scan\""), std::string::npos)
       << message;
   EXPECT_NE(message.find("rmsnorm"), std::string::npos) << message;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "backend/backend.h"
 #include "core/error.h"
 
 namespace kernelarc {
@@ -10,7 +11,7 @@ namespace kernelarc {
 std::vector<std::string> builtin_problems(const std::string& device) {
   std::vector<std::string> problems;
   const auto root =
-      std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems" / (device == "cpu" ? "cpu" : "cuda");
+      std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems" / backend_for(device).kind_name();
   for (const auto& entry : std::filesystem::directory_iterator(root))
     if (entry.is_directory() && std::filesystem::exists(entry.path() / "definition.json"))
       problems.push_back(entry.path().string());
@@ -46,22 +47,17 @@ int run_bench(CLI::App& app, int argc, char** argv, const std::function<int()>& 
   }
 }
 
+// The CLI's guard session with the benchmark's fewer draws and timed runs, no baselines.
 BenchGuard::BenchGuard(const BenchGuardOptions& options) {
-  OracleOptions oracle_options;
-  oracle_options.cache_dir = options.workspace / "oracle";
-  oracle_options.device = options.device == "cpu" ? "cpu" : "cuda";
-  oracle_options.worker_executable = KERNELARC_BINARY;
-  oracle_ = std::make_unique<Oracle>(oracle_options);
-  GuardOptions guard_options;
-  guard_options.device = options.device;
-  guard_options.workspace = options.workspace;
-  guard_options.correctness_trials = options.trials;
-  guard_options.warmup = 1;
-  guard_options.iterations = options.iterations;
-  guard_options.min_iterations = std::min(guard_options.min_iterations, options.iterations);
-  guard_options.worker_executable = KERNELARC_BINARY;
-  guard_options.time_baselines = false;
-  guard_ = std::make_unique<Guard>(guard_options, *oracle_);
+  GuardFlags flags;
+  flags.device = options.device;
+  flags.workspace = options.workspace.string();
+  flags.trials = options.trials;
+  flags.warmup = 1;
+  flags.iterations = options.iterations;
+  flags.no_baseline = true;
+  flags.worker_executable = KERNELARC_BINARY;
+  session_ = std::make_unique<GuardSession>(flags);
 }
 
 BenchGuard::~BenchGuard() = default;

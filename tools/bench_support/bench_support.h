@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/guard_session.h"
 #include "optimize/orchestrator.h"
 
 namespace kernelarc {
@@ -43,16 +44,15 @@ void add_bench_flags(CLI::App& app, BenchFlags& flags);
 /// Parses the command line and runs `run`; an InputError is printed as one line, exit code 2.
 int run_bench(CLI::App& app, int argc, char** argv, const std::function<int()>& run);
 
-/// An oracle and a guard that live as long as the benchmark.
+/// The guard session (oracle and guard) that lives as long as the benchmark.
 class BenchGuard {
  public:
   explicit BenchGuard(const BenchGuardOptions& options);
   ~BenchGuard();
-  Guard& guard() { return *guard_; }
+  Guard& guard() { return session_->guard(); }
 
  private:
-  std::unique_ptr<Oracle> oracle_;
-  std::unique_ptr<Guard> guard_;
+  std::unique_ptr<GuardSession> session_;
 };
 
 /// Keeps every candidate event (for "how many candidates until ..."), prints nothing.

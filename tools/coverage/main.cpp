@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/recognize.h"
+#include "backend/backend.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_fields.h"
@@ -125,7 +126,7 @@ std::map<std::string, std::filesystem::path> import_kernelbench(
 
 CoverageRow cover(const std::filesystem::path& dir, const std::string& source,
                   const std::vector<KernelTemplate>& library, const CoverageFlags& flags,
-                  const std::string& target) {
+                  DeviceKind target) {
   CoverageRow row;
   row.problem = dir.filename().string();
   row.source = source;
@@ -165,9 +166,8 @@ CoverageRow cover(const std::filesystem::path& dir, const std::string& source,
 }
 
 int run_coverage(const CoverageFlags& flags) {
-  const std::string target = flags.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
-  if (flags.device != "cpu" && target != "cuda")
-    throw InputError(fmt::format("--device {}: expected cuda or cpu", flags.device));
+  const DeviceKind kind = backend_for(flags.device).kind();
+  const std::string target(device_kind_name(kind));
   const auto library = load_template_library(
       flags.templates.empty() ? default_template_root() : std::filesystem::path(flags.templates));
 
@@ -188,9 +188,9 @@ int run_coverage(const CoverageFlags& flags) {
   for (const Entry& entry : entries) {
     const std::string source = entry.path.string();
     if (!entry.kernelbench) {
-      rows.push_back(cover(entry.path, source, library, flags, target));
+      rows.push_back(cover(entry.path, source, library, flags, kind));
     } else if (const auto found = imported.find(source); found != imported.end()) {
-      rows.push_back(cover(found->second, source, library, flags, target));
+      rows.push_back(cover(found->second, source, library, flags, kind));
     } else {
       rows.push_back(failed_imports.at(source));
     }

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "backend/backend.h"
 #include "bench_rows.h"
 #include "bench_support.h"
 #include "core/elapsed.h"
@@ -110,7 +111,7 @@ BenchRow run_config(ProblemRuns& runs, Workspace& workspace, const Flags& flags,
   options.agents = parse_agent_list(config.agents);
   options.policy = config.policy;
   options.seed = static_cast<uint64_t>(seed);
-  options.build_ahead = flags.device == "cpu" ? 0 : 2;
+  options.build_ahead = backend_for(flags.device).builds_ahead() ? 2 : 0;
   options.final_candidates = 2;
   options.final_rounds = 2;
   RecordingProgress progress;

@@ -49,7 +49,6 @@ int main(int argc, char** argv) {
   OracleOptions oracle_options;
   oracle_options.cache_dir = options.scratch / "oracle";
   oracle_options.python = options.python;
-  oracle_options.device = "cpu";
   Oracle oracle(oracle_options);
 
   int traced = 0, lowered = 0, pass = 0, fail = 0, skip = 0;

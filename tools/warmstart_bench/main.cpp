@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "backend/backend.h"
 #include "bench_support.h"
 #include "core/error.h"
 #include "kb/knowledge_base.h"
@@ -38,7 +39,7 @@ RunResult optimize_once(const OptimizeTarget& target, CandidateEvaluator& evalua
   options.budget = budget;
   options.agents = parse_agent_list("6");
   options.seed = seed;
-  options.build_ahead = device == "cpu" ? 0 : 2;
+  options.build_ahead = backend_for(device).builds_ahead() ? 2 : 0;
   options.final_candidates = 2;
   options.final_rounds = 2;
   RecordingProgress progress;

@@ -1,0 +1,42 @@
+#include "app/profile_best.h"
+
+#include <fmt/format.h>
+
+#include "backend/backend.h"
+#include "diagnosis/ncu_runner.h"
+#include "optimize/search_setup.h"
+
+namespace kernelarc {
+
+std::string profile_best_trace(const ProfileFlags& flags, GuardSession& session,
+                               const Problem& problem, const Solution& solution,
+                               std::vector<Trace>& traces) {
+  std::vector<Workload> passed;
+  for (const Trace& trace : traces) {
+    const Workload* workload = find_workload(problem, trace.workload.value("uuid", std::string()));
+    if (trace.status == EvalStatus::Passed && workload != nullptr) passed.push_back(*workload);
+  }
+  if (passed.empty()) return fmt::format("{}: no profile: no workload passed", solution.name);
+  const Workload& workload = largest_workload(passed);
+  Trace& trace = *std::find_if(traces.begin(), traces.end(), [&](const Trace& t) {
+    return t.workload.value("uuid", std::string()) == workload.uuid;
+  });
+  OrderedJson record;
+  if (backend_for(session.options().device).kind() == DeviceKind::Cpu) {
+    record = {{"unavailable",
+               "profiling with Nsight Compute is a CUDA feature; this run's device is the CPU"},
+              {"workload", workload.uuid}};
+  } else {
+    const ProfileOptions options{.ncu = flags.ncu,
+                                 .timeout = std::chrono::seconds(flags.timeout_s),
+                                 .calls = 3,
+                                 .executable = {}};
+    record =
+        profile_solution(problem, workload, solution, session.oracle(), session.options(), options);
+  }
+  attach_profile(trace, record);
+  return fmt::format("profile of {} on {}: {}", solution.name, format_axes(workload.axes),
+                     profile_text(record));
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,104 @@
+#include "backend/cpu/cpu_cache.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace kernelarc {
+namespace {
+
+std::string read_first_line(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  std::string line;
+  std::getline(file, line);
+  return line;
+}
+
+// "32K", "2048K", "32M" as sysfs writes them.
+std::size_t parse_cache_size(const std::string& text) {
+  std::size_t value = 0;
+  std::size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i)
+    value = value * 10 + static_cast<std::size_t>(text[i] - '0');
+  if (i < text.size() && text[i] == 'K') value <<= 10;
+  if (i < text.size() && text[i] == 'M') value <<= 20;
+  if (i < text.size() && text[i] == 'G') value <<= 30;
+  return value;
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+std::size_t sysfs_last_level_cache_bytes(const std::filesystem::path& cache_dir) {
+  std::size_t size = 0;
+  int best_level = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(cache_dir, error)) {
+    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
+    const int level = std::atoi(read_first_line(entry.path() / "level").c_str());
+    const std::size_t bytes = parse_cache_size(read_first_line(entry.path() / "size"));
+    if (bytes > 0 && (level > best_level || (level == best_level && bytes > size))) {
+      best_level = level;
+      size = bytes;
+    }
+  }
+  return size;
+}
+
+std::size_t cpuid_last_level_cache_bytes() {
+  std::size_t size = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 4) return 0;
+  int best_level = 0;
+  for (unsigned subleaf = 0; subleaf < 16; ++subleaf) {
+    __cpuid_count(4, subleaf, eax, ebx, ecx, edx);
+    if ((eax & 0x1f) == 0) break;  // no more caches
+    const int level = static_cast<int>((eax >> 5) & 0x7);
+    const std::size_t ways = ((ebx >> 22) & 0x3ff) + 1;
+    const std::size_t partitions = ((ebx >> 12) & 0x3ff) + 1;
+    const std::size_t line = (ebx & 0xfff) + 1;
+    const std::size_t bytes = ways * partitions * line * (std::size_t{ecx} + 1);
+    if (level > best_level || (level == best_level && bytes > size)) {
+      best_level = level;
+      size = bytes;
+    }
+  }
+#endif
+  return size;
+}
+
+CacheSize capped_cache_size(std::size_t reported, std::string source, int cpus) {
+  const std::size_t ceiling = kCacheCeilingPerCpu * static_cast<std::size_t>(std::max(1, cpus));
+  if (reported <= ceiling) return {reported, std::move(source), reported};
+  return {ceiling, fmt::format("{} (capped from {} MiB)", source, reported >> 20), reported};
+}
+
+const CacheSize& last_level_cache() {
+  static const CacheSize size = [] {
+    const int cpus = usable_cpus();
+    if (const std::size_t sysfs =
+            sysfs_last_level_cache_bytes("/sys/devices/system/cpu/cpu0/cache"))
+      return capped_cache_size(sysfs, "sysfs", cpus);
+    if (const std::size_t cpuid = cpuid_last_level_cache_bytes())
+      return capped_cache_size(cpuid, "cpuid", cpus);
+    return CacheSize{std::size_t{32} << 20, "default", std::size_t{32} << 20};
+  }();
+  return size;
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,60 @@
+// Internals shared by the two CUDA build paths (nvcc in cuda_compiler.cpp, NVRTC in
+// cuda_compiler_nvrtc.cpp): the build cache's directories, source checks and log trimming.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "backend/cuda/cuda_compiler.h"
+#include "core/problem.h"
+
+namespace kernelarc {
+
+/// One build in the cache, <cache_dir>/cuda/<key>. It is made in a private temporary directory
+/// and renamed into place, so concurrent builds of one key never see each other's half-written
+/// files: the first rename wins and the others are discarded.
+class CudaBuild {
+ public:
+  CudaBuild(const std::filesystem::path& cache_dir, std::string key);
+  ~CudaBuild();
+  CudaBuild(const CudaBuild&) = delete;
+  CudaBuild& operator=(const CudaBuild&) = delete;
+
+  /// final_dir()/artifact of an earlier build of this key, or nullopt when there is none.
+  /// Throws InternalError for an empty cache_dir.
+  static std::optional<std::filesystem::path> cached(const std::filesystem::path& cache_dir,
+                                                     const std::string& key,
+                                                     const std::string& artifact);
+
+  /// Where a finished build of this key lives.
+  const std::filesystem::path& final_dir() const { return final_dir_; }
+  /// The private directory to build in, created empty.
+  const std::filesystem::path& work_dir() const { return work_dir_; }
+  /// Moves the work directory into place (unless another build got there first) and returns
+  /// final_dir()/artifact. Throws InternalError when the artifact is then missing.
+  std::filesystem::path commit(const std::string& artifact);
+
+ private:
+  std::filesystem::path final_dir_;
+  std::filesystem::path work_dir_;
+  bool committed_ = false;
+};
+
+/// Writes a file, creating its directories. Throws InternalError on failure.
+void write_build_file(const std::filesystem::path& path, std::string_view content);
+
+/// Why the solution's sources cannot be written into a build directory (an absolute path or
+/// one with "..", a duplicate), or nullopt when they can.
+std::optional<std::string> check_source_paths(const Solution& solution);
+
+/// The head of a compiler's output (the first errors explain the rest), at most `max_lines`.
+std::string trim_build_log(const std::string& output, std::size_t max_lines = 60);
+
+/// The NVRTC path of compile_cuda_solution, for an architecture already selected.
+CompileResult compile_device_only_solution(const Solution& solution, const Definition& definition,
+                                           const CudaCompileOptions& options,
+                                           const std::string& arch);
+
+}  // namespace kernelarc

@@ -1,0 +1,62 @@
+#include "backend/worker/worker_accounting.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace kernelarc {
+
+TaskTimes read_task_times(pid_t pid) {
+  TaskTimes times;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(tasks, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    std::ifstream stat(it->path() / "schedstat");
+    double ns = 0, waited = 0;
+    // The fields are the time spent on a CPU and the time spent waiting for one; a thread that
+    // ended since the listing is skipped.
+    if (!(stat >> ns >> waited)) continue;
+    const auto tid = static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10));
+    times.cpu_ns[tid] = ns;
+    times.wait_ns[tid] = waited;
+  }
+  times.valid = !error && !times.cpu_ns.empty();
+  return times;
+}
+
+namespace {
+
+double delta(const TaskTimes& before, pid_t tid, double now) {
+  const auto it = before.cpu_ns.find(tid);
+  return it == before.cpu_ns.end() ? now : std::max(0.0, now - it->second);
+}
+
+}  // namespace
+
+double cpu_used(const TaskTimes& before, const TaskTimes& after) {
+  double total = 0;
+  for (const auto& [tid, ns] : after.cpu_ns) total += delta(before, tid, ns);
+  return total;
+}
+
+double cpu_used_by(const TaskTimes& before, const TaskTimes& after, pid_t tid) {
+  const auto it = after.cpu_ns.find(tid);
+  return it == after.cpu_ns.end() ? 0.0 : delta(before, tid, it->second);
+}
+
+double cpu_used_except(const TaskTimes& before, const TaskTimes& after, pid_t tid) {
+  return cpu_used(before, after) - cpu_used_by(before, after, tid);
+}
+
+double run_queue_wait_of(const TaskTimes& before, const TaskTimes& after, pid_t tid) {
+  const auto it = after.wait_ns.find(tid);
+  if (it == after.wait_ns.end()) return 0.0;
+  const auto was = before.wait_ns.find(tid);
+  return was == before.wait_ns.end() ? it->second : std::max(0.0, it->second - was->second);
+}
+
+}  // namespace kernelarc
