@@ -24,8 +24,8 @@ constexpr double kMainCpuOverheads = 2.0;
 constexpr double kMainCpuSlackNs = 0.3 * kMs;
 constexpr double kHelperSlackNs = 0.5 * kMs;
 constexpr double kHelperReportedShare = 0.1;
-constexpr double kIdleSlackPerGapNs = 1.0 * kMs;
-constexpr double kIdleWallShare = 0.05;
+constexpr double kIdleSlackPerGapNs = 0.3 * kMs;
+constexpr double kIdleWallShare = 0.02;
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;

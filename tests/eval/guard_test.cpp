@@ -256,7 +256,10 @@ TEST_F(GuardTest, EveryTimedCallIsCheckedOnAFreshDraw) {
   EXPECT_EQ(trace.extra.at("timed_draws").get<int>(), trace.latency_ms->samples);
   const auto& checks = trace.extra.at("timing_checks");
   ASSERT_TRUE(checks.is_object()) << checks.dump();
-  EXPECT_GT(checks.at("null_request_wall_ms").get<double>(), 0.0);
+  // A null Run request is a fraction of a millisecond, and on a loaded machine the calling
+  // thread's wait for a core, which is subtracted, can be all of it.
+  EXPECT_GE(checks.at("null_request_wall_ms").get<double>(), 0.0);
+  EXPECT_GT(checks.at("null_request_cpu_ms").get<double>(), 0.0);
   EXPECT_GT(checks.at("request_wall_ms").get<double>(), 0.0);
 }
 

@@ -2,7 +2,7 @@
 // 8): a helper thread that outlives the calls does the untimed work. At its first call the kernel
 // finds the worker's shared arena (a shared mapping holding the bytes of x) and starts one helper
 // thread, which stays (a pool thread is allowed). The helper polls the arena; when the parent
-// writes new inputs there it computes their output (and spends 20 ms, the cost of an expensive
+// writes new inputs there it computes their output (and spends 2 ms, the cost of an expensive
 // kernel) before the request even arrives, and the call merely copies the result when its inputs
 // match. The parent reads the worker's per-thread CPU time from /proc around and between requests:
 // threads that work while the worker waits, or beyond the reported call, are refused. Expected
@@ -89,7 +89,7 @@ void helper(const float* arena_x, const float* arena_w, int64_t rows, int64_t co
       std::memcpy(x.data(), arena_x, n * sizeof(float));
       std::memcpy(w.data(), arena_w, w.size() * sizeof(float));
       rmsnorm(x.data(), w.data(), y.data(), rows, cols);
-      spin_ms(20);  // the expensive kernel's cost, spent where no clock looks
+      spin_ms(2);  // the expensive part of the kernel, spent where no clock looks
       std::lock_guard<std::mutex> lock(g_ready.mutex);
       g_ready.input_hash = hash_bytes(x.data(), n * sizeof(float));
       g_ready.output = y;
