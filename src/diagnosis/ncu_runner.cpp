@@ -195,12 +195,8 @@ OrderedJson profile_solution(const Problem& problem, const Workload& workload,
   }
   const AxisValues axes = resolve_axes(definition, workload);
   const ArenaLayout layout = make_arena_layout(definition, axes);
-  ExecuteRequest request;
-  request.inputs = layout.inputs;
-  request.outputs = layout.outputs;
-  for (const ArenaTensor& output : layout.outputs)
-    request.output_poison.push_back(poison_pattern(output.dtype, 0));
-  request.workspace_bytes = workspace_bytes_for(runnable, axes);
+  // The guard's request, so that the profiled call is made as the timed ones are.
+  ExecuteRequest request = call_request(layout, workspace_bytes_for(runnable, axes), 0);
   // The protocol wants one timed call; with no CUPTI it costs two CUDA events, which ncu ignores.
   request.warmup = std::max(options.calls, 1) - 1;
   request.iterations = 1;

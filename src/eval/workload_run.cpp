@@ -46,11 +46,7 @@ RequestOverhead measure_request_overhead(Worker& worker, const Problem& problem,
   const auto layout =
       make_arena_layout(problem.definition, resolve_axes(problem.definition, workload));
   worker.arena(layout.bytes);  // the contents do not matter to a kernel that reads nothing
-  ExecuteRequest request;
-  request.inputs = layout.inputs;
-  request.outputs = layout.outputs;
-  for (const auto& output : layout.outputs)
-    request.output_poison.push_back(poison_pattern(output.dtype, 0));
+  ExecuteRequest request = call_request(layout, 0, 0);
   request.null_kernel = true;
   std::vector<ParentObservation> observed;
   for (int i = 0; i < kNullRequests; ++i) {
@@ -112,21 +108,25 @@ void WorkloadRun::plan_address_slots(int calls) {
   planned_slots_.assign(slots.begin(), slots.end());
 }
 
-ExecuteRequest WorkloadRun::make_request(int poison_variant) {
+ExecuteRequest call_request(const ArenaLayout& layout, std::size_t workspace_bytes,
+                            int poison_variant) {
   ExecuteRequest request;
-  request.inputs = layout_.inputs;
-  request.outputs = layout_.outputs;
-  for (const auto& output : layout_.outputs) {
+  request.inputs = layout.inputs;
+  request.outputs = layout.outputs;
+  for (const auto& output : layout.outputs)
     request.output_poison.push_back(poison_pattern(output.dtype, poison_variant));
-  }
-  request.workspace_bytes = workspace_bytes_;
-  // Every call looks the same, trials included: one call, cache flushed, outputs and inputs
-  // copied back, at an address slot the worker cannot predict.
-  request.address_slot = next_address_slot();
+  request.workspace_bytes = workspace_bytes;
   request.warmup = 0;
   request.iterations = 1;
   request.flush_cache = true;
   request.copy_back = true;
+  return request;
+}
+
+ExecuteRequest WorkloadRun::make_request(int poison_variant) {
+  // Every call looks the same, trials included, at an address slot the worker cannot predict.
+  ExecuteRequest request = call_request(layout_, workspace_bytes_, poison_variant);
+  request.address_slot = next_address_slot();
   return request;
 }
 

@@ -24,6 +24,12 @@ namespace kernelarc {
 /// when absent. InputError naming the solution file otherwise.
 std::size_t workspace_bytes_for(const Solution& solution, const AxisValues& axes);
 
+/// The guard's request for one call on `layout`: its tensors, the outputs' poison
+/// (`poison_variant`), `workspace_bytes`; one call, the cache flushed, results copied back. The
+/// guard's calls, its null calls and the profiler's calls are all made from it.
+ExecuteRequest call_request(const ArenaLayout& layout, std::size_t workspace_bytes,
+                            int poison_variant);
+
 /// The most timed calls per workload: `iterations`, but no more than there are timing draws
 /// (`timing_draws`, at least `min_iterations`), and at least 3. An explicit small `iterations`
 /// (a quick search) thus also means few draws to prepare.
