@@ -35,6 +35,7 @@
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
 #include "eval/speed_of_light.h"
+#include "oracle/baseline_processes.h"
 
 namespace kernelarc {
 
@@ -235,8 +236,7 @@ class ProblemBench {
                BenchProblem& result) {
     const bool cuda = backend_for(flags_.guard.device).times_compiled_baseline();
     std::vector<std::vector<Trace>> winner_rounds, library_rounds;
-    // Per baseline and workload, each round's samples and note.
-    std::map<Baseline, std::map<std::string, std::vector<BaselineRound>>> baseline_rounds;
+    BaselineRounds baseline_rounds;  // per baseline and workload, each round's timing
     Oracle& oracle = measure_.oracle();
     std::vector<Baseline> baselines{Baseline::Eager};
     if (cuda) baselines.push_back(Baseline::Compiled);
@@ -247,11 +247,8 @@ class ProblemBench {
     auto time_baselines = [&] {
       auto measured = oracle.measure_reference_timings(problem, workloads, baselines, processes);
       for (auto& [baseline, timings] : measured)
-        for (auto& [uuid, timing] : timings) {
-          BaselineRound round{{}, timing.note};
-          for (double ns : timing.times_ns) round.samples_ms.push_back(ns * 1e-6);
-          baseline_rounds[baseline][uuid].push_back(std::move(round));
-        }
+        for (auto& [uuid, timing] : timings)
+          baseline_rounds[baseline][uuid].push_back(std::move(timing));
     };
     for (int round = 0; round < flags_.rounds; ++round) {
       std::cout << fmt::format("{}: side-by-side round {}/{}\n", problem.definition.name, round + 1,
@@ -303,40 +300,25 @@ class ProblemBench {
     return "";
   }
 
-  struct BaselineRound {
-    std::vector<double> samples_ms;
-    std::string note;
-  };
+  using BaselineRounds = std::map<Baseline, std::map<std::string, std::vector<ReferenceTiming>>>;
 
   /// The round with the lowest median: a fresh process can run in a slow mode for its life
   /// (baseline_processes.h), which pooling the rounds would blend into PyTorch's time.
-  Contender baseline_contender(
-      const Problem& problem, const Workload& workload, Baseline baseline,
-      const std::map<Baseline, std::map<std::string, std::vector<BaselineRound>>>& rounds) {
-    const auto by_workload = rounds.find(baseline);
-    if (by_workload != rounds.end()) {
-      const auto found = by_workload->second.find(workload.uuid);
-      if (found != by_workload->second.end() && !found->second.empty()) {
-        const BaselineRound* fastest = nullptr;
-        std::optional<MedianInterval> fastest_time;
-        std::vector<std::string> medians;
-        for (const BaselineRound& round : found->second) {
-          const auto time = median_interval(round.samples_ms);
-          if (!time) continue;
-          medians.push_back(fmt::format("{:.4f} ms", time->median_ms));
-          if (!fastest_time || time->median_ms < fastest_time->median_ms) {
-            fastest = &round;
-            fastest_time = time;
-          }
-        }
-        if (fastest) {
-          std::string note = fastest->note;
-          if (medians.size() > 1)
-            note += fmt::format("; the fastest of {} rounds, each a fresh process (medians {})",
-                                medians.size(), fmt::join(medians, ", "));
-          return {fastest_time, note};
-        }
-      }
+  Contender baseline_contender(const Problem& problem, const Workload& workload, Baseline baseline,
+                               const BaselineRounds& rounds) {
+    std::vector<const std::vector<double>*> times;
+    const std::vector<ReferenceTiming>* measured = nullptr;
+    if (const auto by_workload = rounds.find(baseline); by_workload != rounds.end())
+      if (const auto found = by_workload->second.find(workload.uuid);
+          found != by_workload->second.end())
+        measured = &found->second;
+    if (measured)
+      for (const ReferenceTiming& round : *measured) times.push_back(&round.times_ns);
+    if (const auto fastest = fastest_run(times, "rounds, each a fresh process")) {
+      const ReferenceTiming& round = (*measured)[fastest->index];
+      std::vector<double> samples_ms;
+      for (double ns : round.times_ns) samples_ms.push_back(ns * 1e-6);
+      return {median_interval(samples_ms), round.note + fastest->note};
     }
     // Unavailable (no torch.compile, a failing reference): the cached path says why.
     Oracle& oracle = measure_.oracle();

@@ -21,7 +21,7 @@ std::size_t run_in_parts(
     const std::function<void(std::size_t part, std::size_t begin, std::size_t end)>& part) {
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t parts = std::clamp<std::size_t>(count / std::max<std::size_t>(min_per_part, 1),
-                                                    1, std::min<std::size_t>(cores, 32));
+                                                    1, std::min<std::size_t>(cores, kMaxParts));
   auto range = [&](std::size_t index) {
     part(index, count * index / parts, count * (index + 1) / parts);
   };

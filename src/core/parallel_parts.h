@@ -10,8 +10,11 @@
 
 namespace kernelarc {
 
+/// The most parts run_in_parts() splits work into.
+inline constexpr std::size_t kMaxParts = 32;
+
 /// Calls part(begin, end) for consecutive ranges covering [0, count), each at least
-/// `min_per_part` long (except when count is smaller), on up to min(cores, 32) threads, and
+/// `min_per_part` long (except when count is smaller), on up to min(cores, kMaxParts) threads, and
 /// returns the number of parts once all are done. The ranges depend only on count,
 /// min_per_part and the number of cores, never on timing; part(...) must not throw.
 std::size_t run_in_parts(

@@ -105,7 +105,7 @@ Tally tally_range(TensorView output, TensorView reference, const Tolerance& tole
 Tally tally_all(TensorView output, TensorView reference, const Tolerance& tolerance) {
   constexpr std::size_t kPerPart = std::size_t{1} << 20;
   const auto n = static_cast<std::size_t>(output.numel());
-  std::vector<Tally> tallies(32);
+  std::vector<Tally> tallies(kMaxParts);
   const std::size_t parts =
       run_in_parts(n, kPerPart, [&](std::size_t part, std::size_t begin, std::size_t end) {
         tallies[part] = tally_range(output, reference, tolerance, static_cast<int64_t>(begin),

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+#include <iterator>
 #include <random>
 #include <set>
 #include <thread>
@@ -81,7 +81,7 @@ WorkloadRun::WorkloadRun(const GuardOptions& options, const Problem& problem,
       oracle_(oracle),
       worker_(worker),
       trace_(trace),
-      slot_draws_(std::random_device{}()) {
+      secret_draws_(std::random_device{}()) {
   const auto axes = resolve_axes(problem.definition, workload);
   layout_ = make_arena_layout(problem.definition, axes);
   workspace_bytes_ = workspace_bytes_for(solution, axes);
@@ -93,7 +93,7 @@ int WorkloadRun::next_address_slot() {
     planned_slots_.pop_front();
     return slot;
   }
-  return std::uniform_int_distribution<int>(0, kAddressSlots - 1)(slot_draws_);
+  return std::uniform_int_distribution<int>(0, kAddressSlots - 1)(secret_draws_);
 }
 
 void WorkloadRun::plan_address_slots(int calls) {
@@ -101,11 +101,26 @@ void WorkloadRun::plan_address_slots(int calls) {
   for (int call = 0; call < calls; ++call) slots.push_back(next_address_slot());
   const std::set<int> distinct(slots.begin(), slots.end());
   if (calls >= 2 && distinct.size() == slots.size()) {
-    const int later = std::uniform_int_distribution<int>(1, calls - 1)(slot_draws_);
-    const int earlier = std::uniform_int_distribution<int>(0, later - 1)(slot_draws_);
+    const int later = std::uniform_int_distribution<int>(1, calls - 1)(secret_draws_);
+    const int earlier = std::uniform_int_distribution<int>(0, later - 1)(secret_draws_);
     slots[static_cast<std::size_t>(later)] = slots[static_cast<std::size_t>(earlier)];
   }
   planned_slots_.assign(slots.begin(), slots.end());
+}
+
+std::vector<bool> WorkloadRun::checked_positions(int positions, int twin_at) {
+  std::vector<bool> checked(static_cast<std::size_t>(positions), true);
+  const int runs = positions - (twin_at >= 0 ? 1 : 0);
+  if (options_.checked_timed_calls <= 0 || options_.checked_timed_calls >= runs) return checked;
+  std::vector<int> timed;
+  for (int position = 0; position < positions; ++position)
+    if (position != twin_at) timed.push_back(position);
+  std::vector<int> picked;
+  std::sample(timed.begin(), timed.end(), std::back_inserter(picked), options_.checked_timed_calls,
+              secret_draws_);
+  for (int position : timed) checked[static_cast<std::size_t>(position)] = false;
+  for (int position : picked) checked[static_cast<std::size_t>(position)] = true;
+  return checked;
 }
 
 ExecuteRequest call_request(const ArenaLayout& layout, std::size_t workspace_bytes,
@@ -293,25 +308,10 @@ bool WorkloadRun::measure(const RequestOverhead& overhead) {
   // entropy: a cache keyed on a sample of the inputs mistakes it for trial 0. Its time is not a
   // sample (its inputs are close to ones the candidate has seen).
   const bool has_twin = oracle_.has_twin(problem_, workload_);
-  std::random_device entropy;
-  const int twin_at = has_twin ? static_cast<int>(entropy() % static_cast<unsigned>(runs + 1)) : -1;
-
-  // Which timed calls are checked: all, or a subset drawn from the same entropy.
+  const int twin_at = has_twin ? std::uniform_int_distribution<int>(0, runs)(secret_draws_) : -1;
   const int positions = runs + (has_twin ? 1 : 0);
   plan_address_slots(positions);
-  std::vector<bool> checked(static_cast<std::size_t>(positions), true);
-  if (options_.checked_timed_calls > 0 && options_.checked_timed_calls < runs) {
-    std::vector<int> order(static_cast<std::size_t>(positions));
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), std::mt19937_64(entropy()));
-    std::fill(checked.begin(), checked.end(), false);
-    int chosen = 0;
-    for (int position : order) {
-      if (position == twin_at) continue;
-      if (chosen++ < options_.checked_timed_calls)
-        checked[static_cast<std::size_t>(position)] = true;
-    }
-  }
+  const std::vector<bool> checked = checked_positions(positions, twin_at);
 
   std::vector<double> samples_ns;
   std::vector<TimedRequest> requests;

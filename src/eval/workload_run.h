@@ -69,6 +69,10 @@ class WorkloadRun {
   int next_address_slot();
   /// Plans the slots of the next `calls` calls with at least one address repeated.
   void plan_address_slots(int calls);
+  /// Which of the timed calls' `positions` are checked: all, or GuardOptions::
+  /// checked_timed_calls of them drawn in secret; the twin's position (`twin_at`, -1 for none)
+  /// always is.
+  std::vector<bool> checked_positions(int positions, int twin_at);
   /// Sets status/log for a worker outcome other than Ok; returns false then.
   bool accept_outcome(const ExecuteResult& result, const std::string& during);
   /// Compares the arena's outputs with the expected ones; sets status/log on failure.
@@ -105,7 +109,9 @@ class WorkloadRun {
   Trace& trace_;
   ArenaLayout layout_;
   std::size_t workspace_bytes_ = 0;
-  std::mt19937_64 slot_draws_;
+  /// Seeded from the system's entropy: the address slots, the twin's position and the checked
+  /// calls, none of which the worker can predict.
+  std::mt19937_64 secret_draws_;
   std::deque<int> planned_slots_;
 };
 

@@ -24,6 +24,28 @@ std::filesystem::path process_out(const PythonTimingJob& job, int process) {
 
 }  // namespace
 
+std::optional<FastestRun> fastest_run(const std::vector<const std::vector<double>*>& runs,
+                                      std::string_view runs_are) {
+  std::vector<std::string> medians;
+  std::optional<std::size_t> fastest;
+  double fastest_median = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i]->empty()) continue;
+    const double median = median_of(*runs[i]);
+    medians.push_back(fmt::format("{:.4g} ms", median / 1e6));
+    if (!fastest || median < fastest_median) {
+      fastest = i;
+      fastest_median = median;
+    }
+  }
+  if (!fastest) return std::nullopt;
+  FastestRun run{*fastest, ""};
+  if (medians.size() > 1)
+    run.note = fmt::format("; the fastest of {} {} (medians {})", medians.size(), runs_are,
+                           fmt::join(medians, ", "));
+  return run;
+}
+
 std::map<std::string, PythonJobOutcome> time_in_fresh_processes(
     PythonBridge& bridge, const Problem& problem, const std::vector<PythonTimingJob>& jobs,
     const std::filesystem::path& scratch_dir, int processes) {
@@ -53,19 +75,13 @@ std::map<std::string, PythonJobOutcome> time_in_fresh_processes(
     auto found = runs.find(job.id);
     if (found == runs.end()) continue;
     std::vector<CachedTiming>& made = found->second;
-    std::vector<std::string> medians;
-    std::optional<std::size_t> fastest;
-    for (std::size_t i = 0; i < made.size(); ++i) {
-      if (!made[i].timing || made[i].timing->times_ns.empty()) continue;
-      const double median = median_of(made[i].timing->times_ns);
-      medians.push_back(fmt::format("{:.4g} ms", median / 1e6));
-      if (!fastest || median < median_of(made[*fastest].timing->times_ns)) fastest = i;
-    }
-    CachedTiming kept = std::move(made[fastest.value_or(0)]);
-    if (fastest && medians.size() > 1) {
-      kept.timing->note += fmt::format("; the fastest of {} fresh processes (medians {})",
-                                       medians.size(), fmt::join(medians, ", "));
-    }
+    static const std::vector<double> none;
+    std::vector<const std::vector<double>*> times;
+    for (const CachedTiming& run : made)
+      times.push_back(run.timing ? &run.timing->times_ns : &none);
+    const auto fastest = fastest_run(times, "fresh processes");
+    CachedTiming kept = std::move(made[fastest ? fastest->index : 0]);
+    if (fastest) kept.timing->note += fastest->note;
     write_cached_timing(job.out, job.baseline, kept);
   }
   return outcomes;

@@ -5,13 +5,26 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/problem.h"
 #include "oracle/python_bridge.h"
 
 namespace kernelarc {
+
+/// Of several runs of one baseline, the one with the lowest median time and what a note says
+/// of the choice ("; the fastest of 3 rounds (medians 1.2 ms, ...)", empty for a single run).
+struct FastestRun {
+  std::size_t index = 0;
+  std::string note;
+};
+/// `runs` holds each run's times in nanoseconds; runs without any are skipped; nullopt when no
+/// run has times. `runs_are` names the runs in the note ("fresh processes").
+std::optional<FastestRun> fastest_run(const std::vector<const std::vector<double>*>& runs,
+                                      std::string_view runs_are);
 
 /// Runs `jobs` in `processes` interpreters one after another (one PythonBridge::run each) and
 /// writes to each job's `out` the run with the lowest median, its note naming every process'

@@ -61,9 +61,9 @@ inline constexpr int kAddressSlots = 16;
 /// the cache; Run makes the one call; Collect copies the results back. Between them only the
 /// worker's code runs, so what the parent measures around Run bounds the reported time tightly
 /// (a flush inside the measured request let ~30 ms of real work per call hide in its margin).
-/// The worker checks its fingerprints after Collect, not after Run, so every Run must be
-/// followed by a Collect (with copy_back false to copy nothing). Whole does everything in one
-/// request (several calls, warm-ups).
+/// The worker checks its fingerprints after Collect, not after a successful Run, so every such
+/// Run must be followed by a Collect (with copy_back false to copy nothing). Whole does
+/// everything in one request (several calls, warm-ups).
 enum class RequestPhase { Whole, Stage, Run, Collect };
 
 struct ExecuteRequest {

@@ -87,9 +87,11 @@ class WorkerServer {
         const ExecuteRequest request = request_from_json(message.at("request"));
         result = execute(request);
         // A Run request's reply is what the parent times, so the fingerprints (about 1 ms) are
-        // checked by the Collect request that always follows it: a lasting patch is caught
-        // there, and forged times meet the parent's own bounds either way.
-        if (request.phase != RequestPhase::Run) check_integrity(result);
+        // checked by the Collect request that follows a successful one: a lasting patch is
+        // caught there, and forged times meet the parent's own bounds either way. A failed Run
+        // has no Collect after it.
+        if (request.phase != RequestPhase::Run || result.outcome != CallOutcome::Ok)
+          check_integrity(result);
       } else {
         throw InternalError("unknown request type \"" + type + "\"");
       }
