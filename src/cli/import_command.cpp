@@ -1,4 +1,5 @@
-// `kernelarc import kernelbench <file.py | dir>... <out-dir>`: KernelBench problem files (class
+// `kernelarc import kernelbench <file.py | dir>... <out-dir>` (and, through
+// import_commands.h, the other formats): KernelBench problem files (class
 // Model, get_inputs, get_init_inputs) become problem directories.
 // python/kernelarc_import_kernelbench.py runs the files, all in one interpreter (the one the
 // oracle would use, detected once), and writes the definitions; each problem is then loaded as
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/import_commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_fields.h"
@@ -307,7 +309,9 @@ CommandRunner add_import_command(CLI::App& app) {
   kernelbench->add_option("--report", flags->report,
                           "also write what became of each file as JSON: [{file, problem_dir, "
                           "name} or {file, error}]");
-  return [flags] {
+  CommandRunner flashinfer = add_import_flashinfer(*import);
+  return [flags, kernelbench, flashinfer] {
+    if (!kernelbench->parsed()) return flashinfer();
     if (flags->paths.size() < 2) {
       throw InputError(
           "import kernelbench: expected KernelBench files (or directories) and then the output "

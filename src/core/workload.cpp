@@ -309,6 +309,13 @@ std::vector<Workload> load_workloads(const std::filesystem::path& path, const De
 }
 
 Problem load_problem(const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir / "definition.json") &&
+      std::filesystem::is_directory(dir / "definitions")) {
+    throw_input_error(dir.string(), "",
+                      "this is a FlashInfer-Bench dataset (definitions/, workloads/), not a "
+                      "problem directory: `kernelarc import flashinfer " +
+                          dir.string() + " OUT` makes one problem directory per definition");
+  }
   Problem problem;
   problem.dir = dir;
   problem.definition = load_definition(dir / "definition.json");
