@@ -11,8 +11,8 @@ namespace {
 constexpr double kMs = 1e6;  // nanoseconds per millisecond
 
 // Margins (see timing_violation): scheduling noise moves a request's wall time by up to a few
-// overheads on a loaded machine (the time the calling thread waited for a core is subtracted
-// first), and CUDA adds launch latency and synchronization on the host that the GPU span leaves
+// overheads on a loaded machine (the time the calling thread and the parent's thread waited for a
+// core is subtracted first), and CUDA adds launch latency and synchronization on the host that the GPU span leaves
 // out. CPU time is not inflated by waiting, and the measured request holds the call alone (the
 // cache flush and the copies are requests of their own, staged_call.h), so the CPU margin is
 // twice the null call's CPU time and a few hundred microseconds of the worker's own jitter.
@@ -41,6 +41,12 @@ double median_of(const std::vector<TimedRequest>& requests,
   return median(values);
 }
 
+// The part of a request's wall time that the worker's calling thread and the parent's thread
+// spent waiting for a core: a loaded machine's, not the call's.
+double waited_ns(const ParentObservation& observed) {
+  return observed.main_wait_ns + observed.parent_wait_ns;
+}
+
 bool all_valid(const std::vector<TimedRequest>& requests) {
   return !requests.empty() &&
          std::all_of(requests.begin(), requests.end(),
@@ -55,7 +61,7 @@ RequestOverhead summarize_overhead(const std::vector<ParentObservation>& observe
   for (std::size_t i = observed.size() > 1 ? 1 : 0; i < observed.size(); ++i) {
     if (!observed[i].valid) return overhead;
     // The scheduler's wait can overlap the request's edges by a few microseconds.
-    wall.push_back(std::max(0.0, observed[i].wall_ns - observed[i].main_wait_ns));
+    wall.push_back(std::max(0.0, observed[i].wall_ns - waited_ns(observed[i])));
     main_cpu.push_back(observed[i].main_cpu_ns);
   }
   if (wall.empty()) return overhead;
@@ -74,7 +80,7 @@ std::optional<std::string> timing_violation(const std::vector<TimedRequest>& req
   const double reported = median_of(requests, [](const TimedRequest& r) { return r.reported_ns; });
 
   const double wall_excess = median_of(requests, [](const TimedRequest& r) {
-    return r.observed.wall_ns - r.observed.main_wait_ns - r.reported_ns;
+    return r.observed.wall_ns - waited_ns(r.observed) - r.reported_ns;
   });
   const double wall_allowed = kWallOverheads * overhead.wall_max_ns +
                               (cpu_device ? kWallSlackCpuNs : kWallSlackCudaNs) +
@@ -82,7 +88,8 @@ std::optional<std::string> timing_violation(const std::vector<TimedRequest>& req
   if (wall_excess > wall_allowed) {
     return fmt::format(
         "the worker reported a median call of {:.4f} ms, but the guard's own clock saw requests "
-        "{:.4f} ms longer than that (not counting the time the worker waited for a core), while a "
+        "{:.4f} ms longer than that (not counting the time the worker and the guard waited for a "
+        "core), while a "
         "request costs {:.4f} ms around a call that does "
         "nothing (at most {:.4f} ms allowed): the reported times are not the calls' real times",
         reported / kMs, wall_excess / kMs, overhead.wall_median_ns / kMs, wall_allowed / kMs);
@@ -142,6 +149,8 @@ OrderedJson timing_bounds_json(const std::vector<TimedRequest>& requests,
        median_of(requests, [](const TimedRequest& r) { return r.observed.wall_ns; }) / kMs},
       {"calling_thread_waited_ms",
        median_of(requests, [](const TimedRequest& r) { return r.observed.main_wait_ns; }) / kMs},
+      {"guard_thread_waited_ms",
+       median_of(requests, [](const TimedRequest& r) { return r.observed.parent_wait_ns; }) / kMs},
       {"calling_thread_cpu_ms",
        median_of(requests, [](const TimedRequest& r) { return r.observed.main_cpu_ns; }) / kMs},
       {"other_threads_cpu_ms",

@@ -37,8 +37,9 @@ struct TimedRequest {
 
 /// Why the reported times cannot be true (a message for the trace log), or nullopt. Checks,
 /// on medians over the requests so that one noisy request decides nothing:
-/// - the parent's wall clock, less the time the calling thread waited for a core: a request
-///   cannot take far longer than the reported call plus the overhead (every device);
+/// - the parent's wall clock, less the time the calling thread and the parent's own thread
+///   waited for a core: a request cannot take far longer than the reported call plus the
+///   overhead (every device);
 /// - on the CPU, the worker's main thread makes the call, and one thread's CPU time never
 ///   exceeds the wall time: its CPU time beyond the overhead bounds the call's time from below;
 /// - on the CPU, the other threads can work only during the call: their CPU time cannot exceed

@@ -100,6 +100,9 @@ struct ParentObservation {
   /// Time the main thread was runnable but waited for a core: part of wall_ns that a loaded
   /// machine adds, not the call.
   double main_wait_ns = 0;
+  /// Time the parent's own thread, woken by the reply, waited for a core before it read the
+  /// clock: also part of wall_ns that a loaded machine adds.
+  double parent_wait_ns = 0;
   double other_cpu_ns = 0;  ///< CPU time of its other threads alive at the reply
   int other_threads = 0;    ///< most threads besides the main one, before or after
   int tasks_after = 0;      ///< threads of the worker at the reply

@@ -59,4 +59,10 @@ double run_queue_wait_of(const TaskTimes& before, const TaskTimes& after, pid_t 
   return was == before.wait_ns.end() ? it->second : std::max(0.0, it->second - was->second);
 }
 
+double this_thread_run_queue_wait() {
+  std::ifstream stat("/proc/thread-self/schedstat");
+  double ns = 0, waited = 0;
+  return stat >> ns >> waited ? waited : 0.0;
+}
+
 }  // namespace kernelarc

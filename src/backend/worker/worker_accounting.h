@@ -32,5 +32,9 @@ double cpu_used_except(const TaskTimes& before, const TaskTimes& after, pid_t ti
 /// Time thread `tid` spent waiting for a core from `before` to `after`: on a loaded machine a
 /// request's wall time grows by it, while the call itself did nothing slower.
 double run_queue_wait_of(const TaskTimes& before, const TaskTimes& after, pid_t tid);
+/// Time the calling thread has spent waiting for a core since it started (0 when
+/// /proc/thread-self/schedstat cannot be read): the parent's own share of a request's wall time
+/// on a loaded machine, from the worker's reply until the parent runs again to read it.
+double this_thread_run_queue_wait();
 
 }  // namespace kernelarc

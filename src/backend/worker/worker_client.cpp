@@ -355,6 +355,7 @@ struct Worker::Impl {
         options.call_timeout * (request.warmup + request.iterations + 1) + kSlack;
     ParentObservation observed;
     const TaskTimes before = read_task_times(pid);
+    const double parent_waited_before = this_thread_run_queue_wait();
     const auto sent = std::chrono::steady_clock::now();
     if (times_at_reply.valid && before.valid) {
       observed.idle_cpu_ns = cpu_used(times_at_reply, before);
@@ -364,12 +365,14 @@ struct Worker::Impl {
     ExecuteResult result = transact_result(
         {{"type", "execute"}, {"request", request_to_json(request)}}, timeout, "during a call");
     reply_time = std::chrono::steady_clock::now();
+    const double parent_waited = this_thread_run_queue_wait() - parent_waited_before;
     if (running()) {
       const TaskTimes after = read_task_times(worker_pid);
       observed.valid = before.valid && after.valid;
       observed.wall_ns = std::chrono::duration<double, std::nano>(reply_time - sent).count();
       observed.main_cpu_ns = cpu_used_by(before, after, worker_pid);
       observed.main_wait_ns = run_queue_wait_of(before, after, worker_pid);
+      observed.parent_wait_ns = std::max(0.0, parent_waited);
       observed.other_cpu_ns = cpu_used_except(before, after, worker_pid);
       observed.other_threads = std::max(before.tasks(), after.tasks()) - 1;
       observed.tasks_after = after.tasks();
