@@ -121,7 +121,9 @@ bool lower_matmul(Lowering& lowering, const GraphNode& node) {
   Tensor product_tensor;
   product_tensor.kind = Tensor::Kind::Matmul;
   product_tensor.shape = space;
-  product_tensor.dtype = out_dtype;
+  // With a bias PyTorch adds it to the accumulator and rounds once: the product alone is not
+  // rounded to the node's dtype (a stored product keeps the compute precision).
+  product_tensor.dtype = with_bias ? lowering.compute_dtype : out_dtype;
   product_tensor.origin = origin;
   product_tensor.kernel = kernel;
   product_tensor.ref = Json::array({"acc"});

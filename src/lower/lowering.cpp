@@ -230,7 +230,10 @@ const StoredAt& Lowering::materialize(int id, int before_kernel, bool dry) {
   static const StoredAt placeholder;
   if (dry) return placeholder;
   StoredAt stored;
-  stored.buffer = new_temp(product(t.shape), temp_dtype(t.dtype));
+  // PyTorch rounds a product to its dtype before anything reads it: a bfloat16 product's temp
+  // holds what eager reads next, in half the bytes of a float32 one.
+  const bool rounded_product = t.kind == Tensor::Kind::Matmul && !is_integer_dtype(t.dtype);
+  stored.buffer = new_temp(product(t.shape), rounded_product ? t.dtype : temp_dtype(t.dtype));
   stored.strides = t.layout_strides.empty() ? contiguous_strides(t.shape) : t.layout_strides;
   stored.kernel = t.kernel;
   Kernel& kernel = kernels.at(static_cast<std::size_t>(t.kernel));
@@ -264,7 +267,10 @@ const StoredAt& Lowering::materialize_now(int id) {
   const int k = new_kernel({{"kind", "pointwise"}, {"domain", domain}}, "pointwise");
   kernels[static_cast<std::size_t>(k)].spaces.push_back({"", t.shape, coords});
   StoredAt stored;
-  stored.buffer = new_temp(product(t.shape), temp_dtype(t.dtype));
+  // PyTorch rounds a product to its dtype before anything reads it: a bfloat16 product's temp
+  // holds what eager reads next, in half the bytes of a float32 one.
+  const bool rounded_product = t.kind == Tensor::Kind::Matmul && !is_integer_dtype(t.dtype);
+  stored.buffer = new_temp(product(t.shape), rounded_product ? t.dtype : temp_dtype(t.dtype));
   stored.strides = contiguous_strides(t.shape);
   stored.kernel = k;
   if (!try_store(k, id, stored.buffer, stored.strides)) {

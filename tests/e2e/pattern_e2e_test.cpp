@@ -162,6 +162,10 @@ std::vector<PatternCase> cases() {
       {Form::KernelBench, "bmm_transposed", {"gemm", "fused"}},
       // a gated pair of projections
       {Form::Sol, "swiglu", fused},
+      // bfloat16 products of 3-D activations: stored rounded (gated), or with a residual added
+      // across the view back from rows
+      {Form::Sol, "gated_gelu_bf16", fused},
+      {Form::Sol, "linear_residual_bf16", {"gemm", "fused"}},
       {Form::KernelBench, "swiglu", fused},
   };
 }
