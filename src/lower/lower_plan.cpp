@@ -168,7 +168,12 @@ void bound_inlining(Lowering& lowering, const GraphNode& node) {
     const auto found =
         output >= 0 ? lowering.value_tensor.find(output) : lowering.value_tensor.end();
     if (found == lowering.value_tensor.end()) continue;
-    const int id = found->second;
+    int id = found->second;
+    // A node computed over a product's shape is bounded where it is computed.
+    if (const int base = lowering.tensor(id).view_base;
+        base >= 0 && lowering.tensor(base).in_product_shape) {
+      id = base;
+    }
     const Tensor& tensor = lowering.tensor(id);
     if (tensor.kind != Tensor::Kind::Pointwise || tensor.view_base >= 0 || tensor.stored) continue;
     if (buffer_reads(lowering.graph, output) < 2) continue;

@@ -371,43 +371,76 @@ bool lower_elementwise(PointwiseNode& p, std::string_view name) {
 
 }  // namespace
 
+namespace {
+
+bool is_copy_like(std::string_view name) {
+  return name == "_to_copy" || name == "to" || name == "clone" || name == "contiguous" ||
+         name == "alias" || name == "lift_fresh" || name == "detach" || name == "copy";
+}
+
+/// A cast or copy: the value of its source operand, converted to the node's dtype.
+void lower_copy(PointwiseNode& p, std::string_view name) {
+  // `copy(self, src)` takes its values from src; the others from their first operand.
+  const std::size_t source = name == "copy" ? 1 : 0;
+  const auto value = p.node().arg(source) ? p.node().arg(source)->as_value() : std::nullopt;
+  if (!value) throw Unsupported(p.origin() + ": expected a tensor operand");
+  const int id = p.operand_tensor(*value);
+  Lowering& lowering = p.lowering();
+  const DType from = lowering.tensor(id).dtype;
+  const DType to = p.dtype();
+  const auto shape = lowering.tensor(id).shape;
+  p.define({}, [=](Values&, Ctx& ctx, const Coords& coords) {
+    return cast_expr(ctx.lowering.element(ctx, id, broadcast_coords(shape, coords)), from, to);
+  });
+  if (shape == p.shape() && is_value_preserving_cast(from, to)) {
+    lowering.tensor(p.computed_tensor()).same_values_as = id;
+  }
+}
+
+/// Element-wise nodes and casts, whose formulas do not read coords.
+bool lower_copy_or_elementwise(PointwiseNode& p, std::string_view name) {
+  if (!is_copy_like(name)) return lower_elementwise(p, name);
+  lower_copy(p, name);
+  return true;
+}
+
+}  // namespace
+
 bool lower_view_or_pointwise(Lowering& lowering, const GraphNode& node) {
   const std::string_view name = node.base_name();
   if (node.output() < 0) return false;
   PointwiseNode p(lowering, node);
-  if (name == "_to_copy" || name == "to" || name == "clone" || name == "contiguous" ||
-      name == "alias" || name == "lift_fresh" || name == "detach" || name == "copy" ||
-      name == "_unsafe_view" || name == "view" || name == "reshape") {
-    // `copy(self, src)` takes its values from src; the others from their first operand.
-    const std::size_t source = name == "copy" ? 1 : 0;
-    const auto value = node.arg(source) ? node.arg(source)->as_value() : std::nullopt;
+  if (name == "_unsafe_view" || name == "view" || name == "reshape") {
+    const auto value = node.arg(0) ? node.arg(0)->as_value() : std::nullopt;
     if (!value) throw Unsupported(p.origin() + ": expected a tensor operand");
     const int id = lowering.tensor_of(*value, p.origin());
-    if (name == "_unsafe_view" || name == "view" || name == "reshape") {
-      // A reshape that copies: the result row-major over the source's row-major order.
-      const auto source_shape = lowering.tensor(id).shape;
-      const auto out_shape = p.shape();
-      p.define({}, [=](Values&, Ctx& ctx, const Coords& coords) {
-        return ctx.lowering.element(
-            ctx, id,
-            view_to_base_coords(ctx.lowering, out_shape, contiguous_strides(out_shape),
-                                SymSize::constant(0), source_shape,
-                                contiguous_strides(source_shape), coords));
-      });
-      return true;
-    }
-    const DType from = lowering.tensor(id).dtype;
-    const DType to = p.dtype();
-    const auto shape = lowering.tensor(id).shape;
+    // A reshape that copies: the result row-major over the source's row-major order.
+    const auto source_shape = lowering.tensor(id).shape;
+    const auto out_shape = p.shape();
     p.define({}, [=](Values&, Ctx& ctx, const Coords& coords) {
-      return cast_expr(ctx.lowering.element(ctx, id, broadcast_coords(shape, coords)), from, to);
+      return ctx.lowering.element(
+          ctx, id,
+          view_to_base_coords(ctx.lowering, out_shape, contiguous_strides(out_shape),
+                              SymSize::constant(0), source_shape, contiguous_strides(source_shape),
+                              coords));
     });
-    if (shape == p.shape() && is_value_preserving_cast(from, to)) {
-      lowering.tensor(lowering.value_tensor.at(node.output())).same_values_as = id;
+    // Over a row-major source it is a view of the same storage: element-wise consumers of a
+    // reshaped matrix product can then be computed over the product's shape.
+    const auto& source_layout = lowering.tensor(id).layout_strides;
+    if (source_layout.empty() || is_contiguous(source_layout, source_shape)) {
+      Tensor& reshaped = lowering.tensor(lowering.value_tensor.at(node.output()));
+      reshaped.view_base = id;
+      reshaped.view_offset = SymSize::constant(0);
+      reshaped.view_strides = contiguous_strides(out_shape);
     }
     return true;
   }
-  return lower_elementwise(p, name) || lower_data_movement(p, name);
+  PointwiseNode in_product_shape(lowering, node);
+  if (in_product_shape.compute_in_product_shape() &&
+      lower_copy_or_elementwise(in_product_shape, name)) {
+    return true;
+  }
+  return lower_copy_or_elementwise(p, name) || lower_data_movement(p, name);
 }
 
 }  // namespace kernelarc::lowering

@@ -325,6 +325,11 @@ bool Lowering::try_store(int k, int id, const std::string& buffer,
     kernel.stores.push_back(std::move(store));
     return true;
   }
+  // A row-major reshape writes the same memory as its base does in the base's own shape.
+  const int base = reshaped_base(*this, id);
+  if (base >= 0 && is_contiguous(strides, shape)) {
+    return try_store(k, base, buffer, contiguous_strides(tensor(base).shape), max_nodes);
+  }
   return false;
 }
 
@@ -345,6 +350,25 @@ void Lowering::store_anywhere(int id, const std::string& buffer,
   if (!try_store(k, id, buffer, strides)) {
     throw Unsupported(fmt::format("{}: cannot be stored by a pointwise kernel", t.origin));
   }
+}
+
+bool is_contiguous(const std::vector<SymSize>& strides, const std::vector<SymSize>& shape) {
+  const auto expected = contiguous_strides(shape);
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (!shape[d].is_one() && !(strides[d] == expected[d])) return false;
+  }
+  return true;
+}
+
+int reshaped_base(const Lowering& lowering, int id) {
+  const Tensor& view = lowering.tensors.at(static_cast<std::size_t>(id));
+  if (view.view_base < 0 || !view.view_offset.is_zero() ||
+      !is_contiguous(view.view_strides, view.shape)) {
+    return -1;
+  }
+  const Tensor& base = lowering.tensors.at(static_cast<std::size_t>(view.view_base));
+  if (!base.layout_strides.empty() && !is_contiguous(base.layout_strides, base.shape)) return -1;
+  return view.view_base;
 }
 
 int add_pointwise(Lowering& lowering, std::vector<SymSize> shape, DType dtype, std::string origin,

@@ -68,6 +68,9 @@ struct Tensor {
   SymSize view_offset;
   std::vector<SymSize> view_strides;
   std::vector<SymSize> layout_strides;  ///< a node result's strides in its graph buffer
+  /// Computed over the shape of a matrix product it reshapes (pointwise_node.cpp): its own
+  /// element-wise consumers are computed over that shape too.
+  bool in_product_shape = false;
   /// A value-preserving cast or copy of this tensor (same shape): a matmul reads that directly.
   int same_values_as = -1;
 
@@ -172,6 +175,12 @@ SymSize product(const std::vector<SymSize>& sizes);
 Coords broadcast_coords(const std::vector<SymSize>& operand_shape, const Coords& coords);
 /// Normalises a possibly negative dim against `rank`.
 int normalize_dim(int64_t dim, std::size_t rank, std::string_view origin);
+
+/// True when `strides` are row-major over `shape` (dims of size 1 may have any stride).
+bool is_contiguous(const std::vector<SymSize>& strides, const std::vector<SymSize>& shape);
+/// The tensor that view tensor `id` reshapes without moving elements (offset 0, row-major
+/// strides over a row-major base), or -1.
+int reshaped_base(const Lowering& lowering, int id);
 
 /// Coords in the node result `base` (shape, strides, offset 0) of the element at `coords` of a
 /// view with `view_strides` / `view_offset` into the same storage.

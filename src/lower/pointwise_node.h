@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,11 +36,18 @@ class PointwiseNode {
     bool integer = false;
   };
 
+  /// The tensor of an operand value, in the shape the node is computed over.
+  int operand_tensor(int64_t value) {
+    const int id = lowering_.tensor_of(value, origin_);
+    const auto same = in_product_shape_.find(id);
+    return same == in_product_shape_.end() ? id : same->second;
+  }
+
   Operand operand(const GraphArg* arg, bool to_float) {
     if (!arg || arg->is_none()) throw Unsupported(origin_ + ": a required operand is missing");
     Operand result;
     if (const auto value = arg->as_value()) {
-      const int id = lowering_.tensor_of(*value, origin_);
+      const int id = operand_tensor(*value);
       const auto shape = lowering_.tensor(id).shape;
       result.integer = is_integer_dtype(lowering_.tensor(id).dtype);
       result.get = [id, shape](Ctx& ctx, const Coords& coords) {
@@ -95,6 +104,15 @@ class PointwiseNode {
     throw Unsupported(fmt::format("{}: argument {} must be a constant number", origin_, name));
   }
 
+  /// For an element-wise node that reads a matrix product through a reshape (a linear layer's
+  /// [B*S, N] product viewed as [B, S, N], plus a residual): computes the node over the
+  /// product's own shape, with its other operands read as that shape, and makes the node's
+  /// result a reshape view of it, so that the product's kernel can take the node as its
+  /// epilogue. True when it applies: every other tensor operand is a contiguous stored tensor of
+  /// the node's shape, another reshape of a tensor of the product's shape, or a single element.
+  /// Call before the first operand(); only for nodes whose formula does not read coords.
+  bool compute_in_product_shape();
+
   /// Registers the result tensor computed by `formula` from the operands' expressions.
   void define(std::vector<Operand> operands,
               std::function<Json(std::vector<Json>&, Ctx&, const Coords&)> formula) {
@@ -106,8 +124,12 @@ class PointwiseNode {
                                      values.push_back(operand.get(ctx, coords));
                                    return formula(values, ctx, coords);
                                  });
-    lowering_.value_tensor[node_.output()] = id;
+    computed_ = id;
+    lowering_.value_tensor[node_.output()] = result_shape_ ? reshape_view_of(id) : id;
   }
+
+  /// The tensor define() computed (of shape()): the node's result, or what it reshapes.
+  int computed_tensor() const { return computed_; }
 
   void define_op(const std::string& name, std::vector<Operand> operands) {
     define(std::move(operands),
@@ -122,8 +144,16 @@ class PointwiseNode {
   Lowering& lowering_;
   const GraphNode& node_;
   std::string origin_;
-  std::vector<SymSize> shape_;
+  /// The node's result as a contiguous reshape of `computed` (of shape shape_).
+  int reshape_view_of(int computed);
+
+  std::vector<SymSize> shape_;  ///< the shape the node is computed over
   DType dtype_;
+  /// Set by compute_in_product_shape: the node's own shape, and each operand tensor's
+  /// equivalent of the product's shape.
+  std::optional<std::vector<SymSize>> result_shape_;
+  std::map<int, int> in_product_shape_;
+  int computed_ = -1;
 };
 
 bool lower_data_movement(PointwiseNode& p, std::string_view name);

@@ -265,6 +265,22 @@ TEST(LowerPlan, TwoMatmulsFeedingGeluTanhTimesUp) {
   });
 }
 
+TEST(LowerPlan, AnEpilogueAfterALinearLayersReshapeIsTheProductsEpilogue) {
+  // F.linear on [b, s, k] traces as a [b*s, n] product reshaped to [b, s, n]: the relu, the
+  // per-column scale and the residual are computed over the product's shape, in its kernel.
+  const Case c = lower_case("linear3d_residual");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  ASSERT_EQ(kernel_kinds(c.lowering.plan), std::vector<std::string>{"matmul"});
+  EXPECT_EQ(temp_count(c.lowering.plan), 0);
+  EXPECT_EQ(c.lowering.plan["kernels"][0]["stores"][0]["buffer"], "output");
+  check_semantics(c, {{"b", 2}}, [&](const PlanBuffers& in) {
+    auto out = matmul(in.at("x"), in.at("weight"), 6, 6, 5);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = std::max(out[i], 0.0) * in.at("scale")[i % 6] + in.at("residual")[i];
+    return PlanBuffers{{"output", out}};
+  });
+}
+
 TEST(LowerPlan, RopeThroughAStackOfInterleavedPairsIsOnePointwiseKernel) {
   const Case c = lower_case("rope_interleaved");
   ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
