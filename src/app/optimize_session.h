@@ -16,6 +16,8 @@
 #include "app/guard_session.h"
 #include "app/profile_best.h"
 #include "app/recognize.h"
+#include "app/search_devices.h"
+#include "optimize/evaluation_pool.h"
 #include "optimize/orchestrator.h"
 #include "optimize/search_setup.h"
 #include "optimize/skill_distill.h"
@@ -30,6 +32,10 @@ struct OptimizeFlags {
   std::string policy = OptimizeOptions{}.policy;
   uint64_t seed = OptimizeOptions{}.seed;
   std::string backend;
+  /// --device as given when it may name several devices ("cuda:0,1", "cuda:all"); empty =
+  /// guard.device alone. guard.device is then the first of them, the run's device.
+  std::string devices;
+  int cpu_workers = 1;  ///< evaluators sharing the CPU's cores, each timing on its own share
   std::string synth = "template";
   std::string resume;
   int plateau = OptimizeOptions{}.plateau;
@@ -85,6 +91,10 @@ class OptimizeSession {
                       std::optional<int64_t> resume_id);
 
  private:
+  /// The pool the search measures through: the evaluator alone on one device, else one
+  /// evaluator per device (the guards and evaluators of the devices after the first).
+  void start_pool(const GuardFlags& search_flags, const std::string& hardware);
+
   OptimizeFlags flags_;
   Recognition recognition_;
   std::unique_ptr<SearchSetup> setup_;
@@ -94,6 +104,10 @@ class OptimizeSession {
   std::vector<Workload> workloads_;
   OptimizeTarget target_;
   std::unique_ptr<GuardEvaluator> evaluator_;
+  std::vector<SearchDevice> devices_;
+  std::vector<std::unique_ptr<GuardSession>> device_guards_;
+  std::vector<std::unique_ptr<GuardEvaluator>> device_evaluators_;
+  std::unique_ptr<EvaluationPool> pool_;
   OptimizeOptions options_;
   SkillCondition condition_;
 };

@@ -148,6 +148,9 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
 }
 
 int run_optimize(OptimizeFlags flags, bool resume_given) {
+  // From here on guard.device is one device, the run's; the session measures on all of them.
+  flags.devices = flags.guard.device;
+  flags.guard.device = search_devices(flags.devices, flags.cpu_workers).front().device;
   if (!flags.backend.empty()) {
     const std::optional<DeviceKind> wanted = device_kind_from_name(flags.backend);
     if (!wanted) throw InputError(fmt::format("--backend {}: expected cpu or cuda", flags.backend));
@@ -258,6 +261,14 @@ CommandRunner add_optimize_command(CLI::App& app) {
   cmd->add_option("--file", flags->files, "NAME=PATH added to every instantiated solution");
   cmd->add_flag("--plain", flags->plain, "line output even on a terminal");
   add_guard_flags(*cmd, flags->guard);
+  cmd->get_option("--device")
+      ->description(
+          "cpu or cuda:N; several GPUs measure candidates at once: cuda:N,M,... or cuda:all "
+          "(the first measures the baseline and the finalists)");
+  cmd->add_option("--cpu-workers", flags->cpu_workers,
+                  "with --device cpu: candidates measured at once, each worker on its own share "
+                  "of the cores (the finalists on all of them)")
+      ->capture_default_str();
   add_profile_flags(*cmd, flags->profile, /*with_top=*/true);
   return [flags, resume] { return run_optimize(*flags, resume->count() > 0); };
 }
