@@ -186,10 +186,6 @@ OptimizeSession::~OptimizeSession() = default;
 // evaluator starts (automatically in a fresh workspace), so that its speed-of-light floor holds
 // from its first candidate; and the pool over all of them.
 void OptimizeSession::start_pool(const GuardFlags& search_flags, const std::string& hardware) {
-  if (devices_.size() == 1) {
-    pool_ = std::make_unique<SerialPool>(*evaluator_);
-    return;
-  }
   std::vector<LocalEvaluationPool::Slot> slots{{evaluator_.get(), devices_.front().where}};
   for (std::size_t i = 1; i < devices_.size(); ++i) {
     GuardFlags flags = search_flags;
@@ -207,7 +203,13 @@ void OptimizeSession::start_pool(const GuardFlags& search_flags, const std::stri
           flags_.devices, devices_.front().device, hardware, flags.device, model));
     slots.push_back({evaluator.get(), devices_[i].where});
   }
-  pool_ = std::make_unique<LocalEvaluationPool>(std::move(slots));
+  if (flags_.remote_pool)
+    pool_ = flags_.remote_pool({&setup_->problem(), &workloads_, search_.get(), search_flags,
+                                hardware, std::move(slots)});
+  else if (slots.size() == 1)
+    pool_ = std::make_unique<SerialPool>(*evaluator_);
+  else
+    pool_ = std::make_unique<LocalEvaluationPool>(std::move(slots));
 }
 
 std::string OptimizeSession::description() const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,11 +19,23 @@
 #include "app/recognize.h"
 #include "app/search_devices.h"
 #include "optimize/evaluation_pool.h"
+#include "optimize/local_pool.h"
 #include "optimize/orchestrator.h"
 #include "optimize/search_setup.h"
 #include "optimize/skill_distill.h"
 
 namespace kernelarc {
+
+/// What a pool of other hosts' workers needs from the session: the search guard's settings and
+/// oracle, what it measures, and this host's devices, which measure beside the workers.
+struct RemotePoolRequest {
+  const Problem* problem = nullptr;
+  const std::vector<Workload>* workloads = nullptr;
+  GuardSession* search = nullptr;
+  GuardFlags search_flags;
+  std::string hardware;  ///< the run's device in words (its calibration's)
+  std::vector<LocalEvaluationPool::Slot> local;
+};
 
 /// The search's defaults are OptimizeOptions' own (one place for each).
 struct OptimizeFlags {
@@ -53,6 +66,9 @@ struct OptimizeFlags {
   /// Not a flag: `bench` sets it, since a problem no template serves still gets its baselines
   /// measured there (searchable() then says whether a search can run).
   bool allow_no_template = false;
+  /// Not a flag: the pool of `--redis` (cli/optimize_command.cpp); empty = this host's devices
+  /// alone.
+  std::function<std::unique_ptr<EvaluationPool>(RemotePoolRequest)> remote_pool;
   GuardFlags guard;
   CodeSynthFlags code;
   ProfileFlags profile;
@@ -92,7 +108,8 @@ class OptimizeSession {
 
  private:
   /// The pool the search measures through: the evaluator alone on one device, else one
-  /// evaluator per device (the guards and evaluators of the devices after the first).
+  /// evaluator per device (the guards and evaluators of the devices after the first); with
+  /// flags.remote_pool, those devices beside other hosts' workers.
   void start_pool(const GuardFlags& search_flags, const std::string& hardware);
 
   OptimizeFlags flags_;

@@ -22,6 +22,7 @@
 #include "cli/profile_flags.h"
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
+#include "distributed/redis_evaluation_pool.h"
 #include "eval/speed_of_light.h"
 
 namespace kernelarc {
@@ -269,8 +270,20 @@ CommandRunner add_optimize_command(CLI::App& app) {
                   "with --device cpu: candidates measured at once, each worker on its own share "
                   "of the cores (the finalists on all of them)")
       ->capture_default_str();
+  auto redis = std::make_shared<RedisPoolOptions>();
+  cmd->add_option("--redis", redis->url,
+                  "measure on `kernelarc worker --redis` processes of any host too, through "
+                  "this Redis server: redis://host[:port][/db] (README, \"Across hosts\")");
+  cmd->add_option("--queue", redis->queue, "with --redis: the queue's name (the workers' --queue)")
+      ->capture_default_str();
+  cmd->add_option("--redis-jobs", redis->remote_jobs,
+                  "with --redis: jobs on the queue at once (default: one per worker of the run's "
+                  "device kind seen in the last ten minutes)");
   add_profile_flags(*cmd, flags->profile, /*with_top=*/true);
-  return [flags, resume] { return run_optimize(*flags, resume->count() > 0); };
+  return [flags, resume, redis] {
+    if (!redis->url.empty()) flags->remote_pool = redis_pool_factory(*redis);
+    return run_optimize(*flags, resume->count() > 0);
+  };
 }
 
 }  // namespace kernelarc

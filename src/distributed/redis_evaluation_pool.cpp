@@ -25,7 +25,7 @@ constexpr std::time_t kLiveWorkerSeconds = 600;
 RedisEvaluationPool::RedisEvaluationPool(RedisPoolOptions options, const Problem& problem,
                                          std::vector<Workload> workloads, GuardSession& search,
                                          const GuardFlags& search_flags, std::string hardware,
-                                         std::vector<LocalDevice> local)
+                                         std::vector<LocalEvaluationPool::Slot> local)
     : options_(std::move(options)),
       workloads_(std::move(workloads)),
       redis_(options_.url),
@@ -55,7 +55,11 @@ RedisEvaluationPool::RedisEvaluationPool(RedisPoolOptions options, const Problem
                                           : std::max<std::size_t>(1, live_workers(
                                                                          template_.device_kind));
   read_results(0);
-  for (LocalDevice& device : local) local_.push_back({std::move(device), std::nullopt, false, {}});
+  options_.log(fmt::format("queue {} at {}: {} job(s) at once for {} workers on {}, beside {} "
+                           "device(s) of this host; results on {}",
+                           keys_.queue, options_.url, remote_jobs_, template_.device_kind,
+                           template_.hardware, local.size(), results_));
+  for (LocalEvaluationPool::Slot& device : local) local_.push_back({std::move(device), std::nullopt, false, {}});
   for (LocalSlot& slot : local_) slot.thread = std::thread([this, &slot] { serve(slot); });
 }
 
@@ -168,8 +172,8 @@ void RedisEvaluationPool::apply(const std::string& entry_id, const std::string& 
   if (!result.refused.empty() && result.requeued) {
     // Said once per worker and reason: a job may pass the same wrong worker many times.
     if (refusals_seen_.insert(result.worker + "\n" + result.refused).second)
-      options_.log(fmt::format("worker {} cannot take ticket {}: {}; the job went back to the "
-                               "queue for another worker",
+      options_.log(fmt::format("{} cannot take ticket {}: {}; the job went back to the queue "
+                               "for another worker",
                                result.worker, result.ticket, result.refused));
     return;
   }
@@ -201,6 +205,17 @@ EvaluationPool::Done RedisEvaluationPool::failed(uint64_t ticket, const std::str
     done.traces.push_back(std::move(trace));
   }
   return done;
+}
+
+std::function<std::unique_ptr<EvaluationPool>(RemotePoolRequest)> redis_pool_factory(
+    RedisPoolOptions options) {
+  return [options](RemotePoolRequest request) -> std::unique_ptr<EvaluationPool> {
+    RedisPoolOptions pool_options = options;
+    pool_options.workspace = request.search_flags.workspace;
+    return std::make_unique<RedisEvaluationPool>(
+        std::move(pool_options), *request.problem, *request.workloads, *request.search,
+        request.search_flags, std::move(request.hardware), std::move(request.local));
+  };
 }
 
 }  // namespace kernelarc

@@ -24,10 +24,11 @@
 #include <vector>
 
 #include "app/guard_session.h"
+#include "app/optimize_session.h"
 #include "distributed/blob_exchange.h"
 #include "distributed/job.h"
 #include "optimize/evaluation_pool.h"
-#include "optimize/evaluator.h"
+#include "optimize/local_pool.h"
 
 namespace kernelarc {
 
@@ -45,20 +46,14 @@ struct RedisPoolOptions {
 
 class RedisEvaluationPool : public EvaluationPool {
  public:
-  /// A device of this host that measures beside the workers; its evaluator must outlive the
-  /// pool and not be used elsewhere while one of its evaluations is unfinished.
-  struct LocalDevice {
-    CandidateEvaluator* evaluator = nullptr;
-    std::string where;  ///< "cpu", "cuda:1"
-  };
-
   /// Publishes the problem and the draws `search` reads (made here first, where missing).
   /// `search_flags` are the search guard's settings, sent with every job; a worker measures
   /// with the same. `hardware`: the run's device in words, which a worker's must match.
+  /// `local`: this host's devices, measuring beside the workers (LocalEvaluationPool's terms).
   RedisEvaluationPool(RedisPoolOptions options, const Problem& problem,
                       std::vector<Workload> workloads, GuardSession& search,
                       const GuardFlags& search_flags, std::string hardware,
-                      std::vector<LocalDevice> local = {});
+                      std::vector<LocalEvaluationPool::Slot> local = {});
   /// Waits for the local evaluations in flight (their results stay on the stream).
   ~RedisEvaluationPool() override;
   RedisEvaluationPool(const RedisEvaluationPool&) = delete;
@@ -80,7 +75,7 @@ class RedisEvaluationPool : public EvaluationPool {
     std::string solution_hash;
   };
   struct LocalSlot {
-    LocalDevice device;
+    LocalEvaluationPool::Slot device;
     std::optional<LocalJob> job;  ///< set from submission until its result is posted
     bool running = false;
     std::thread thread;
@@ -118,5 +113,10 @@ class RedisEvaluationPool : public EvaluationPool {
   bool stopping_ = false;
   std::exception_ptr local_error_;
 };
+
+/// The pool of `optimize --redis`, for OptimizeFlags::remote_pool: the session's devices beside
+/// the queue's workers, its workspace the orchestrator's.
+std::function<std::unique_ptr<EvaluationPool>(RemotePoolRequest)> redis_pool_factory(
+    RedisPoolOptions options);
 
 }  // namespace kernelarc
