@@ -104,7 +104,7 @@ struct CandidateEvent {
   bool new_incumbent = false;
   bool replayed = false;          ///< read back from the store on --resume, not measured now
   double build_wait_seconds = 0;  ///< waiting for its compile before it was submitted
-  double evaluation_seconds = 0;  ///< submitted to finished (its compile too when not ahead)
+  double evaluation_seconds = 0;  ///< submitted to received (its compile too when not ahead)
   std::string where;              ///< where it was measured, when the pool says ("cuda:1")
 };
 
