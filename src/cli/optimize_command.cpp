@@ -84,6 +84,12 @@ void store_profiles(Database& db, const Finalist& finalist) {
 void print_summary(const OptimizeSummary& summary, const Problem& problem, std::ostream& out) {
   out << fmt::format("\nrun {} stopped ({}): {} candidates evaluated, {} passed\n", summary.run_id,
                      summary.stop_reason, summary.evaluated, summary.passed);
+  if (summary.measured > 0)
+    out << fmt::format(
+        "search: {} candidates measured in {:.1f} s on {} evaluator(s) at once, "
+        "{:.2f} candidates/s\n",
+        summary.measured, summary.search_seconds, summary.evaluators,
+        summary.measured / std::max(summary.search_seconds, 1e-9));
   if (summary.synthesis.calls > 0) out << synthesis_text(summary.synthesis) << '\n';
   if (summary.finalists.empty()) {
     out << "no candidate passed the guard\n";

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/device_list.h"
 #include "core/elapsed.h"
 #include "core/error.h"
 #include "optimize/code_moves.h"
@@ -172,6 +173,7 @@ std::string OptimizeRun::search() {
   std::string stop_reason = fmt::format("budget: {} candidates evaluated", options_.budget);
   bool proposing = true;
   evaluator_.prepare();
+  if (options_.build_ahead > 0) builds_ = std::make_unique<TaskPool>(usable_cpus().size());
   while (true) {
     while (proposing && queue_.size() < static_cast<std::size_t>(options_.window())) {
       if (const auto reason = stop_proposing(seconds_since(started))) {
@@ -197,6 +199,7 @@ std::string OptimizeRun::search() {
     complete(queue_.front());
     queue_.pop_front();
   }
+  search_seconds_ = seconds_since(started);
   return stop_reason;
 }
 

@@ -26,6 +26,7 @@
 
 #include "optimize/agent.h"
 #include "optimize/orchestrator.h"
+#include "optimize/task_pool.h"
 #include "search/budget_bandit.h"
 
 namespace kernelarc {
@@ -197,8 +198,11 @@ class OptimizeRun {
   int64_t proposed_ = 0;
   int64_t evaluated_ = 0;
   int64_t passed_ = 0;
+  int64_t measured_ = 0;  ///< evaluations received from the pool (not read back)
+  double search_seconds_ = 0;
   std::deque<Pending> queue_;
-  std::size_t in_flight_ = 0;  ///< submitted to the pool, not yet received
+  std::size_t in_flight_ = 0;         ///< submitted to the pool, not yet received
+  std::unique_ptr<TaskPool> builds_;  ///< compiles ahead, a thread per core, when build_ahead > 0
   std::vector<std::string> skipped_agents_;
   // The code synthesizer's pseudo-template, the programs it wrote (by candidate), the reasons
   // of the last failures (for its next prompt) and what it spent.

@@ -64,12 +64,11 @@ void OptimizeRun::enqueue(Pending pending) {
     record_evaluation(pending.candidate_id, failed, {});
     pending.measurement = std::move(failed);
   }
-  if (options_.build_ahead > 0 && !pending.measurement) {
-    // The thread gets its own copy: the pending entry is moved into the queue below.
+  if (builds_ && !pending.measurement) {
+    // The job gets its own copy: the pending entry is moved into the queue below.
     CandidateEvaluator* evaluator = &evaluator_;
-    pending.build = std::async(std::launch::async, [evaluator, solution = pending.solution] {
-      evaluator->prebuild(solution);
-    });
+    pending.build =
+        builds_->run([evaluator, solution = pending.solution] { evaluator->prebuild(solution); });
   }
   queue_.push_back(std::move(pending));
 }
@@ -99,6 +98,7 @@ void OptimizeRun::receive() {
     throw std::logic_error(fmt::format("evaluation pool: ticket {} is not in flight (from {})",
                                        done.ticket, done.where));
   --in_flight_;
+  ++measured_;
   Measurement measurement = measurement_of(done.traces);
   record_evaluation(found->candidate_id, measurement, done.traces, done.where);
   found->measurement = std::move(measurement);

@@ -1,7 +1,7 @@
 // `kernelarc optimize`'s engine: agents with their strategies, trees and policies propose
 // candidates into one queue; an EvaluationPool measures up to `in_flight` of them at once (one
-// evaluator alone measures one at a time), while up to `build_ahead` more compile on other
-// threads. Every proposal is written to the workspace before it is queued and every evaluation
+// evaluator alone measures one at a time), while the queued ones compile ahead on a thread per
+// core. Every proposal is written to the workspace before it is queued and every evaluation
 // as soon as it finishes, in whatever order, so a killed run loses no finished evaluation and
 // resumes where it stopped.
 //
@@ -10,9 +10,11 @@
 // proposes. So which agent proposes next (a seeded bandit), what it proposes (its seeded policy)
 // and which results it has seen when it does (all but those of the window()-1 newest candidates)
 // depend only on the seed, `build_ahead`, `in_flight` and the results, never on timing or on the
-// order evaluations finish in. A resumed run replays the stored candidates and results through
-// the same steps, checks that each proposal equals the stored one, and carries on with the same
-// trees, budget and board.
+// order evaluations finish in. With one evaluation in flight a run is the serial one; with
+// several, which device measures which candidate, and so the noise on each result, is up to
+// timing (the stored evaluation says where it ran). A resumed run replays the stored candidates
+// and results through the same steps, checks that each proposal equals the stored one, and
+// carries on with the same trees, budget and board.
 #pragma once
 
 #include <cstdint>
@@ -102,7 +104,7 @@ struct CandidateEvent {
   bool new_incumbent = false;
   bool replayed = false;          ///< read back from the store on --resume, not measured now
   double build_wait_seconds = 0;  ///< waiting for its compile before it was submitted
-  double evaluation_seconds = 0;  ///< submitted to finished (its compile too when not ahead)
+  double evaluation_seconds = 0;  ///< submitted to received (its compile too when not ahead)
   std::string where;              ///< where it was measured, when the pool says ("cuda:1")
 };
 
@@ -175,7 +177,13 @@ struct OptimizeSummary {
   /// beyond both intervals (both measured by the search's guard).
   std::optional<Conclusion> winner_route;
   SynthesisTotals synthesis;  ///< what the code synthesizer was asked and spent
-  TreeShape tree_shape;       ///< the agents' search trees together
+  /// The search's throughput in this execution: the candidates measured now (not read back on
+  /// --resume), on how many evaluators at once, in how long (first proposal to last result;
+  /// the baseline and the finalists apart).
+  int64_t measured = 0;
+  std::size_t evaluators = 1;
+  double search_seconds = 0;
+  TreeShape tree_shape;  ///< the agents' search trees together
 
   /// The solution the run hands back: the winner, or the baseline when it was kept.
   /// Requires a winner.
