@@ -204,8 +204,8 @@ void OptimizeSession::start_pool(const GuardFlags& search_flags, const std::stri
     slots.push_back({evaluator.get(), devices_[i].where});
   }
   if (flags_.remote_pool)
-    pool_ = flags_.remote_pool({&setup_->problem(), &workloads_, search_.get(), search_flags,
-                                hardware, std::move(slots)});
+    pool_ = flags_.remote_pool(
+        {&setup_->problem(), &workloads_, search_.get(), search_flags, hardware, std::move(slots)});
   else if (slots.size() == 1)
     pool_ = std::make_unique<SerialPool>(*evaluator_);
   else

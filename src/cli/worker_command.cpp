@@ -58,15 +58,16 @@ CommandRunner add_worker_command(CLI::App& app) {
       options.workspace = flags->workspace;
       options.python = flags->python;
       if (flags->reclaim_after_s <= 0)
-        throw InputError(fmt::format("--reclaim-after {}: expected seconds above 0",
-                                     flags->reclaim_after_s));
+        throw InputError(
+            fmt::format("--reclaim-after {}: expected seconds above 0", flags->reclaim_after_s));
       options.reclaim_after =
           std::chrono::milliseconds(static_cast<int64_t>(flags->reclaim_after_s * 1000));
       run_queue_worker(std::move(options));
     }
     if (flags->request_fd < 0 || flags->reply_fd < 0 || flags->arena.empty())
-      throw InputError("worker: expected --redis URL (the guard's own workers get file "
-                       "descriptors and an arena)");
+      throw InputError(
+          "worker: expected --redis URL (the guard's own workers get file "
+          "descriptors and an arena)");
     SandboxOptions sandbox;
     sandbox.protected_paths.assign(flags->protect.begin(), flags->protect.end());
     sandbox.readable_paths.assign(flags->readable.begin(), flags->readable.end());

@@ -23,9 +23,10 @@ std::string BlobExchange::get(const std::string& hash) {
   const std::string key = keys_.blob(hash);
   const RedisReply reply = redis_->command({"GET", key});
   if (reply.is_nil())
-    throw InternalError(fmt::format("redis {}: blob {} is missing (expired, or the server lost "
-                                    "it)",
-                                    redis_->url(), key));
+    throw InternalError(
+        fmt::format("redis {}: blob {} is missing (expired, or the server lost "
+                    "it)",
+                    redis_->url(), key));
   if (content_hash(reply.text) != hash)
     throw InternalError(
         fmt::format("redis {}: blob {} does not match its hash", redis_->url(), key));

@@ -53,13 +53,12 @@ std::string publish_problem(BlobExchange& blobs, const Problem& problem) {
         blobs.put(read_text_file(entry.path()));
   }
   const DefinitionExtension& ext = problem.definition.ext;
-  const nlohmann::json manifest = {
-      {"files", files},
-      {"ext",
-       {{"op_family", ext.op_family},
-        {"op_params", nlohmann::json::parse(ext.op_params.dump())},
-        {"bytes", ext.bytes},
-        {"flops", ext.flops}}}};
+  const nlohmann::json manifest = {{"files", files},
+                                   {"ext",
+                                    {{"op_family", ext.op_family},
+                                     {"op_params", nlohmann::json::parse(ext.op_params.dump())},
+                                     {"bytes", ext.bytes},
+                                     {"flops", ext.flops}}}};
   return blobs.put(manifest.dump());
 }
 
@@ -108,8 +107,7 @@ std::string publish_oracle_draws(BlobExchange& blobs, Oracle& oracle, const Prob
   return blobs.put(nlohmann::json{{"files", files}}.dump());
 }
 
-void install_oracle_draws(BlobExchange& blobs, const std::string& hash,
-                          const fs::path& cache_dir) {
+void install_oracle_draws(BlobExchange& blobs, const std::string& hash, const fs::path& cache_dir) {
   write_files(blobs, read_manifest(blobs, hash).at("files"), cache_dir, hash);
 }
 

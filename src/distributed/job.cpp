@@ -21,12 +21,11 @@ auto parse_json(const std::string& text, const std::string& where, Parse parse) 
 }  // namespace
 
 std::string job_to_json(const Job& job) {
-  return nlohmann::json{{"protocol", job.protocol},       {"ticket", job.ticket},
-                        {"reply_to", job.reply_to},       {"device_kind", job.device_kind},
-                        {"hardware", job.hardware},
-                        {"problem", job.problem},         {"oracle", job.oracle},
-                        {"solution", job.solution},       {"guard", job.guard},
-                        {"refused_by", job.refused_by}}
+  return nlohmann::json{{"protocol", job.protocol}, {"ticket", job.ticket},
+                        {"reply_to", job.reply_to}, {"device_kind", job.device_kind},
+                        {"hardware", job.hardware}, {"problem", job.problem},
+                        {"oracle", job.oracle},     {"solution", job.solution},
+                        {"guard", job.guard},       {"refused_by", job.refused_by}}
       .dump();
 }
 
@@ -51,8 +50,8 @@ std::string result_to_json(const JobResult& result) {
   OrderedJson traces = OrderedJson::array();
   for (const Trace& trace : result.traces) traces.push_back(trace_to_json(trace));
   return OrderedJson{{"ticket", result.ticket},     {"solution", result.solution},
-                        {"worker", result.worker},     {"refused", result.refused},
-                        {"requeued", result.requeued}, {"traces", traces}}
+                     {"worker", result.worker},     {"refused", result.refused},
+                     {"requeued", result.requeued}, {"traces", traces}}
       .dump();
 }
 

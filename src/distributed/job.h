@@ -23,9 +23,9 @@ struct Job {
   /// The run's device in words (its calibration's CPU model or GPU name): a worker measures
   /// only on the same hardware, so that every candidate's time is comparable.
   std::string hardware;
-  std::string problem;      ///< hash of the problem bundle (distributed/bundles.h)
-  std::string oracle;       ///< hash of the oracle draws' bundle
-  std::string solution;     ///< hash of the solution's JSON (sources inline)
+  std::string problem;   ///< hash of the problem bundle (distributed/bundles.h)
+  std::string oracle;    ///< hash of the oracle draws' bundle
+  std::string solution;  ///< hash of the solution's JSON (sources inline)
   /// The search guard's settings (trials, warmup, iterations, budget, timeout, seed, cflags,
   /// checked calls) and the selected workloads' uuids; the device is the worker's own.
   nlohmann::json guard;
@@ -53,7 +53,8 @@ JobResult result_from_json(const std::string& text, const std::string& where);
 
 /// The search guard's settings as a job carries them, and back onto a worker's flags (whose
 /// device, workspace and interpreter stay the worker's).
-nlohmann::json guard_settings_to_json(const GuardFlags& flags, const std::vector<Workload>& selected);
+nlohmann::json guard_settings_to_json(const GuardFlags& flags,
+                                      const std::vector<Workload>& selected);
 void apply_guard_settings(const nlohmann::json& settings, GuardFlags& flags);
 
 }  // namespace kernelarc

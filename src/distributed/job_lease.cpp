@@ -1,5 +1,7 @@
 #include "distributed/job_lease.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "distributed/redis_client.h"
@@ -12,8 +14,8 @@ JobLease::JobLease(std::string url, QueueKeys keys, std::string consumer, std::s
     : keys_(std::move(keys)),
       consumer_(std::move(consumer)),
       id_(std::move(id)),
-      interval_(std::max<std::chrono::milliseconds>(reclaim_after / 4,
-                                                    std::chrono::milliseconds(100))),
+      interval_(
+          std::max<std::chrono::milliseconds>(reclaim_after / 4, std::chrono::milliseconds(100))),
       log_(std::move(log)),
       thread_(&JobLease::renew_until_stopped, this, std::move(url)) {}
 
@@ -36,13 +38,13 @@ void JobLease::renew_until_stopped(std::string url) {
       const RedisReply held =
           redis.command({"XPENDING", keys_.jobs(), kWorkerGroup, id_, id_, "1", consumer_});
       if (held.elements.empty()) {
-        log_(fmt::format("job {}: another worker took it over; finishing it anyway (the "
-                         "orchestrator keeps the first result)",
-                         id_));
+        log_(
+            fmt::format("job {}: another worker took it over; finishing it anyway (the "
+                        "orchestrator keeps the first result)",
+                        id_));
         return;
       }
-      redis.command(
-          {"XCLAIM", keys_.jobs(), kWorkerGroup, consumer_, "0", id_, "JUSTID"});
+      redis.command({"XCLAIM", keys_.jobs(), kWorkerGroup, consumer_, "0", id_, "JUSTID"});
     }
   } catch (const std::exception& error) {
     // The job then goes idle and another worker may take it over: a duplicate at worst.

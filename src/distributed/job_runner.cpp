@@ -54,9 +54,9 @@ JobRunner::Context& JobRunner::context_of(const Job& job) {
   context->session->guard().calibration();
   context->hardware = hardware_name(workspace_, device_);
   std::vector<Workload> workloads = context->session->select_workloads(context->problem);
-  context->evaluator = std::make_unique<GuardEvaluator>(
-      context->session->guard(), context->session->guard(), context->problem,
-      std::move(workloads), context->hardware);
+  context->evaluator =
+      std::make_unique<GuardEvaluator>(context->session->guard(), context->session->guard(),
+                                       context->problem, std::move(workloads), context->hardware);
   slot = std::move(context);
   return *slot;
 }

@@ -66,8 +66,8 @@ void QueueWorker::announce() {
 
 void QueueWorker::serve() {
   ensure_worker_group(redis_, keys_);
-  options_.log(fmt::format("worker {}: taking {} jobs from {} at {}", name_, kind_,
-                           keys_.jobs(), options_.url));
+  options_.log(fmt::format("worker {}: taking {} jobs from {} at {}", name_, kind_, keys_.jobs(),
+                           options_.url));
   while (true) {
     announce();
     auto entry = take_over();
@@ -79,9 +79,9 @@ void QueueWorker::serve() {
 std::optional<StreamEntry> QueueWorker::take_over() {
   std::string cursor = "0-0";
   do {
-    const RedisReply reply = redis_.command(
-        {"XAUTOCLAIM", keys_.jobs(), kWorkerGroup, name_,
-         std::to_string(options_.reclaim_after.count()), cursor, "COUNT", "1"});
+    const RedisReply reply =
+        redis_.command({"XAUTOCLAIM", keys_.jobs(), kWorkerGroup, name_,
+                        std::to_string(options_.reclaim_after.count()), cursor, "COUNT", "1"});
     if (reply.elements.size() < 2) return std::nullopt;
     cursor = reply.elements[0].text;
     auto entries = stream_entries(reply.elements[1]);
@@ -95,9 +95,9 @@ std::optional<StreamEntry> QueueWorker::take_over() {
 }
 
 std::optional<StreamEntry> QueueWorker::take_new() {
-  auto entries = read_entries(redis_.command(
-      {"XREADGROUP", "GROUP", kWorkerGroup, name_, "COUNT", "1", "BLOCK",
-       std::to_string(options_.poll.count()), "STREAMS", keys_.jobs(), ">"}));
+  auto entries = read_entries(
+      redis_.command({"XREADGROUP", "GROUP", kWorkerGroup, name_, "COUNT", "1", "BLOCK",
+                      std::to_string(options_.poll.count()), "STREAMS", keys_.jobs(), ">"}));
   if (entries.empty()) return std::nullopt;
   return std::move(entries.front());
 }
@@ -109,8 +109,8 @@ void QueueWorker::handle(const StreamEntry& entry) {
     if (field == entry.fields.end()) throw InputError("no \"job\" field");
     job = job_from_json(field->second, keys_.jobs() + " entry " + entry.id);
   } catch (const InputError& error) {
-    options_.log(fmt::format("worker {}: dropped malformed job {}: {}", name_, entry.id,
-                             error.what()));
+    options_.log(
+        fmt::format("worker {}: dropped malformed job {}: {}", name_, entry.id, error.what()));
     redis_.command({"XACK", keys_.jobs(), kWorkerGroup, entry.id});
     return;
   }
@@ -123,8 +123,7 @@ void QueueWorker::handle(const StreamEntry& entry) {
     return give_back(entry, std::move(job),
                      fmt::format("the run targets {} and this worker measures on {}",
                                  job.device_kind, options_.device));
-  options_.log(fmt::format("worker {}: measuring ticket {} (job {})", name_, job.ticket,
-                           entry.id));
+  options_.log(fmt::format("worker {}: measuring ticket {} (job {})", name_, job.ticket, entry.id));
   JobResult result{job.ticket, job.solution, "worker " + name_, "", false, {}};
   std::string wrong_device;
   {
@@ -151,7 +150,7 @@ void QueueWorker::give_back(const StreamEntry& entry, Job job, const std::string
   redis_.command({"XADD", keys_.jobs(), "*", "job", job_to_json(job)});
   redis_.command({"XACK", keys_.jobs(), kWorkerGroup, entry.id});
   redis_.command({"XDEL", keys_.jobs(), entry.id});
-  redis_.command({"XADD", job.reply_to, "*", "result", result_to_json(notice)});
+  add_result(redis_, job.reply_to, notice);
   redis_.command({"EXEC"});
   std::this_thread::sleep_for(options_.poll);
 }
@@ -160,8 +159,7 @@ void QueueWorker::give_back(const StreamEntry& entry, Job job, const std::string
 // over and measured again; after it, the job is done. Never acknowledged without a result.
 void QueueWorker::finish(const StreamEntry& entry, const Job& job, const JobResult& result) {
   redis_.command({"MULTI"});
-  redis_.command({"XADD", job.reply_to, "*", "result", result_to_json(result)});
-  redis_.command({"EXPIRE", job.reply_to, std::to_string(kQueueExpirySeconds)});
+  add_result(redis_, job.reply_to, result);
   redis_.command({"XACK", keys_.jobs(), kWorkerGroup, entry.id});
   redis_.command({"XDEL", keys_.jobs(), entry.id});
   redis_.command({"EXEC"});

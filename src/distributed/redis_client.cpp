@@ -25,15 +25,16 @@ RedisReply copy_reply(const redisReply& reply, const std::string& url, const std
   RedisReply copy;
   switch (reply.type) {
     case REDIS_REPLY_ERROR:
-      throw RedisError(fmt::format("redis {}: {}: {}", url, what, std::string(reply.str, reply.len)));
+      throw RedisError(
+          fmt::format("redis {}: {}: {}", url, what, std::string(reply.str, reply.len)));
     case REDIS_REPLY_INTEGER:
       copy.type = RedisReply::Type::Integer;
       copy.integer = reply.integer;
       break;
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:
-      copy.type = reply.type == REDIS_REPLY_STRING ? RedisReply::Type::String
-                                                   : RedisReply::Type::Status;
+      copy.type =
+          reply.type == REDIS_REPLY_STRING ? RedisReply::Type::String : RedisReply::Type::Status;
       copy.text.assign(reply.str, reply.len);
       break;
     case REDIS_REPLY_ARRAY:
@@ -57,9 +58,10 @@ RedisClient::RedisClient(std::string url, std::chrono::milliseconds timeout)
     : url_(std::move(url)), connection_(std::make_unique<Connection>()) {
   const RedisAddress address = parse_redis_url(url_);
   const timeval limit = to_timeval(timeout);
-  connection_->context.reset(address.socket_path.empty()
-                                 ? redisConnectWithTimeout(address.host.c_str(), address.port, limit)
-                                 : redisConnectUnixWithTimeout(address.socket_path.c_str(), limit));
+  connection_->context.reset(
+      address.socket_path.empty()
+          ? redisConnectWithTimeout(address.host.c_str(), address.port, limit)
+          : redisConnectUnixWithTimeout(address.socket_path.c_str(), limit));
   redisContext* context = connection_->context.get();
   if (context == nullptr) throw RedisError(fmt::format("redis {}: out of memory", url_));
   if (context->err)

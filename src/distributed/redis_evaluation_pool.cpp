@@ -38,10 +38,9 @@ RedisEvaluationPool::RedisEvaluationPool(RedisPoolOptions options, const Problem
   template_.hardware = std::move(hardware);
   template_.guard = guard_settings_to_json(search_flags, workloads_);
   template_.problem = publish_problem(blobs_, problem);
-  template_.oracle =
-      publish_oracle_draws(blobs_, search.oracle(), problem, workloads_,
-                           oracle_trials_needed(search.options()),
-                           oracle_cache_dir(search_flags.workspace));
+  template_.oracle = publish_oracle_draws(blobs_, search.oracle(), problem, workloads_,
+                                          oracle_trials_needed(search.options()),
+                                          oracle_cache_dir(search_flags.workspace));
   // One results stream per orchestrator (host, workspace, problem, settings): a resumed run
   // reads the results its predecessor left unread.
   results_ = keys_.results(ContentHasher()
@@ -51,15 +50,17 @@ RedisEvaluationPool::RedisEvaluationPool(RedisPoolOptions options, const Problem
                                .add(template_.guard.dump())
                                .hex());
   template_.reply_to = results_;
-  remote_jobs_ = options_.remote_jobs > 0 ? options_.remote_jobs
-                                          : std::max<std::size_t>(1, live_workers(
-                                                                         template_.device_kind));
+  remote_jobs_ = options_.remote_jobs > 0
+                     ? options_.remote_jobs
+                     : std::max<std::size_t>(1, live_workers(template_.device_kind));
   read_results(0);
-  options_.log(fmt::format("queue {} at {}: {} job(s) at once for {} workers on {}, beside {} "
-                           "device(s) of this host; results on {}",
-                           keys_.queue, options_.url, remote_jobs_, template_.device_kind,
-                           template_.hardware, local.size(), results_));
-  for (LocalEvaluationPool::Slot& device : local) local_.push_back({std::move(device), std::nullopt, false, {}});
+  options_.log(
+      fmt::format("queue {} at {}: {} job(s) at once for {} workers on {}, beside {} "
+                  "device(s) of this host; results on {}",
+                  keys_.queue, options_.url, remote_jobs_, template_.device_kind,
+                  template_.hardware, local.size(), results_));
+  for (LocalEvaluationPool::Slot& device : local)
+    local_.push_back({std::move(device), std::nullopt, false, {}});
   for (LocalSlot& slot : local_) slot.thread = std::thread([this, &slot] { serve(slot); });
 }
 
@@ -90,9 +91,10 @@ void RedisEvaluationPool::submit(uint64_t ticket, const Solution& solution) {
   job.solution = blobs_.put(solution_to_json(solution).dump());
   in_flight_[ticket] = job.solution;
   if (auto early = finished_early_.find({ticket, job.solution}); early != finished_early_.end()) {
-    options_.log(fmt::format("ticket {}: its result was on the queue already (measured by {} "
-                             "while no orchestrator read it)",
-                             ticket, early->second.where));
+    options_.log(
+        fmt::format("ticket {}: its result was on the queue already (measured by {} "
+                    "while no orchestrator read it)",
+                    ticket, early->second.where));
     in_flight_.erase(ticket);
     applied_.insert(early->first);
     ready_.push_back(std::move(early->second));
@@ -141,7 +143,7 @@ void RedisEvaluationPool::serve(LocalSlot& slot) {
       slot.job.reset();
       slot.running = false;
       lock.unlock();
-      redis.command({"XADD", results_, "*", "result", result_to_json(result)});
+      add_result(redis, results_, result);
     }
   } catch (...) {
     // next() rethrows it at its next look, within a blocking read's time.
@@ -172,9 +174,10 @@ void RedisEvaluationPool::apply(const std::string& entry_id, const std::string& 
   if (!result.refused.empty() && result.requeued) {
     // Said once per worker and reason: a job may pass the same wrong worker many times.
     if (refusals_seen_.insert(result.worker + "\n" + result.refused).second)
-      options_.log(fmt::format("{} cannot take ticket {}: {}; the job went back to the queue "
-                               "for another worker",
-                               result.worker, result.ticket, result.refused));
+      options_.log(
+          fmt::format("{} cannot take ticket {}: {}; the job went back to the queue "
+                      "for another worker",
+                      result.worker, result.ticket, result.refused));
     return;
   }
   const Key key{result.ticket, result.solution};
@@ -186,9 +189,10 @@ void RedisEvaluationPool::apply(const std::string& entry_id, const std::string& 
     applied_.insert(key);
     ready_.push_back(std::move(done));
   } else if (applied_.count(key)) {
-    options_.log(fmt::format("dropped a second result of ticket {} from {}: the first was "
-                             "applied",
-                             result.ticket, result.worker));
+    options_.log(
+        fmt::format("dropped a second result of ticket {} from {}: the first was "
+                    "applied",
+                    result.ticket, result.worker));
   } else {
     finished_early_.emplace(key, std::move(done));
   }

@@ -16,8 +16,7 @@ std::vector<StreamEntry> stream_entries(const RedisReply& array) {
 }
 
 std::vector<StreamEntry> read_entries(const RedisReply& reply) {
-  if (reply.is_nil() || reply.elements.empty() || reply.elements[0].elements.size() != 2)
-    return {};
+  if (reply.is_nil() || reply.elements.empty() || reply.elements[0].elements.size() != 2) return {};
   return stream_entries(reply.elements[0].elements[1]);
 }
 
@@ -27,6 +26,11 @@ void ensure_worker_group(RedisClient& redis, const QueueKeys& keys) {
   } catch (const RedisError& error) {
     if (std::string_view(error.what()).find("BUSYGROUP") == std::string_view::npos) throw;
   }
+}
+
+void add_result(RedisClient& redis, const std::string& stream, const JobResult& result) {
+  redis.command({"XADD", stream, "*", "result", result_to_json(result)});
+  redis.command({"EXPIRE", stream, std::to_string(kQueueExpirySeconds)});
 }
 
 }  // namespace kernelarc

@@ -102,8 +102,7 @@ TEST_F(BlobExchangeTest, ABundlePathOutsideItsFolderIsRefused) {
   BlobExchange blobs(redis, QueueKeys{"q"}, objects);
   const std::string payload = blobs.put("not a draw");
   for (const std::string path : {"../escaped", "/tmp/escaped", "a/../../escaped"}) {
-    const std::string bundle =
-        blobs.put(nlohmann::json{{"files", {{path, payload}}}}.dump());
+    const std::string bundle = blobs.put(nlohmann::json{{"files", {{path, payload}}}}.dump());
     EXPECT_THROW(install_oracle_draws(blobs, bundle, dir_ / "cache" / "oracle"), InternalError)
         << path;
   }

@@ -105,7 +105,8 @@ class OptimizeOverRedis : public faults::FaultTest {
 
   /// Waits for the optimize to end (at most two minutes).
   static Outcome finish(Kernelarc& run) {
-    faults::wait_until(run, [] { return false; }, std::chrono::seconds(120));
+    faults::wait_until(
+        run, [] { return false; }, std::chrono::seconds(120));
     return run.kill_now();
   }
 };
@@ -132,8 +133,7 @@ TEST_F(OptimizeOverRedis, AWorkerKilledMidJobHasItsJobTakenOverAndFinishedByAnot
   const std::string taken_over = read_text(log("worker-b"));
   EXPECT_NE(taken_over.find("took over job " + orphan_job), std::string::npos) << taken_over;
   EXPECT_TRUE(read_worker_log(log("worker-b")).finished.count(orphan)) << taken_over;
-  EXPECT_EQ(measured_on(orphan),
-            "worker " + host_name() + "/cpu/" + std::to_string(second->pid()));
+  EXPECT_EQ(measured_on(orphan), "worker " + host_name() + "/cpu/" + std::to_string(second->pid()));
   expect_stored_exactly_once();
 }
 
@@ -162,13 +162,13 @@ TEST_F(OptimizeOverRedis, AnOrchestratorKilledMidSearchResumesWithTheResultsFini
       if (!before.count(ticket)) unread.insert(ticket);
   ASSERT_FALSE(unread.empty()) << "no job was in flight at the kill";
 
-  const Outcome resumed = faults::run_kernelarc(optimize(server.url(), {"--resume"}),
-                                                log("resumed"));
+  const Outcome resumed =
+      faults::run_kernelarc(optimize(server.url(), {"--resume"}), log("resumed"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   for (int64_t ticket : unread)
-    EXPECT_NE(resumed.output.find(fmt::format("ticket {}: its result was on the queue already",
-                                              ticket)),
-              std::string::npos)
+    EXPECT_NE(
+        resumed.output.find(fmt::format("ticket {}: its result was on the queue already", ticket)),
+        std::string::npos)
         << resumed.output;
   faults::expect_kept(before, faults::stored_evaluations(workspace()));
   expect_stored_exactly_once();

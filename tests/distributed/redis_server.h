@@ -102,8 +102,8 @@ class RedisServer {
 };
 
 /// Starts a server for the test or skips it; use as `START_REDIS(server, dir);`.
-#define START_REDIS(server, dir)                                      \
-  ::kernelarc::distributed_test::RedisServer server(dir);             \
+#define START_REDIS(server, dir)                                           \
+  ::kernelarc::distributed_test::RedisServer server(dir);                  \
   if (!server.skip_reason().empty()) GTEST_SKIP() << server.skip_reason(); \
   ASSERT_TRUE(server.started())
 

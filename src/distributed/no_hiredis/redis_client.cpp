@@ -8,12 +8,11 @@ namespace kernelarc {
 
 struct RedisClient::Connection {};
 
-RedisClient::RedisClient(std::string url, std::chrono::milliseconds)
-    : url_(std::move(url)) {
-  throw InputError(fmt::format(
-      "redis {}: this kernelarc was built without hiredis; install libhiredis-dev "
-      "(scripts/install-deps.sh) and rebuild",
-      url_));
+RedisClient::RedisClient(std::string url, std::chrono::milliseconds) : url_(std::move(url)) {
+  throw InputError(
+      fmt::format("redis {}: this kernelarc was built without hiredis; install libhiredis-dev "
+                  "(scripts/install-deps.sh) and rebuild",
+                  url_));
 }
 
 RedisClient::~RedisClient() = default;
