@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "eval/trace_from_json.h"
 
 namespace kernelarc {

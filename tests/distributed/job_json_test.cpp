@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/error.h"
 #include "distributed/job.h"
 #include "eval/trace_from_json.h"
 
