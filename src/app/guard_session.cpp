@@ -89,6 +89,7 @@ GuardSession::GuardSession(const GuardFlags& flags) : flags_(flags) {
   options_.call_timeout = std::chrono::milliseconds(flags.timeout_ms);
   options_.time_baselines = !flags.no_baseline;
   options_.worker_executable = flags.worker_executable;
+  options_.cpus = flags.cpus;
   if (!flags.cflags.empty()) options_.cpu_compile.flags = split_flags(flags.cflags);
   if (const char* cxx = std::getenv("CXX"); cxx && *cxx) options_.cpu_compile.compiler = cxx;
   guard_ = std::make_unique<Guard>(options_, *oracle_);

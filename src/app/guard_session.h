@@ -33,6 +33,9 @@ struct GuardFlags {
   int timeout_ms = 10'000;
   uint64_t seed = 200;
   bool no_baseline = false;
+  /// Not a flag: the cores the guard's worker runs on (a search's CPU workers split them); empty
+  /// = all of this process's.
+  std::vector<int> cpus;
   /// Not a flag: the kernelarc executable hosting the workers, for programs that are not it
   /// (tools/); empty = this process.
   std::filesystem::path worker_executable;

@@ -9,6 +9,8 @@
 #include "app/optimize_skills.h"
 #include "backend/backend.h"
 #include "core/error.h"
+#include "optimize/local_pool.h"
+#include "optimize/serial_pool.h"
 #include "optimize/shape_class.h"
 #include "optimize/strategy.h"
 #include "search/selection.h"
@@ -81,6 +83,11 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
     flags_.guard.workloads = resumed->config.value("workloads", std::vector<std::string>{});
     flags_.baseline = resumed->config.value("baseline", std::string());
   }
+  devices_ = search_devices(flags_.devices.empty() ? flags_.guard.device : flags_.devices,
+                            flags_.cpu_workers);
+  // A resumed run keeps its device; --device may add others after it.
+  if (devices_.front().device != flags_.guard.device)
+    devices_ = search_devices(flags_.guard.device, flags_.cpu_workers);
 
   SearchSetupOptions setup_options;
   setup_options.device = flags_.guard.device;
@@ -105,6 +112,7 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
   // Screening checks a few timed calls of each candidate, at secret positions; the finalists'
   // re-measurement checks every call (GuardOptions::checked_timed_calls).
   search_flags.checked_timed_calls = kSearchCheckedTimedCalls;
+  search_flags.cpus = devices_.front().cpus;
   search_ = std::make_unique<GuardSession>(search_flags);
   final_guard_ = std::make_unique<GuardSession>(flags_.guard);
   // Calibrated (automatically in a fresh workspace) before the prompts and the skill conditions
@@ -141,6 +149,7 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
       {"skill_hints", skill_hints_to_json(target_.skill_hints)}};
   evaluator_ = std::make_unique<GuardEvaluator>(search_->guard(), final_guard_->guard(), problem,
                                                 workloads_, hardware);
+  start_pool(search_flags, hardware);
 
   options_.budget = flags_.budget;
   options_.agents = parse_agent_list(flags_.agents);
@@ -159,6 +168,7 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
       flags_.build_ahead >= 0
           ? flags_.build_ahead
           : (backend_for(flags_.guard.device).builds_ahead() ? gpu_build_ahead : 0);
+  options_.in_flight = static_cast<int>(pool_->capacity());
   options_.final_candidates = flags_.final_candidates;
   options_.final_rounds = flags_.final_rounds;
   if (flags_.wall_time_s > 0) options_.wall_time_s = flags_.wall_time_s;
@@ -172,12 +182,49 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
 
 OptimizeSession::~OptimizeSession() = default;
 
+// One evaluator per device after the first (the first's is evaluator_), each calibrated as its
+// evaluator starts (automatically in a fresh workspace), so that its speed-of-light floor holds
+// from its first candidate; and the pool over all of them.
+void OptimizeSession::start_pool(const GuardFlags& search_flags, const std::string& hardware) {
+  std::vector<LocalEvaluationPool::Slot> slots{{evaluator_.get(), devices_.front().where}};
+  for (std::size_t i = 1; i < devices_.size(); ++i) {
+    GuardFlags flags = search_flags;
+    flags.device = devices_[i].device;
+    flags.cpus = devices_[i].cpus;
+    auto& guard = device_guards_.emplace_back(std::make_unique<GuardSession>(flags));
+    auto& evaluator = device_evaluators_.emplace_back(std::make_unique<GuardEvaluator>(
+        guard->guard(), guard->guard(), setup_->problem(), workloads_, hardware));
+    // The search compares results from every device as one: only devices of one model do.
+    const std::string model = hardware_name(flags.workspace, flags.device);
+    if (model != hardware)
+      throw InputError(fmt::format(
+          "--device {}: {} is {} but {} is {}; expected devices of one model, whose times "
+          "compare",
+          flags_.devices, devices_.front().device, hardware, flags.device, model));
+    slots.push_back({evaluator.get(), devices_[i].where});
+  }
+  if (flags_.remote_pool)
+    pool_ = flags_.remote_pool(
+        {&setup_->problem(), &workloads_, search_.get(), search_flags, hardware, std::move(slots)});
+  else if (slots.size() == 1)
+    pool_ = std::make_unique<SerialPool>(*evaluator_);
+  else
+    pool_ = std::make_unique<LocalEvaluationPool>(std::move(slots));
+}
+
 std::string OptimizeSession::description() const {
   std::string text = fmt::format(
       "optimizing {} on {} ({}), {} template(s); {} correctness draws per workload while "
       "searching, {} for the finalists",
       problem().definition.name, flags_.guard.device, target_.workload_class,
       target_.templates.size(), flags_.search_trials, flags_.guard.trials);
+  if (devices_.size() > 1) {
+    std::vector<std::string> where;
+    for (const SearchDevice& device : devices_) where.push_back(device.where);
+    text += fmt::format("\nmeasuring on {} at once: {}; the finalists re-measured on {}",
+                        devices_.size(), fmt::join(where, ", "),
+                        devices_.front().cpus.empty() ? devices_.front().where : "every core");
+  }
   text += recognition_line(recognition_);
   if (code_) text += "\n" + code_->description();
   return text;
@@ -185,7 +232,7 @@ std::string OptimizeSession::description() const {
 
 OptimizeSummary OptimizeSession::run(Workspace& workspace, ProgressSink& progress,
                                      std::optional<int64_t> resume_id) {
-  Orchestrator orchestrator(target_, *evaluator_, workspace, options_, progress);
+  Orchestrator orchestrator(target_, *evaluator_, *pool_, workspace, options_, progress);
   return resume_id ? orchestrator.resume(*resume_id) : orchestrator.run();
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,11 +17,25 @@
 #include "app/guard_session.h"
 #include "app/profile_best.h"
 #include "app/recognize.h"
+#include "app/search_devices.h"
+#include "optimize/evaluation_pool.h"
+#include "optimize/local_pool.h"
 #include "optimize/orchestrator.h"
 #include "optimize/search_setup.h"
 #include "optimize/skill_distill.h"
 
 namespace kernelarc {
+
+/// What a pool of other hosts' workers needs from the session: the search guard's settings and
+/// oracle, what it measures, and this host's devices, which measure beside the workers.
+struct RemotePoolRequest {
+  const Problem* problem = nullptr;
+  const std::vector<Workload>* workloads = nullptr;
+  GuardSession* search = nullptr;
+  GuardFlags search_flags;
+  std::string hardware;  ///< the run's device in words (its calibration's)
+  std::vector<LocalEvaluationPool::Slot> local;
+};
 
 /// The search's defaults are OptimizeOptions' own (one place for each).
 struct OptimizeFlags {
@@ -30,6 +45,10 @@ struct OptimizeFlags {
   std::string policy = OptimizeOptions{}.policy;
   uint64_t seed = OptimizeOptions{}.seed;
   std::string backend;
+  /// --device as given when it may name several devices ("cuda:0,1", "cuda:all"); empty =
+  /// guard.device alone. guard.device is then the first of them, the run's device.
+  std::string devices;
+  int cpu_workers = 1;  ///< evaluators sharing the CPU's cores, each timing on its own share
   std::string synth = "template";
   std::string resume;
   int plateau = OptimizeOptions{}.plateau;
@@ -47,6 +66,9 @@ struct OptimizeFlags {
   /// Not a flag: `bench` sets it, since a problem no template serves still gets its baselines
   /// measured there (searchable() then says whether a search can run).
   bool allow_no_template = false;
+  /// Not a flag: the pool of `--redis` (cli/optimize_command.cpp); empty = this host's devices
+  /// alone.
+  std::function<std::unique_ptr<EvaluationPool>(RemotePoolRequest)> remote_pool;
   GuardFlags guard;
   CodeSynthFlags code;
   ProfileFlags profile;
@@ -85,6 +107,11 @@ class OptimizeSession {
                       std::optional<int64_t> resume_id);
 
  private:
+  /// The pool the search measures through: the evaluator alone on one device, else one
+  /// evaluator per device (the guards and evaluators of the devices after the first); with
+  /// flags.remote_pool, those devices beside other hosts' workers.
+  void start_pool(const GuardFlags& search_flags, const std::string& hardware);
+
   OptimizeFlags flags_;
   Recognition recognition_;
   std::unique_ptr<SearchSetup> setup_;
@@ -94,6 +121,10 @@ class OptimizeSession {
   std::vector<Workload> workloads_;
   OptimizeTarget target_;
   std::unique_ptr<GuardEvaluator> evaluator_;
+  std::vector<SearchDevice> devices_;
+  std::vector<std::unique_ptr<GuardSession>> device_guards_;
+  std::vector<std::unique_ptr<GuardEvaluator>> device_evaluators_;
+  std::unique_ptr<EvaluationPool> pool_;
   OptimizeOptions options_;
   SkillCondition condition_;
 };

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -37,6 +38,8 @@ struct PreparedSpawn {
   bool die_with_parent = false;
   rlim_t address_space_limit = 0;
   rlim_t file_size_limit = 0;
+  cpu_set_t cpus;
+  bool pin_cpus = false;
   std::string exec_error;  ///< written when exec fails
   pid_t parent = 0;
   const SandboxOptions* sandbox = nullptr;
@@ -75,6 +78,12 @@ void write_errno(int fd, int error) {
   if (spawn.die_with_parent) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != spawn.parent) _exit(127);  // the parent died before prctl
+  }
+  if (spawn.pin_cpus && sched_setaffinity(0, sizeof spawn.cpus, &spawn.cpus) != 0) {
+    static constexpr char kPinError[] = "kernelarc: cannot pin the child to its cores: errno";
+    [[maybe_unused]] ssize_t ignored = write(2, kPinError, sizeof kPinError - 1);
+    write_errno(2, errno);
+    _exit(127);
   }
   if (spawn.address_space_limit > 0) {
     rlimit limit{spawn.address_space_limit, spawn.address_space_limit};
@@ -184,6 +193,13 @@ pid_t spawn_process(const SpawnOptions& options) {
   spawn.die_with_parent = options.die_with_parent;
   spawn.address_space_limit = options.address_space_limit;
   spawn.file_size_limit = options.file_size_limit;
+  CPU_ZERO(&spawn.cpus);
+  for (int cpu : options.cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+      throw InternalError("spawn_process: no CPU " + std::to_string(cpu));
+    CPU_SET(cpu, &spawn.cpus);
+  }
+  spawn.pin_cpus = !options.cpus.empty();
   spawn.exec_error = "kernelarc: cannot execute " + options.argv[0] + ": errno ";
   spawn.parent = getpid();
   if (options.sandbox) spawn.sandbox = &*options.sandbox;

@@ -34,6 +34,9 @@ struct SpawnOptions {
   std::size_t file_size_limit = 0;      ///< RLIMIT_FSIZE in bytes; 0 = unchanged
   /// The child's environment as NAME=value entries; nullopt = the parent's.
   std::optional<std::vector<std::string>> environment;
+  /// CPU cores the child runs on (sched_setaffinity before exec, inherited by its threads);
+  /// empty = the parent's. A child that cannot be pinned does not exec (exit status 127).
+  std::vector<int> cpus;
   /// Entered by the child just before exec (a compiler's build sandbox, compile_sandbox.h).
   /// When Landlock or seccomp cannot be applied the child does not exec: it exits with status
   /// 126 and the reason on its output.

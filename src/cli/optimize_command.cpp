@@ -22,6 +22,7 @@
 #include "cli/profile_flags.h"
 #include "core/error.h"
 #include "diagnosis/diagnosis.h"
+#include "distributed/redis_evaluation_pool.h"
 #include "eval/speed_of_light.h"
 
 namespace kernelarc {
@@ -83,6 +84,12 @@ void store_profiles(Database& db, const Finalist& finalist) {
 void print_summary(const OptimizeSummary& summary, const Problem& problem, std::ostream& out) {
   out << fmt::format("\nrun {} stopped ({}): {} candidates evaluated, {} passed\n", summary.run_id,
                      summary.stop_reason, summary.evaluated, summary.passed);
+  if (summary.measured > 0)
+    out << fmt::format(
+        "search: {} candidates measured in {:.1f} s on {} evaluator(s) at once, "
+        "{:.2f} candidates/s\n",
+        summary.measured, summary.search_seconds, summary.evaluators,
+        summary.measured / std::max(summary.search_seconds, 1e-9));
   if (summary.synthesis.calls > 0) out << synthesis_text(summary.synthesis) << '\n';
   if (summary.finalists.empty()) {
     out << "no candidate passed the guard\n";
@@ -148,6 +155,9 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
 }
 
 int run_optimize(OptimizeFlags flags, bool resume_given) {
+  // From here on guard.device is one device, the run's; the session measures on all of them.
+  flags.devices = flags.guard.device;
+  flags.guard.device = search_devices(flags.devices, flags.cpu_workers).front().device;
   if (!flags.backend.empty()) {
     const std::optional<DeviceKind> wanted = device_kind_from_name(flags.backend);
     if (!wanted) throw InputError(fmt::format("--backend {}: expected cpu or cuda", flags.backend));
@@ -258,8 +268,28 @@ CommandRunner add_optimize_command(CLI::App& app) {
   cmd->add_option("--file", flags->files, "NAME=PATH added to every instantiated solution");
   cmd->add_flag("--plain", flags->plain, "line output even on a terminal");
   add_guard_flags(*cmd, flags->guard);
+  cmd->get_option("--device")
+      ->description(
+          "cpu or cuda:N; several GPUs measure candidates at once: cuda:N,M,... or cuda:all "
+          "(the first measures the baseline and the finalists)");
+  cmd->add_option("--cpu-workers", flags->cpu_workers,
+                  "with --device cpu: candidates measured at once, each worker on its own share "
+                  "of the cores (the finalists on all of them)")
+      ->capture_default_str();
+  auto redis = std::make_shared<RedisPoolOptions>();
+  cmd->add_option("--redis", redis->url,
+                  "measure on `kernelarc worker --redis` processes of any host too, through "
+                  "this Redis server: redis://host[:port][/db] (README, \"Across hosts\")");
+  cmd->add_option("--queue", redis->queue, "with --redis: the queue's name (the workers' --queue)")
+      ->capture_default_str();
+  cmd->add_option("--redis-jobs", redis->remote_jobs,
+                  "with --redis: jobs on the queue at once (default: one per worker of the run's "
+                  "device kind seen in the last ten minutes)");
   add_profile_flags(*cmd, flags->profile, /*with_top=*/true);
-  return [flags, resume] { return run_optimize(*flags, resume->count() > 0); };
+  return [flags, resume, redis] {
+    if (!redis->url.empty()) flags->remote_pool = redis_pool_factory(*redis);
+    return run_optimize(*flags, resume->count() > 0);
+  };
 }
 
 }  // namespace kernelarc

@@ -48,8 +48,9 @@ class LineProgress : public ProgressSink {
   void candidate(const ProgressView& view, const CandidateEvent& event) override {
     const std::string cost = event.replayed
                                  ? " (stored)"
-                                 : fmt::format(" [{:.1f} s build wait, {:.1f} s guard]",
-                                               event.build_wait_seconds, event.evaluation_seconds);
+                                 : fmt::format(" [{:.1f} s build wait, {:.1f} s guard{}]",
+                                               event.build_wait_seconds, event.evaluation_seconds,
+                                               event.where.empty() ? "" : " on " + event.where);
     out_ << fmt::format("[{:>3}/{}] #{} {} {}: {}{}  ({})\n", view.evaluated, view.budget,
                         event.candidate_id, event.agent, event.label, outcome(event), cost,
                         best_text(view))

@@ -66,7 +66,8 @@ struct Guard::Impl {
             .memory_limit_bytes = options.memory_limit_bytes,
             .log_path = {},
             .protected_paths = {std::filesystem::absolute(options.workspace)},
-            .readable_paths = {std::filesystem::absolute(options.workspace) / "build"}}) {}
+            .readable_paths = {std::filesystem::absolute(options.workspace) / "build"},
+            .cpus = options.cpus}) {}
 
   Oracle& oracle;
   Worker worker;

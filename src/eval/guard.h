@@ -48,6 +48,8 @@ struct GuardOptions {
   std::size_t memory_limit_bytes = std::size_t{16} << 30;  ///< worker RLIMIT_AS (CPU)
   /// The kernelarc executable that hosts workers; empty = this process's.
   std::filesystem::path worker_executable;
+  /// The cores the worker runs on (WorkerOptions::cpus); empty = all of this process's.
+  std::vector<int> cpus;
   CpuCompileOptions cpu_compile;
   bool time_baselines = true;  ///< time the PyTorch reference (eager; compiled on CUDA)
   /// A median below sol_margin x T_SOL is rejected as impossible (the margin absorbs the error

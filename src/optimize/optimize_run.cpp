@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/device_list.h"
 #include "core/elapsed.h"
 #include "core/error.h"
 #include "optimize/code_moves.h"
@@ -15,10 +16,11 @@ std::string point_key(const std::string& template_name, const KnobPoint& point) 
 }
 
 OptimizeRun::OptimizeRun(const OptimizeTarget& target, CandidateEvaluator& evaluator,
-                         Workspace& workspace, const OptimizeOptions& options,
+                         EvaluationPool& pool, Workspace& workspace, const OptimizeOptions& options,
                          ProgressSink& progress, int64_t run_id)
     : target_(target),
       evaluator_(evaluator),
+      pool_(pool),
       db_(workspace.database()),
       objects_(workspace.objects()),
       options_(options),
@@ -128,37 +130,21 @@ int64_t OptimizeRun::candidate_for(const std::string& agent, std::optional<int64
   return db_.add_candidate(run_id_, candidate);
 }
 
-// The stored measurement when replaying, else the evaluator's, stored before it is used.
-Measurement OptimizeRun::measure(int64_t candidate_id, const Solution& solution,
-                                 const std::optional<std::string>& synthesis_failure,
-                                 bool& replayed) {
-  if (const auto evaluation = db_.evaluation_of(candidate_id)) {
-    replayed = true;
-    const auto blob = nlohmann::json::parse(objects_.get(evaluation->traces_key));
-    return measurement_from_json(blob.at("measurement"),
-                                 fmt::format("evaluation of candidate {}", candidate_id));
-  }
-  replayed = false;
-  std::vector<Trace> traces;
-  Measurement measurement;
-  if (synthesis_failure) {
-    measurement.passed = false;
-    measurement.status = EvalStatus::SynthesisFailed;
-    measurement.log = *synthesis_failure;
-  } else {
-    traces = evaluator_.evaluate(solution);
-    measurement = measurement_of(traces);
-  }
-  record_evaluation(candidate_id, measurement, traces);
-  return measurement;
+std::optional<Measurement> OptimizeRun::stored_measurement(int64_t candidate_id) {
+  const auto evaluation = db_.evaluation_of(candidate_id);
+  if (!evaluation) return std::nullopt;
+  const auto blob = nlohmann::json::parse(objects_.get(evaluation->traces_key));
+  return measurement_from_json(blob.at("measurement"),
+                               fmt::format("evaluation of candidate {}", candidate_id));
 }
 
 void OptimizeRun::record_evaluation(int64_t candidate_id, const Measurement& measurement,
-                                    const std::vector<Trace>& traces) {
+                                    const std::vector<Trace>& traces, const std::string& where) {
   OrderedJson blob;
   blob["measurement"] = OrderedJson::parse(measurement_to_json(measurement).dump());
   blob["traces"] = OrderedJson::array();
   for (const Trace& trace : traces) blob["traces"].push_back(trace_to_json(trace));
+  if (!where.empty()) blob["where"] = where;
   Evaluation evaluation;
   evaluation.status = status_name(measurement.status);
   evaluation.traces_key = objects_.put(blob.dump());
@@ -179,15 +165,17 @@ std::optional<std::string> OptimizeRun::stop_proposing(double elapsed_seconds) c
   return synthesis_budget_spent();
 }
 
-// The search: propose up to build_ahead + 1 candidates ahead, compile the queued ones on other
-// threads, measure in order.
+// The search: keep the queue full of proposals, submit them to the pool as it has room, store
+// each evaluation when it finishes and apply the oldest measured one before the next proposal
+// (orchestrator.h, "Determinism").
 std::string OptimizeRun::search() {
   const auto started = std::chrono::steady_clock::now();
   std::string stop_reason = fmt::format("budget: {} candidates evaluated", options_.budget);
   bool proposing = true;
   evaluator_.prepare();
+  if (options_.build_ahead > 0) builds_ = std::make_unique<TaskPool>(usable_cpus().size());
   while (true) {
-    while (proposing && queue_.size() <= static_cast<std::size_t>(options_.build_ahead)) {
+    while (proposing && queue_.size() < static_cast<std::size_t>(options_.window())) {
       if (const auto reason = stop_proposing(seconds_since(started))) {
         stop_reason = *reason;
         proposing = false;
@@ -200,20 +188,18 @@ std::string OptimizeRun::search() {
         break;
       }
       ++proposed_;
-      if (options_.build_ahead > 0 && !pending->synthesis_failure &&
-          !db_.evaluation_of(pending->candidate_id)) {
-        // The thread gets its own copy: the pending entry is moved into the queue below.
-        CandidateEvaluator* evaluator = &evaluator_;
-        pending->build = std::async(std::launch::async, [evaluator, solution = pending->solution] {
-          evaluator->prebuild(solution);
-        });
-      }
-      queue_.push_back(std::move(*pending));
+      enqueue(std::move(*pending));
     }
+    submit_ready();
     if (queue_.empty()) break;
+    if (!queue_.front().measurement) {
+      receive();
+      continue;
+    }
     complete(queue_.front());
     queue_.pop_front();
   }
+  search_seconds_ = seconds_since(started);
   return stop_reason;
 }
 

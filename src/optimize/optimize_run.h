@@ -3,7 +3,8 @@
 //   optimize_run.cpp            setup (agents, spaces), the store (candidate rows, evaluations,
 //                               board) and the search loop
 //   optimize_run_propose.cpp    the bandit's next agent, its proposal, code synthesis requests
-//   optimize_run_queue.cpp      the baseline and the build-and-measure queue's completions
+//   optimize_run_queue.cpp      the baseline; the build-and-measure queue: submitting to the
+//                               pool, storing results as they finish, applying them in order
 //   optimize_run_view.cpp       what agents and the progress sink see; candidate lookups
 //   optimize_run_finalists.cpp  the side-by-side re-measurement of the top candidates
 //   optimize_run_summary.cpp    the winner's lineage and route, and the stored summary
@@ -11,6 +12,7 @@
 // orchestrator.h promises (proposal and evaluation written before the next step).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <future>
@@ -24,6 +26,7 @@
 
 #include "optimize/agent.h"
 #include "optimize/orchestrator.h"
+#include "optimize/task_pool.h"
 #include "search/budget_bandit.h"
 
 namespace kernelarc {
@@ -36,8 +39,9 @@ std::string point_key(const std::string& template_name, const KnobPoint& point);
 
 class OptimizeRun {
  public:
-  OptimizeRun(const OptimizeTarget& target, CandidateEvaluator& evaluator, Workspace& workspace,
-              const OptimizeOptions& options, ProgressSink& progress, int64_t run_id);
+  OptimizeRun(const OptimizeTarget& target, CandidateEvaluator& evaluator, EvaluationPool& pool,
+              Workspace& workspace, const OptimizeOptions& options, ProgressSink& progress,
+              int64_t run_id);
   OptimizeRun(const OptimizeRun&) = delete;  // the agents' space lookup points at this object
   OptimizeRun& operator=(const OptimizeRun&) = delete;
 
@@ -69,6 +73,14 @@ class OptimizeRun {
     /// The synthesis failure was the transport's (no answer): kept out of recent failures.
     bool transport_failure = false;
     std::future<void> build;
+    bool submitted = false;
+    /// Set once its evaluation finished (and was stored), or when read back from the store.
+    std::optional<Measurement> measurement;
+    bool replayed = false;
+    std::string where;
+    std::chrono::steady_clock::time_point submitted_at;
+    double build_wait_seconds = 0;
+    double evaluation_seconds = 0;
   };
   /// A per-shape dispatch of the top candidate, competing as one more finalist.
   struct DispatchEntry {
@@ -86,10 +98,10 @@ class OptimizeRun {
                         std::vector<int64_t> inspired, const Solution* solution,
                         const std::string& template_name, const KnobPoint& point,
                         const std::string& note = "");
-  Measurement measure(int64_t candidate_id, const Solution& solution,
-                      const std::optional<std::string>& synthesis_failure, bool& replayed);
+  /// The measurement stored for a candidate (a resumed run's), or nullopt.
+  std::optional<Measurement> stored_measurement(int64_t candidate_id);
   void record_evaluation(int64_t candidate_id, const Measurement& measurement,
-                         const std::vector<Trace>& traces);
+                         const std::vector<Trace>& traces, const std::string& where = "");
   /// Why the search stopped.
   std::string search();
   /// Why proposing must stop now, or nullopt.
@@ -113,6 +125,14 @@ class OptimizeRun {
 
   // optimize_run_queue.cpp
   void measure_baseline();
+  /// Queues a proposal: read back when stored, recorded failed when it has no program, else
+  /// compiled ahead when build_ahead allows.
+  void enqueue(Pending pending);
+  /// Submits queued candidates to the pool, oldest first, while it has room.
+  void submit_ready();
+  /// Waits for the pool's next finished evaluation and stores it.
+  void receive();
+  /// Applies a measured candidate's result to the trees, the bandit and the board.
   void complete(Pending& pending);
   void remember_failure(const Known& known, const Measurement& measurement);
   /// Whether the result is the run's new best; sets `gain` to its relative gain.
@@ -146,6 +166,7 @@ class OptimizeRun {
 
   const OptimizeTarget& target_;
   CandidateEvaluator& evaluator_;
+  EvaluationPool& pool_;
   Database& db_;
   ObjectStore& objects_;
   const OptimizeOptions& options_;
@@ -177,7 +198,11 @@ class OptimizeRun {
   int64_t proposed_ = 0;
   int64_t evaluated_ = 0;
   int64_t passed_ = 0;
+  int64_t measured_ = 0;  ///< evaluations received from the pool (not read back)
+  double search_seconds_ = 0;
   std::deque<Pending> queue_;
+  std::size_t in_flight_ = 0;         ///< submitted to the pool, not yet received
+  std::unique_ptr<TaskPool> builds_;  ///< compiles ahead, a thread per core, when build_ahead > 0
   std::vector<std::string> skipped_agents_;
   // The code synthesizer's pseudo-template, the programs it wrote (by candidate), the reasons
   // of the last failures (for its next prompt) and what it spent.

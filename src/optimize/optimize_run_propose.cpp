@@ -192,13 +192,14 @@ std::optional<CandidateContext> OptimizeRun::context_of(int64_t candidate_id) {
   CandidateContext context;
   context.candidate_id = candidate_id;
   context.solution = std::move(*solution);
-  if (const auto measurement = measurement_of_candidate(candidate_id)) {
-    context.status = measurement->status;
-    context.results =
-        results_text(*measurement, reference_.value_or(std::map<std::string, double>{}),
-                     target_.problem->workloads);
-    if (!measurement->passed) context.log = measurement->log;
-  }
+  // Only a result applied already: one stored but not yet applied (a pool finished it early)
+  // would make the request depend on timing.
+  const auto measurement = measurement_of_candidate(candidate_id);
+  if (!measurement) return context;
+  context.status = measurement->status;
+  context.results = results_text(*measurement, reference_.value_or(std::map<std::string, double>{}),
+                                 target_.problem->workloads);
+  if (!measurement->passed) context.log = measurement->log;
   if (const auto evaluation = db_.evaluation_of(candidate_id)) {
     const OrderedJson blob = OrderedJson::parse(objects_.get(evaluation->traces_key));
     if (blob.contains("traces"))

@@ -1,7 +1,9 @@
-// Measuring: the baseline first, then each queued candidate when its turn comes; what a result
-// changes (the incumbent, the agents' trees, the bandit, the board).
+// Measuring: the baseline first on the evaluator, then the queued candidates through the pool,
+// each stored as soon as it finishes; what a result changes (the incumbent, the agents' trees,
+// the bandit, the board), applied in the order the candidates were proposed.
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -21,10 +23,16 @@ constexpr double kAdviceBonus = 0.5;
 }  // namespace
 
 void OptimizeRun::measure_baseline() {
-  bool replayed = false;
   const int64_t id = candidate_for("baseline", std::nullopt, {}, &*target_.baseline, "", {});
   const auto measure_start = Clock::now();
-  Measurement measurement = measure(id, *target_.baseline, std::nullopt, replayed);
+  std::optional<Measurement> stored = stored_measurement(id);
+  const bool replayed = stored.has_value();
+  if (!stored) {
+    const std::vector<Trace> traces = evaluator_.evaluate(*target_.baseline);
+    stored = measurement_of(traces);
+    record_evaluation(id, *stored, traces);
+  }
+  const Measurement& measurement = *stored;
   const Seconds evaluation = Clock::now() - measure_start;
   baseline_candidate_ = id;
   if (measurement.passed) {
@@ -40,19 +48,66 @@ void OptimizeRun::measure_baseline() {
                        "baseline",  "baseline " + target_.baseline->name,
                        measurement, measurement.passed ? std::optional<double>(1.0) : std::nullopt,
                        false,       replayed,
-                       0.0,         evaluation.count()};
+                       0.0,         evaluation.count(),
+                       ""};
   progress_.candidate(view(), event);
 }
 
+void OptimizeRun::enqueue(Pending pending) {
+  pending.measurement = stored_measurement(pending.candidate_id);
+  pending.replayed = pending.measurement.has_value();
+  if (!pending.measurement && pending.synthesis_failure) {
+    Measurement failed;
+    failed.passed = false;
+    failed.status = EvalStatus::SynthesisFailed;
+    failed.log = *pending.synthesis_failure;
+    record_evaluation(pending.candidate_id, failed, {});
+    pending.measurement = std::move(failed);
+  }
+  if (builds_ && !pending.measurement) {
+    // The job gets its own copy: the pending entry is moved into the queue below.
+    CandidateEvaluator* evaluator = &evaluator_;
+    pending.build =
+        builds_->run([evaluator, solution = pending.solution] { evaluator->prebuild(solution); });
+  }
+  queue_.push_back(std::move(pending));
+}
+
+void OptimizeRun::submit_ready() {
+  for (Pending& pending : queue_) {
+    if (in_flight_ >= pool_.capacity()) return;
+    if (pending.submitted || pending.measurement) continue;
+    const auto wait_start = Clock::now();
+    if (pending.build.valid()) pending.build.wait();
+    pending.submitted_at = Clock::now();
+    pending.build_wait_seconds = Seconds(pending.submitted_at - wait_start).count();
+    pool_.submit(static_cast<uint64_t>(pending.candidate_id), pending.solution);
+    pending.submitted = true;
+    ++in_flight_;
+  }
+}
+
+void OptimizeRun::receive() {
+  if (in_flight_ == 0) throw std::logic_error("OptimizeRun::receive: nothing in flight");
+  EvaluationPool::Done done = pool_.next();
+  const auto found = std::find_if(queue_.begin(), queue_.end(), [&](const Pending& pending) {
+    return pending.submitted && !pending.measurement &&
+           static_cast<uint64_t>(pending.candidate_id) == done.ticket;
+  });
+  if (found == queue_.end())
+    throw std::logic_error(fmt::format("evaluation pool: ticket {} is not in flight (from {})",
+                                       done.ticket, done.where));
+  --in_flight_;
+  ++measured_;
+  Measurement measurement = measurement_of(done.traces);
+  record_evaluation(found->candidate_id, measurement, done.traces, done.where);
+  found->measurement = std::move(measurement);
+  found->where = std::move(done.where);
+  found->evaluation_seconds = Seconds(Clock::now() - found->submitted_at).count();
+}
+
 void OptimizeRun::complete(Pending& pending) {
-  const auto wait_start = Clock::now();
-  if (pending.build.valid()) pending.build.wait();
-  const auto measure_start = Clock::now();
-  bool replayed = false;
-  const Measurement measurement =
-      measure(pending.candidate_id, pending.solution, pending.synthesis_failure, replayed);
-  const Seconds build_wait = measure_start - wait_start;
-  const Seconds evaluation = Clock::now() - measure_start;
+  const Measurement& measurement = *pending.measurement;
   ++evaluated_;
   passed_ += measurement.passed;
   Known& known = known_.at(pending.key);
@@ -68,10 +123,18 @@ void OptimizeRun::complete(Pending& pending) {
   Agent& proposer = *agents_[pending.agent];
   bandit_->record(proposer.name(), new_incumbent && gain > 0, gain);
   conclude_from_parent(proposer, pending.agent, pending.node, pending.candidate_id, measurement);
-  if (!replayed) db_.save_agent_state(run_id_, proposer.name(), proposer.summary());
-  CandidateEvent event{pending.seq,        pending.candidate_id, proposer.name(), label_of(known),
-                       measurement,        result.fitness,       new_incumbent,   replayed,
-                       build_wait.count(), evaluation.count()};
+  if (!pending.replayed) db_.save_agent_state(run_id_, proposer.name(), proposer.summary());
+  CandidateEvent event{pending.seq,
+                       pending.candidate_id,
+                       proposer.name(),
+                       label_of(known),
+                       measurement,
+                       result.fitness,
+                       new_incumbent,
+                       pending.replayed,
+                       pending.build_wait_seconds,
+                       pending.evaluation_seconds,
+                       pending.where};
   progress_.candidate(view(), event);
 }
 

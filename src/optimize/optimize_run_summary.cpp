@@ -13,6 +13,9 @@ OptimizeSummary OptimizeRun::summarize(const std::string& stop_reason) {
   summary.stop_reason = stop_reason;
   summary.evaluated = evaluated_;
   summary.passed = passed_;
+  summary.measured = measured_;
+  summary.evaluators = pool_.capacity();
+  summary.search_seconds = search_seconds_;
   summary.skipped_agents = skipped_agents_;
   std::vector<const SearchTree*> trees;
   for (const auto& agent : agents_) trees.push_back(&agent->tree());

@@ -8,6 +8,7 @@
 #include "core/hash.h"
 #include "optimize/conclusions.h"
 #include "optimize/optimize_run.h"
+#include "optimize/serial_pool.h"
 
 namespace kernelarc {
 
@@ -24,6 +25,7 @@ nlohmann::json OptimizeOptions::to_json() const {
                          {"seed", seed},
                          {"plateau", plateau},
                          {"build_ahead", build_ahead},
+                         {"in_flight", in_flight},
                          {"min_gain", min_gain},
                          {"final_candidates", final_candidates},
                          {"final_rounds", final_rounds}};
@@ -45,6 +47,8 @@ OptimizeOptions OptimizeOptions::from_json(const nlohmann::json& json, const std
     field = "seed", options.seed = json.at(field).get<uint64_t>();
     field = "plateau", options.plateau = json.at(field).get<int>();
     field = "build_ahead", options.build_ahead = json.at(field).get<int>();
+    // Runs stored before evaluation pools measured one candidate at a time.
+    field = "in_flight", options.in_flight = json.value(field, options.in_flight);
     field = "min_gain", options.min_gain = json.at(field).get<double>();
     field = "final_candidates", options.final_candidates = json.at(field).get<int>();
     field = "final_rounds", options.final_rounds = json.at(field).get<int>();
@@ -72,12 +76,31 @@ Orchestrator::Orchestrator(OptimizeTarget target, CandidateEvaluator& evaluator,
                            Workspace& workspace, OptimizeOptions options, ProgressSink& progress)
     : target_(std::move(target)),
       evaluator_(&evaluator),
+      own_pool_(std::make_unique<SerialPool>(evaluator)),
+      pool_(own_pool_.get()),
       workspace_(&workspace),
       options_(std::move(options)),
       progress_(&progress) {
+  check_options();
+}
+
+Orchestrator::Orchestrator(OptimizeTarget target, CandidateEvaluator& evaluator,
+                           EvaluationPool& pool, Workspace& workspace, OptimizeOptions options,
+                           ProgressSink& progress)
+    : target_(std::move(target)),
+      evaluator_(&evaluator),
+      pool_(&pool),
+      workspace_(&workspace),
+      options_(std::move(options)),
+      progress_(&progress) {
+  check_options();
+}
+
+void Orchestrator::check_options() const {
   if (options_.budget < 1) throw InputError("--budget: expected at least 1 candidate");
   if (options_.plateau < 1) throw InputError("--plateau: expected at least 1");
   if (options_.build_ahead < 0) throw InputError("--build-ahead: expected 0 or more");
+  if (options_.in_flight < 1) throw InputError("in_flight: expected at least 1 evaluation");
   if (options_.final_rounds < 1) throw InputError("--final-rounds: expected at least 1");
   if (options_.code_share < 0 || options_.code_share > 1)
     throw InputError("--code-share: expected a value from 0 to 1");
@@ -118,7 +141,7 @@ OptimizeSummary Orchestrator::resume(int64_t run_id) {
 }
 
 OptimizeSummary Orchestrator::execute(int64_t run_id) {
-  OptimizeRun run(target_, *evaluator_, *workspace_, options_, *progress_, run_id);
+  OptimizeRun run(target_, *evaluator_, *pool_, *workspace_, options_, *progress_, run_id);
   return run.execute();
 }
 
@@ -133,6 +156,9 @@ nlohmann::json summary_to_json(const OptimizeSummary& summary) {
   nlohmann::json json = {{"stop_reason", summary.stop_reason},
                          {"evaluated", summary.evaluated},
                          {"passed", summary.passed},
+                         {"measured", summary.measured},
+                         {"evaluators", summary.evaluators},
+                         {"search_seconds", summary.search_seconds},
                          {"skipped_agents", summary.skipped_agents},
                          {"finalists", nlohmann::json::array()},
                          {"kept_baseline", summary.kept_baseline},

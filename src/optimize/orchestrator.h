@@ -1,19 +1,26 @@
 // `kernelarc optimize`'s engine: agents with their strategies, trees and policies propose
-// candidates; one evaluation queue measures them through the evaluator (compiling up to
-// `build_ahead` candidates ahead on other threads while the device measures); every proposal
-// and every finished evaluation is written to the workspace before the next step, so a killed
-// run resumes where it stopped.
+// candidates into one queue; an EvaluationPool measures up to `in_flight` of them at once (one
+// evaluator alone measures one at a time), while the queued ones compile ahead on a thread per
+// core. Every proposal is written to the workspace before it is queued and every evaluation
+// as soon as it finishes, in whatever order, so a killed run loses no finished evaluation and
+// resumes where it stopped.
 //
-// Determinism: which agent proposes next (a seeded bandit), what it proposes (its seeded policy)
-// and which results it has seen when it does (all but the `build_ahead` newest) depend only on
-// the seed and the results, never on timing. A resumed run replays the stored candidates and
-// results through the same steps, checks that each proposal equals the stored one, and carries
-// on with the same trees, budget and board.
+// Determinism: results are applied to the agents, the bandit and the board in the order the
+// candidates were proposed, one before each new proposal, and the queue is full whenever an agent
+// proposes. So which agent proposes next (a seeded bandit), what it proposes (its seeded policy)
+// and which results it has seen when it does (all but those of the window()-1 newest candidates)
+// depend only on the seed, `build_ahead`, `in_flight` and the results, never on timing or on the
+// order evaluations finish in. With one evaluation in flight a run is the serial one; with
+// several, which device measures which candidate, and so the noise on each result, is up to
+// timing (the stored evaluation says where it ran). A resumed run replays the stored candidates
+// and results through the same steps, checks that each proposal equals the stored one, and
+// carries on with the same trees, budget and board.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codesynth/code_synthesizer.h"
+#include "optimize/evaluation_pool.h"
 #include "optimize/evaluator.h"
 #include "optimize/measurement.h"
 #include "optimize/shared_view.h"
@@ -37,8 +45,11 @@ struct OptimizeOptions {
                                   "compute", "library", "fusion"};
   std::string policy = "mcts";
   uint64_t seed = 1;
-  int plateau = 8;           ///< an agent drafts a new start after this many flat results
-  int build_ahead = 0;       ///< candidates compiled ahead of the one being measured
+  int plateau = 8;      ///< an agent drafts a new start after this many flat results
+  int build_ahead = 0;  ///< candidates compiled ahead of the ones being measured
+  /// Evaluations kept in flight (a pool's capacity when the run started). A resumed run keeps
+  /// its stored value, so that it proposes as before on a pool of any size.
+  int in_flight = 1;
   double min_gain = 0.01;    ///< an improvement must exceed the noise and this relative gain
   int final_candidates = 3;  ///< re-measured side by side at the end (with the baseline)
   int final_rounds = 3;      ///< interleaved rounds of that re-measurement
@@ -50,6 +61,10 @@ struct OptimizeOptions {
   int repair_rounds = 1;
   std::optional<int64_t> max_synthesis_tokens;
   std::optional<double> max_synthesis_cost_usd;
+
+  /// Candidates queued at once: those in flight, `build_ahead` compiling ahead and one more per
+  /// extra evaluation in flight, so that one slow evaluation leaves the other devices work.
+  int window() const { return build_ahead + 2 * in_flight - 1; }
 
   nlohmann::json to_json() const;
   /// InputError naming `where` and the field on a bad value.
@@ -88,8 +103,9 @@ struct CandidateEvent {
   std::optional<double> fitness;
   bool new_incumbent = false;
   bool replayed = false;          ///< read back from the store on --resume, not measured now
-  double build_wait_seconds = 0;  ///< waiting for its compile after the previous evaluation
-  double evaluation_seconds = 0;  ///< the guard's evaluation (and its compile when not ahead)
+  double build_wait_seconds = 0;  ///< waiting for its compile before it was submitted
+  double evaluation_seconds = 0;  ///< submitted to received (its compile too when not ahead)
+  std::string where;              ///< where it was measured, when the pool says ("cuda:1")
 };
 
 struct AgentLine {
@@ -161,7 +177,13 @@ struct OptimizeSummary {
   /// beyond both intervals (both measured by the search's guard).
   std::optional<Conclusion> winner_route;
   SynthesisTotals synthesis;  ///< what the code synthesizer was asked and spent
-  TreeShape tree_shape;       ///< the agents' search trees together
+  /// The search's throughput in this execution: the candidates measured now (not read back on
+  /// --resume), on how many evaluators at once, in how long (first proposal to last result;
+  /// the baseline and the finalists apart).
+  int64_t measured = 0;
+  std::size_t evaluators = 1;
+  double search_seconds = 0;
+  TreeShape tree_shape;  ///< the agents' search trees together
 
   /// The solution the run hands back: the winner, or the baseline when it was kept.
   /// Requires a winner.
@@ -170,8 +192,14 @@ struct OptimizeSummary {
 
 class Orchestrator {
  public:
+  /// Measures everything through `evaluator`, one candidate at a time.
   Orchestrator(OptimizeTarget target, CandidateEvaluator& evaluator, Workspace& workspace,
                OptimizeOptions options, ProgressSink& progress);
+  /// Measures the search's candidates through `pool`, whose tickets are candidate ids (unique in
+  /// the workspace); `evaluator` measures the baseline and the finalists, when nothing is in
+  /// flight, and compiles ahead.
+  Orchestrator(OptimizeTarget target, CandidateEvaluator& evaluator, EvaluationPool& pool,
+               Workspace& workspace, OptimizeOptions options, ProgressSink& progress);
   ~Orchestrator();
 
   /// A new run; returns its summary (the run is then finished in the store).
@@ -180,10 +208,13 @@ class Orchestrator {
   OptimizeSummary resume(int64_t run_id);
 
  private:
+  void check_options() const;
   OptimizeSummary execute(int64_t run_id);
 
   OptimizeTarget target_;
   CandidateEvaluator* evaluator_;
+  std::unique_ptr<EvaluationPool> own_pool_;  ///< the evaluator's own when given no pool
+  EvaluationPool* pool_;
   Workspace* workspace_;
   OptimizeOptions options_;
   ProgressSink* progress_;

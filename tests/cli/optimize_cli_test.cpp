@@ -1,9 +1,9 @@
 // `kernelarc optimize`, `runs` and `show` end to end on the CPU backend with the template
 // synthesizer: on each built-in CPU problem a budget of 12 is spent in full, the winner is the
 // fittest finalist of the side-by-side re-measurement and its speedup interval is reported, a run
-// killed with SIGKILL resumes without losing or repeating an evaluation, and bad flags get
-// one-line errors. How fast the winners are is measured by tools/optimize_bench, never asserted
-// here: on a loaded 2-core machine timings are not a property of the code.
+// killed with SIGKILL resumes without losing or repeating an evaluation (on two CPU workers too),
+// and bad flags get one-line errors. How fast the winners are is measured by tools/optimize_bench,
+// never asserted here: on a loaded 2-core machine timings are not a property of the code.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -58,6 +59,10 @@ TEST_P(OptimizeCpuProblem, SpendsItsBudgetAndReportsTheFittestFinalist) {
   std::ifstream file(out / "summary.json");
   const auto summary = nlohmann::json::parse(file);
   EXPECT_EQ(summary["evaluated"].get<int>(), kCpuBudget) << result.output;
+  // A fresh run measures every candidate it evaluates, and says how fast it went.
+  EXPECT_EQ(summary["measured"].get<int>(), kCpuBudget) << result.output;
+  EXPECT_GT(summary["search_seconds"].get<double>(), 0) << result.output;
+  EXPECT_NE(result.output.find("candidates/s"), std::string::npos) << result.output;
   ASSERT_TRUE(summary.contains("speedup")) << result.output;
   const auto& speedup = summary["speedup"];
   EXPECT_GT(speedup["low"].get<double>(), 0) << result.output;
@@ -87,13 +92,16 @@ INSTANTIATE_TEST_SUITE_P(BuiltIn, OptimizeCpuProblem,
                          ::testing::Values("rmsnorm_f32", "layernorm_f32", "softmax_f32",
                                            "matmul_f32", "silu_and_mul_f32"));
 
-TEST_F(OptimizeCli, KilledMidRunAndResumedLosesNoEvaluation) {
-  const fs::path workspace = dir_ / "ws";
+// Kills `optimize` once a few evaluations are stored, resumes it with the same `workers` flags
+// and checks that the resumed run ends as an uninterrupted one; returns the resumed run's output.
+std::string kill_and_resume(const fs::path& dir, const std::string& workers) {
+  const fs::path workspace = dir / "ws";
   const std::string problem = (kSource / "problems/cpu/silu_and_mul_f32").string();
   const std::string command = std::string(KERNELARC_BINARY) + " optimize " + problem +
-                              " --budget 10 --workspace " + workspace.string() + kQuickGuard;
+                              " --budget 10 --workspace " + workspace.string() + kQuickGuard +
+                              workers;
   const pid_t child = fork();
-  ASSERT_GE(child, 0);
+  EXPECT_GE(child, 0);
   if (child == 0) {
     execl("/bin/sh", "sh", "-c", ("exec " + command + " > /dev/null 2>&1").c_str(), nullptr);
     _exit(127);
@@ -108,11 +116,11 @@ TEST_F(OptimizeCli, KilledMidRunAndResumedLosesNoEvaluation) {
     const auto runs = store.database().list_runs();
     if (!runs.empty()) used = store.database().budget_of(runs.front().id).used;
   }
-  ASSERT_GE(used, 4);
+  EXPECT_GE(used, 4);
   kill(child, SIGKILL);
   int status = 0;
   waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_TRUE(WIFSIGNALED(status));
   {
     kernelarc::Workspace store(workspace);
     const auto run = store.database().list_runs().front();
@@ -120,9 +128,9 @@ TEST_F(OptimizeCli, KilledMidRunAndResumedLosesNoEvaluation) {
     EXPECT_LT(store.database().budget_of(run.id).used, 11);
   }
 
-  const auto resumed =
-      run("optimize " + problem + " --resume --workspace " + workspace.string() + " --plain");
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto resumed = run("optimize " + problem + " --resume --workspace " + workspace.string() +
+                           " --plain" + workers);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("(stored)"), std::string::npos) << resumed.output;
   kernelarc::Workspace store(workspace);
   const auto run_row = store.database().list_runs().front();
@@ -141,6 +149,24 @@ TEST_F(OptimizeCli, KilledMidRunAndResumedLosesNoEvaluation) {
   EXPECT_EQ(show.exit_code, 0) << show.output;
   EXPECT_NE(show.output.find("trees"), std::string::npos) << show.output;
   EXPECT_NE(show.output.find("lineage: #"), std::string::npos) << show.output;
+  return resumed.output;
+}
+
+TEST_F(OptimizeCli, KilledMidRunAndResumedLosesNoEvaluation) {
+  kill_and_resume(dir_, "");
+}
+
+// Two CPU workers, each on its own cores, measure at once; killed with evaluations in flight,
+// the run resumes on both and ends as an uninterrupted one.
+TEST_F(OptimizeCli, KilledMidPoolRunAndResumedLosesNoEvaluation) {
+  const std::string output = kill_and_resume(dir_, " --cpu-workers 2");
+  // Each progress line says where its candidate was measured: both workers measured some.
+  std::set<std::string> workers;
+  for (std::size_t at = output.find(" guard on "); at != std::string::npos;
+       at = output.find(" guard on ", at + 1))
+    workers.insert(output.substr(at, output.find(']', at) - at));
+  EXPECT_EQ(workers.size(), 2u) << output;
+  EXPECT_NE(output.find("measuring on 2 at once"), std::string::npos) << output;
 }
 
 TEST_F(OptimizeCli, BadFlagsGetOneLineErrors) {
@@ -159,6 +185,12 @@ TEST_F(OptimizeCli, BadFlagsGetOneLineErrors) {
       {"--resume 42", "--resume: the workspace has no run 42"},
       {"--backend tpu", "--backend tpu: expected cpu or cuda"},
       {"--workloads nosuch", "--workloads: nosuch"},
+      {"--device cuda:0,x", "--device cuda:0,x: expected cpu, cuda:N, a list cuda:N,M,..."},
+      {"--device cuda:1,1", "--device cuda:1,1: cuda:1 is named twice"},
+      {"--device tpu:0", "--device tpu:0: expected cpu, cuda:N"},
+      {"--cpu-workers 0", "--cpu-workers 0: expected at least 1"},
+      {"--cpu-workers 100000", "--cpu-workers 100000: expected at most"},
+      {"--device cuda:0 --cpu-workers 2", "--cpu-workers 2: CPU workers measure on the CPU"},
   };
   for (const auto& [flags, message] : cases) {
     const auto result = run("optimize " + problem + " " + flags + workspace);

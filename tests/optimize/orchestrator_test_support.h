@@ -1,10 +1,14 @@
 // The orchestrator tests' stand-ins: a deterministic evaluator (times are a fixed function of
-// the knob point, or of a program's sources), a progress sink that keeps what it is told, and
-// the candidate sequence of a stored run.
+// the knob point, or of a program's sources), a pool over it that finishes evaluations in a
+// seeded order, a progress sink that keeps what it is told, and the candidate sequence of a
+// stored run.
 #pragma once
 
+#include <algorithm>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -12,9 +16,12 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/hash.h"
 #include "eval/solution_variants.h"
 #include "eval/stats.h"
+#include "optimize/evaluation_pool.h"
 #include "optimize/orchestrator.h"
 
 namespace kernelarc::testing {
@@ -112,6 +119,44 @@ class LandscapeEvaluator : public CandidateEvaluator {
   }
 
   const Problem& problem_;
+};
+
+/// Up to `capacity` evaluations in flight on a LandscapeEvaluator; next() finishes the oldest
+/// (order_seed 0) or one picked by a generator seeded with order_seed, so results arrive out of
+/// the order they were submitted in, on one thread.
+class ReorderingPool : public EvaluationPool {
+ public:
+  ReorderingPool(LandscapeEvaluator& evaluator, std::size_t capacity, uint64_t order_seed)
+      : evaluator_(evaluator), capacity_(capacity), order_seed_(order_seed), rng_(order_seed) {}
+
+  std::size_t capacity() const override { return capacity_; }
+  void submit(uint64_t ticket, const Solution& solution) override {
+    if (submitted_.size() >= capacity_) throw std::logic_error("submitted beyond the capacity");
+    submitted_.emplace_back(ticket, solution);
+    max_in_flight_ = std::max(max_in_flight_, submitted_.size());
+  }
+  Done next() override {
+    if (submitted_.empty()) throw std::logic_error("next() with nothing in flight");
+    const std::size_t index = order_seed_ == 0 ? 0
+                                               : std::uniform_int_distribution<std::size_t>(
+                                                     0, submitted_.size() - 1)(rng_);
+    out_of_order_ += index != 0;
+    auto [ticket, solution] = submitted_[index];
+    submitted_.erase(submitted_.begin() + static_cast<std::ptrdiff_t>(index));
+    ++finished_[ticket];
+    return {ticket, evaluator_.evaluate(solution), fmt::format("stand-in {}", index)};
+  }
+
+  std::size_t max_in_flight_ = 0;
+  int out_of_order_ = 0;              ///< results that overtook an older submission
+  std::map<uint64_t, int> finished_;  ///< how often each ticket finished
+
+ private:
+  LandscapeEvaluator& evaluator_;
+  std::size_t capacity_;
+  uint64_t order_seed_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<uint64_t, Solution>> submitted_;
 };
 
 class SilentProgress : public ProgressSink {

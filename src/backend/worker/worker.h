@@ -43,6 +43,9 @@ struct WorkerOptions {
   /// Directories beneath a protected one that the worker still reads (the build cache with the
   /// candidates' libraries); created when missing, so that they exist when the sandbox is made.
   std::vector<std::filesystem::path> readable_paths;
+  /// The cores the worker (and every thread of the candidate) runs on; empty = all of this
+  /// process's. Disjoint sets keep concurrent timed runs on one CPU off each other's cores.
+  std::vector<int> cpus;
 };
 
 /// A contiguous tensor at an offset in the shared arena.

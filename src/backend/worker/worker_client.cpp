@@ -185,6 +185,7 @@ struct Worker::Impl {
     // The CUDA driver reserves huge virtual ranges, so RLIMIT_AS only works on the CPU.
     spawn.address_space_limit = cpu ? options.memory_limit_bytes : 0;
     spawn.file_size_limit = kLogLimit;
+    spawn.cpus = options.cpus;
     mark_log_start();
     try {
       pid = spawn_process(spawn);
