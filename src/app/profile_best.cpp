@@ -32,7 +32,7 @@ std::string profile_best_trace(const ProfileFlags& flags, GuardSession& session,
                                  .calls = 3,
                                  .executable = {}};
     record =
-        profile_solution(problem, workload, solution, session.oracle(), session.options(), options);
+        profile_solution(problem, workload, solution, session.guard(), session.oracle(), options);
   }
   attach_profile(trace, record);
   return fmt::format("profile of {} on {}: {}", solution.name, format_axes(workload.axes),

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "backend/backend.h"
 #include "backend/process.h"
 #include "backend/worker/worker.h"
 #include "backend/worker/worker_protocol.h"
@@ -21,7 +20,6 @@
 #include "core/paths.h"
 #include "diagnosis/ncu_profile.h"
 #include "eval/arena_layout.h"
-#include "eval/compare.h"
 #include "eval/solution_build.h"
 #include "eval/solution_variants.h"
 #include "eval/speed_of_light.h"
@@ -175,29 +173,28 @@ OrderedJson profile_command(const ProfileOptions& options, const std::vector<std
 }
 
 OrderedJson profile_solution(const Problem& problem, const Workload& workload,
-                             const Solution& solution, Oracle& oracle, const GuardOptions& guard,
+                             const Solution& solution, Guard& guard, Oracle& oracle,
                              const ProfileOptions& options) {
   const Definition& definition = problem.definition;
-  std::string arch;
-  if (backend_for(guard.device).kind() != DeviceKind::Cpu) {
-    // Built for the GPU the guard used, so that the build cache serves the guard's binary.
-    WorkerOptions probe_options;
-    probe_options.device = guard.device;
-    probe_options.executable = guard.worker_executable;
-    arch = Worker(probe_options).device_arch();
-  }
+  const GuardOptions& settings = guard.options();
+  // Built by the guard's settings for the GPU its worker found, so that the build cache serves
+  // the guard's binary.
+  guard.prepare_builds();
   const Solution runnable = solution_for_workload(solution, definition, workload);
-  const BuildResult build = build_solution(runnable, definition, guard, arch);
+  const BuildResult build = build_solution(runnable, definition, settings, guard.device_arch());
   if (!build.ok) {
     OrderedJson record = unavailable("the solution did not build: " + build.log);
     record["workload"] = workload.uuid;
     return record;
   }
-  const AxisValues axes = resolve_axes(definition, workload);
-  const ArenaLayout layout = make_arena_layout(definition, axes);
-  // The guard's request, so that the profiled call is made as the timed ones are.
-  ExecuteRequest request = call_request(layout, workspace_bytes_for(runnable, axes), 0);
-  // The protocol wants one timed call; with no CUPTI it costs two CUDA events, which ncu ignores.
+  // The guard's shape, request and trial-0 inputs (workload_run.h), so that the profiled calls
+  // are made as the timed ones are; profile-run stages, runs and collects each of them as the
+  // guard does (backend/worker/staged_call.h).
+  const CallShape shape = call_shape(definition, workload, runnable);
+  const ArenaLayout& layout = shape.layout;
+  ExecuteRequest request = call_request(layout, shape.workspace_bytes, 0);
+  // warmup + iterations is the number of calls profile-run makes; each Run is timed, which with
+  // no CUPTI costs two CUDA events that ncu ignores.
   request.warmup = std::max(options.calls, 1) - 1;
   request.iterations = 1;
   request.flush_cache = false;  // ncu flushes the caches before every kernel it profiles
@@ -207,17 +204,17 @@ OrderedJson profile_solution(const Problem& problem, const Workload& workload,
   OrderedJson record;
   try {
     std::vector<std::byte> arena(layout.bytes);
-    write_inputs(arena, layout, definition, *oracle.inputs(problem, workload, 0));
+    write_oracle_inputs(arena, layout, problem, workload, oracle, 0);
     write_file_atomically(
         scratch / "arena",
         std::string_view(reinterpret_cast<const char*>(arena.data()), arena.size()));
     write_file_atomically(scratch / "request.json", request_to_json(request).dump());
-    const auto workspace = std::filesystem::absolute(guard.workspace);
+    const auto workspace = std::filesystem::absolute(settings.workspace);
     const std::vector<std::string> target{
         (options.executable.empty() ? self_executable() : options.executable).string(),
         "profile-run",
         "--device",
-        guard.device,
+        settings.device,
         "--library",
         build.library.string(),
         "--symbol",
@@ -234,7 +231,8 @@ OrderedJson profile_solution(const Problem& problem, const Workload& workload,
         (workspace / "build").string(),
         "--scratch",
         scratch.string()};
-    record = profile_command(options, target, problem_bytes(definition, axes), scratch);
+    record = profile_command(
+        options, target, problem_bytes(definition, resolve_axes(definition, workload)), scratch);
     if (record.contains("unavailable") && record.contains("command")) {
       const std::string log = file_tail(scratch / "log");
       if (!log.empty())

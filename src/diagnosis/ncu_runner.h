@@ -47,13 +47,15 @@ OrderedJson profile_command(const ProfileOptions& options, const std::vector<std
                             double required_bytes_per_call,
                             const std::filesystem::path& temp_directory = {});
 
-/// Profiles `solution` on `workload`: builds it as the guard did (a cache hit after the guard
-/// ran), lays trial 0's inputs out as the worker's arena in a private scratch directory, and
-/// profiles `kernelarc profile-run` on them (in the guard's sandbox). The record of
-/// profile_command() plus "workload" (its uuid); when the profiled process failed, "unavailable"
-/// ends with its log.
+/// Profiles `solution` on `workload`: builds it by `guard`'s settings for the device its worker
+/// found (a cache hit after the guard ran), lays trial 0's inputs (drawn by `oracle`) out as the
+/// worker's arena in a private scratch directory with the guard's request, and profiles
+/// `kernelarc profile-run` on them (in the guard's sandbox), which stages, runs and collects
+/// each call as the guard does; why that is a process of its own and not the guard's worker:
+/// backend/worker/profile_run.h. The record of profile_command() plus "workload" (its uuid);
+/// when the profiled process failed, "unavailable" ends with its log.
 OrderedJson profile_solution(const Problem& problem, const Workload& workload,
-                             const Solution& solution, Oracle& oracle, const GuardOptions& guard,
+                             const Solution& solution, Guard& guard, Oracle& oracle,
                              const ProfileOptions& options);
 
 /// Stores the record in trace.extra["profile"] and, when it holds a profile and the trace a

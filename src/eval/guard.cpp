@@ -122,6 +122,10 @@ void Guard::prepare_builds() {
   }
 }
 
+const std::string& Guard::device_arch() const {
+  return impl_->device_arch;
+}
+
 bool Guard::prebuild(const Definition& definition, const Solution& solution) const {
   try {
     const auto variants = parse_variants(solution, definition);

@@ -77,6 +77,9 @@ class Guard {
   /// Learns the device's architecture (starting the worker when needed), so that prebuild()
   /// may then run on other threads while this one evaluates.
   void prepare_builds();
+  /// The architecture the builds target (CudaCompileOptions::device_arch; empty on the CPU and
+  /// before prepare_builds()), for a caller that builds a solution as the guard does.
+  const std::string& device_arch() const;
   /// Compiles the solution into the build cache exactly as evaluate() would, without running
   /// it; true when it compiled (a failure is left for evaluate() to report). Thread-safe after
   /// prepare_builds(): a search compiles its next candidates while the device measures.

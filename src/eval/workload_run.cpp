@@ -11,11 +11,11 @@
 
 #include "backend/backend.h"
 #include "backend/device.h"
+#include "backend/worker/staged_call.h"
 #include "backend/worker/worker_protocol.h"
 #include "core/error.h"
 #include "core/parallel_parts.h"
 #include "eval/phase_timer.h"
-#include "eval/staged_call.h"
 
 namespace kernelarc {
 
@@ -82,9 +82,9 @@ WorkloadRun::WorkloadRun(const GuardOptions& options, const Problem& problem,
       worker_(worker),
       trace_(trace),
       secret_draws_(std::random_device{}()) {
-  const auto axes = resolve_axes(problem.definition, workload);
-  layout_ = make_arena_layout(problem.definition, axes);
-  workspace_bytes_ = workspace_bytes_for(solution, axes);
+  CallShape shape = call_shape(problem.definition, workload, solution);
+  layout_ = std::move(shape.layout);
+  workspace_bytes_ = shape.workspace_bytes;
 }
 
 int WorkloadRun::next_address_slot() {
@@ -136,6 +136,22 @@ ExecuteRequest call_request(const ArenaLayout& layout, std::size_t workspace_byt
   request.flush_cache = true;
   request.copy_back = true;
   return request;
+}
+
+CallShape call_shape(const Definition& definition, const Workload& workload,
+                     const Solution& solution) {
+  const auto axes = resolve_axes(definition, workload);
+  return {make_arena_layout(definition, axes), workspace_bytes_for(solution, axes)};
+}
+
+std::shared_ptr<const TensorMap> write_oracle_inputs(std::span<std::byte> arena,
+                                                     const ArenaLayout& layout,
+                                                     const Problem& problem,
+                                                     const Workload& workload, Oracle& oracle,
+                                                     int trial) {
+  auto inputs = oracle.inputs(problem, workload, trial);
+  write_inputs(arena, layout, problem.definition, *inputs);
+  return inputs;
 }
 
 ExecuteRequest WorkloadRun::make_request(int poison_variant) {
@@ -234,9 +250,8 @@ bool WorkloadRun::check_call(const TensorMap& inputs, int trial, int poison_vari
 
 std::shared_ptr<const TensorMap> WorkloadRun::write_trial_inputs(int trial) {
   return in_part("inputs", [&] {
-    auto inputs = oracle_.inputs(problem_, workload_, trial);
-    write_inputs(worker_.arena(layout_.bytes), layout_, problem_.definition, *inputs);
-    return inputs;
+    return write_oracle_inputs(worker_.arena(layout_.bytes), layout_, problem_, workload_, oracle_,
+                               trial);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 
 #include "backend/worker/worker.h"
@@ -29,6 +30,25 @@ std::size_t workspace_bytes_for(const Solution& solution, const AxisValues& axes
 /// guard's calls, its null calls and the profiler's calls are all made from it.
 ExecuteRequest call_request(const ArenaLayout& layout, std::size_t workspace_bytes,
                             int poison_variant);
+
+/// What every call of a solution on a workload shares, whoever makes it: the arena's layout at
+/// the workload's axes and the solution's workspace. The guard's calls (WorkloadRun) and the
+/// profiled call (diagnosis/ncu_runner.h) are made from it with call_request() and
+/// write_oracle_inputs().
+struct CallShape {
+  ArenaLayout layout;
+  std::size_t workspace_bytes = 0;
+};
+CallShape call_shape(const Definition& definition, const Workload& workload,
+                     const Solution& solution);
+
+/// Trial `trial`'s oracle draw of the workload's inputs, written into `arena` at `layout`'s
+/// offsets; the draw itself is returned for the checks.
+std::shared_ptr<const TensorMap> write_oracle_inputs(std::span<std::byte> arena,
+                                                     const ArenaLayout& layout,
+                                                     const Problem& problem,
+                                                     const Workload& workload, Oracle& oracle,
+                                                     int trial);
 
 /// The most timed calls per workload: `iterations`, but no more than there are timing draws
 /// (`timing_draws`, at least `min_iterations`), and at least 3. An explicit small `iterations`

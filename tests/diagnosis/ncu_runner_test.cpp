@@ -167,12 +167,13 @@ TEST_F(NcuRunnerTest, ProfilesASolutionThroughTheProfileRun) {
   const fs::path problem_dir = kSource / "problems/cpu/rmsnorm_f32";
   const Problem problem = load_problem(problem_dir);
   const Solution solution = load_solution(problem_dir / "solutions/naive");
-  GuardOptions guard;
-  guard.workspace = dir_ / "workspace";
-  Oracle oracle(OracleOptions{.cache_dir = guard.workspace / "oracle"});
+  GuardOptions settings;
+  settings.workspace = dir_ / "workspace";
+  Oracle oracle(OracleOptions{.cache_dir = settings.workspace / "oracle"});
+  Guard guard(settings, oracle);
   const Workload& workload = problem.workloads.front();
   const OrderedJson record =
-      profile_solution(problem, workload, solution, oracle, guard, options(ncu));
+      profile_solution(problem, workload, solution, guard, oracle, options(ncu));
 
   EXPECT_EQ(read_text_file(dir_ / "target_rc"), "0\n") << read_text_file(dir_ / "target_log");
   const std::string log = read_text_file(dir_ / "target_log");
@@ -193,15 +194,17 @@ TEST(GpuNcuProfile, RmsnormBasicMovesTheBytesItMust) {
   const fs::path problem_dir = kSource / "problems/cuda/rmsnorm_bf16";
   const Problem problem = load_problem(problem_dir);
   const Solution solution = load_solution(problem_dir / "solutions/basic");
-  GuardOptions guard;
-  guard.device = "cuda:0";
-  guard.workspace = dir / "workspace";
-  guard.worker_executable = KERNELARC_BINARY;
-  Oracle oracle(OracleOptions{.cache_dir = guard.workspace / "oracle", .device = DeviceKind::Cuda});
+  GuardOptions settings;
+  settings.device = "cuda:0";
+  settings.workspace = dir / "workspace";
+  settings.worker_executable = KERNELARC_BINARY;
+  Oracle oracle(
+      OracleOptions{.cache_dir = settings.workspace / "oracle", .device = DeviceKind::Cuda});
   const Workload& workload = problem.workloads.back();
   ProfileOptions options;
   options.executable = KERNELARC_BINARY;
-  const OrderedJson record = profile_solution(problem, workload, solution, oracle, guard, options);
+  Guard guard(settings, oracle);
+  const OrderedJson record = profile_solution(problem, workload, solution, guard, oracle, options);
   fs::remove_all(dir);
   ASSERT_TRUE(record.contains("aggregate")) << record.dump(2);
   const double moved = record["aggregate"]["dram_bytes_read"].get<double>() +

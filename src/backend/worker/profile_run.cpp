@@ -14,6 +14,7 @@
 #include "backend/backend.h"
 #include "backend/device.h"
 #include "backend/worker/shared_arena.h"
+#include "backend/worker/staged_call.h"
 #include "backend/worker/worker_execute.h"
 #include "backend/worker/worker_protocol.h"
 #include "core/error.h"
@@ -50,15 +51,22 @@ int run(const ProfileRunOptions& options) {
   BufferPool pool(*device);
   uint64_t call_counter = 0;
   StagedCall staged;
-  const ExecuteResult result =
-      execute_request(*device, pool, arena.bytes(), request, entry, call_counter, staged);
-  if (result.outcome != CallOutcome::Ok) {
-    std::cout << "kernelarc profile-run: the calls failed: " << call_outcome_name(result.outcome)
-              << (result.message.empty() ? "" : ": " + result.message) << std::endl;
-    return 1;
+  // Each call staged, run and collected as the guard makes its calls (staged_call.h), through
+  // the worker's execute loop in this process instead of the worker's pipe.
+  const RequestExecutor execute = [&](const ExecuteRequest& part) {
+    return execute_request(*device, pool, arena.bytes(), part, entry, call_counter, staged);
+  };
+  const int calls = request.warmup + request.iterations;
+  for (int call = 0; call < calls; ++call) {
+    const ExecuteResult result = execute_staged_call(execute, request);
+    if (result.outcome != CallOutcome::Ok) {
+      std::cout << "kernelarc profile-run: call " << call + 1 << " of " << calls
+                << " failed: " << call_outcome_name(result.outcome)
+                << (result.message.empty() ? "" : ": " + result.message) << std::endl;
+      return 1;
+    }
   }
-  std::cout << "kernelarc profile-run: " << request.warmup + request.iterations << " call(s) done"
-            << std::endl;
+  std::cout << "kernelarc profile-run: " << calls << " call(s) done" << std::endl;
   return 0;
 }
 

@@ -1,4 +1,4 @@
-#include "eval/staged_call.h"
+#include "backend/worker/staged_call.h"
 
 #include <algorithm>
 
@@ -17,14 +17,15 @@ void count_as_idle(ParentObservation& observed, const ParentObservation& part) {
 
 }  // namespace
 
-ExecuteResult execute_staged_call(Worker& worker, ExecuteRequest request, bool collect) {
+ExecuteResult execute_staged_call(const RequestExecutor& execute, ExecuteRequest request,
+                                  bool collect) {
   request.warmup = 0;
   request.iterations = 1;
   request.phase = RequestPhase::Stage;
-  const ExecuteResult stage = worker.execute(request);
+  const ExecuteResult stage = execute(request);
   if (stage.outcome != CallOutcome::Ok) return stage;
   request.phase = RequestPhase::Run;
-  ExecuteResult run = worker.execute(request);
+  ExecuteResult run = execute(request);
   if (run.outcome != CallOutcome::Ok) return run;
   run.host_link_seconds += stage.host_link_seconds;
   count_as_idle(run.observed, stage.observed);
@@ -32,11 +33,16 @@ ExecuteResult execute_staged_call(Worker& worker, ExecuteRequest request, bool c
   // copies nothing back.
   request.phase = RequestPhase::Collect;
   request.copy_back = request.copy_back && collect;
-  const ExecuteResult collected = worker.execute(request);
+  const ExecuteResult collected = execute(request);
   if (collected.outcome != CallOutcome::Ok) return collected;
   run.host_link_seconds += collected.host_link_seconds;
   count_as_idle(run.observed, collected.observed);
   return run;
+}
+
+ExecuteResult execute_staged_call(Worker& worker, ExecuteRequest request, bool collect) {
+  return execute_staged_call([&worker](const ExecuteRequest& part) { return worker.execute(part); },
+                             std::move(request), collect);
 }
 
 }  // namespace kernelarc

@@ -1,4 +1,4 @@
-#include "cli/bench_results.h"
+#include "app/bench_results.h"
 
 #include <cmath>
 #include <set>

@@ -1,4 +1,4 @@
-#include "cli/bench_suite.h"
+#include "app/bench_suite.h"
 
 #include <algorithm>
 #include <ostream>

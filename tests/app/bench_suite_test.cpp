@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_suite.h"
+#include "app/bench_suite.h"
 #include "core/error.h"
 #include "core/test_support.h"
 
