@@ -59,14 +59,17 @@ std::size_t sysfs_last_level_cache_bytes(const std::filesystem::path& cache_dir)
   return size;
 }
 
-std::size_t cpuid_last_level_cache_bytes() {
-  std::size_t size = 0;
 #if defined(__x86_64__) || defined(__i386__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_max(0, nullptr) < 4) return 0;
+namespace {
+
+/// The largest cache of the highest level in a deterministic cache-parameters leaf: 4 on Intel,
+/// 0x8000001D on AMD (the same layout); 0 when the leaf lists none.
+std::size_t cache_parameters_leaf_bytes(unsigned leaf) {
+  std::size_t size = 0;
   int best_level = 0;
   for (unsigned subleaf = 0; subleaf < 16; ++subleaf) {
-    __cpuid_count(4, subleaf, eax, ebx, ecx, edx);
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __cpuid_count(leaf, subleaf, eax, ebx, ecx, edx);
     if ((eax & 0x1f) == 0) break;  // no more caches
     const int level = static_cast<int>((eax >> 5) & 0x7);
     const std::size_t ways = ((ebx >> 22) & 0x3ff) + 1;
@@ -78,8 +81,31 @@ std::size_t cpuid_last_level_cache_bytes() {
       size = bytes;
     }
   }
-#endif
   return size;
+}
+
+}  // namespace
+#endif
+
+std::size_t cpuid_last_level_cache_bytes() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__get_cpuid_max(0, nullptr) >= 4) {
+    if (const std::size_t intel = cache_parameters_leaf_bytes(4)) return intel;
+  }
+  // AMD leaves leaf 4 empty: its cache topology is 0x8000001D, and older parts give only the L2
+  // and L3 sizes in 0x80000006 (L3 in 512 KiB units in EDX[31:18], L2 in KiB in ECX[31:16]).
+  const unsigned extended = __get_cpuid_max(0x80000000, nullptr);
+  if (extended >= 0x8000001D) {
+    if (const std::size_t amd = cache_parameters_leaf_bytes(0x8000001D)) return amd;
+  }
+  if (extended >= 0x80000006) {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __cpuid(0x80000006, eax, ebx, ecx, edx);
+    if (const std::size_t l3 = std::size_t{edx >> 18} * (512u << 10)) return l3;
+    return std::size_t{ecx >> 16} << 10;
+  }
+#endif
+  return 0;
 }
 
 CacheSize capped_cache_size(std::size_t reported, std::string source, int cpus) {

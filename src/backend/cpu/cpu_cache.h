@@ -26,7 +26,8 @@ struct CacheSize {
 /// /sys/devices/system/cpu/cpu0/cache); 0 when it says nothing.
 std::size_t sysfs_last_level_cache_bytes(const std::filesystem::path& cache_dir);
 
-/// The highest-level cache that cpuid leaf 4 describes; 0 off x86 or when the leaf is absent.
+/// The highest-level cache that cpuid describes (leaf 4 on Intel, 0x8000001D or 0x80000006 on
+/// AMD); 0 off x86 or when no leaf says.
 std::size_t cpuid_last_level_cache_bytes();
 
 /// `reported` capped at kCacheCeilingPerCpu per CPU, with its source named.
