@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "lower/lowering.h"
+
 namespace kernelarc {
 
 namespace {
@@ -27,12 +29,7 @@ bool same_layout(const GraphValue& a, const GraphValue& b) {
 
 /// Whether `value` is row-major contiguous (extents of 1 may have any stride).
 bool is_contiguous(const GraphValue& value) {
-  SymSize expected = SymSize::constant(1);
-  for (std::size_t d = value.rank(); d-- > 0;) {
-    if (!value.shape[d].is_one() && !(value.stride[d] == expected)) return false;
-    expected = expected * value.shape[d];
-  }
-  return true;
+  return lowering::is_contiguous(value.stride, value.shape);
 }
 
 std::string number_key(double number) {

@@ -4,9 +4,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +14,7 @@
 #include <thread>
 
 #include "distributed/redis_client.h"
+#include "local_port.h"
 
 namespace kernelarc::distributed_test {
 
@@ -34,19 +33,6 @@ inline fs::path find_redis_server() {
   return {};
 }
 
-/// A local TCP port that was free a moment ago.
-inline int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 class RedisServer {
  public:
   /// Starts a server with its files under `dir`; check started() (false: the test skipped or
@@ -58,7 +44,7 @@ class RedisServer {
       return;
     }
     fs::create_directories(dir);
-    const int port = free_port();
+    const int port = kernelarc::test_support::free_local_port();
     url_ = "redis://127.0.0.1:" + std::to_string(port);
     pid_ = fork();
     if (pid_ == 0) {

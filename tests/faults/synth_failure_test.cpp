@@ -4,28 +4,14 @@
 // prints what failed. A command synthesizer alone that never answers ends the run cleanly.
 // (tests/cli/optimize_llm_test.cpp covers `--synth llm` alone against a dead server.)
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <nlohmann/json.hpp>
 
 #include "fault_test_support.h"
+#include "local_port.h"
 
 namespace kernelarc::faults {
 namespace {
-
-/// A local TCP port that was free a moment ago and has nothing listening on it.
-int closed_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 class BrokenSynthesizer : public FaultTest {
  protected:
@@ -90,7 +76,8 @@ class BrokenSynthesizer : public FaultTest {
 };
 
 TEST_F(BrokenSynthesizer, UnreachableLlmLeavesTheTemplates) {
-  const std::string endpoint = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1";
+  const std::string endpoint =
+      "http://127.0.0.1:" + std::to_string(kernelarc::test_support::free_local_port()) + "/v1";
   const nlohmann::json config = {{"models",
                                   {{{"provider", "openai"},
                                     {"endpoint", endpoint},
