@@ -1,6 +1,12 @@
 """kernelarc oracle: generates a problem's inputs, runs its PyTorch reference, times it.
 
 Usage: kernelarc_oracle.py JOB.json
+       kernelarc_oracle.py --serve FD
+
+The second form serves job files one after another in one interpreter, so torch is imported once
+per kernelarc process rather than once per job file: it reads a job file's path per line from
+the socket FD, handles it as the first form would, and writes back the exit code that form would
+have had, as a line. It ends at the end of the requests or after a non-zero code.
 
 The job file (written by src/oracle/python_bridge.cpp) names the definition, the device, a
 results file, trial jobs (inputs + expected outputs -> two safetensors files) and timing jobs
@@ -22,6 +28,7 @@ Inputs follow SOL-ExecBench's generator: the same distributions per dtype and th
 heuristics, so a kernel is scored on the kind of data it will meet there.
 """
 
+import gc
 import json
 import os
 import platform
@@ -534,12 +541,15 @@ def profiled_gpu_events(problem, body):
     return sorted(events, key=lambda event: event[1])
 
 
-def main():
-    os.dup2(2, 1)  # the reference's prints must never reach whoever reads our stdout
-    with open(sys.argv[1]) as file:
+def run_job_file(path):
+    """Handles one job file; returns the script's exit code for it."""
+    with open(path) as file:
         job_file = json.load(file)
-    results = open(job_file["results"], "a", buffering=1)
+    with open(job_file["results"], "a", buffering=1) as results:
+        return handle_jobs(job_file, results)
 
+
+def handle_jobs(job_file, results):
     def emit(**fields):
         results.write(json.dumps(fields) + "\n")
         results.flush()
@@ -577,6 +587,31 @@ def main():
         write_atomically(job["out"], [json.dumps(result).encode()])
         emit(event="done", id=job["id"], ok=True)
     return 0
+
+
+def serve(fd):
+    with os.fdopen(fd) as requests, os.fdopen(os.dup(fd), "w", buffering=1) as replies:
+        for line in requests:
+            code = run_job_file(line.rstrip("\n"))
+            # Tensors of this job file are garbage now: give their device memory back, since
+            # the kernels timed next share the device with this idle interpreter.
+            gc.collect()
+            torch = sys.modules.get("torch")
+            if torch is not None and torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            replies.write(f"{code}\n")
+            if code:
+                return code
+    return 0
+
+
+def main():
+    # The reference's prints must never reach whoever reads our stdout; the replies of
+    # --serve go to their own descriptor.
+    os.dup2(2, 1)
+    if sys.argv[1] == "--serve":
+        return serve(int(sys.argv[2]))
+    return run_job_file(sys.argv[1])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 #include "codesynth/response_parser.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -48,13 +49,6 @@ struct Scan {
   std::vector<CodeBlock> blocks;
   std::vector<Edit> edits;
 };
-
-std::string_view trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
-}
 
 std::vector<Line> split_lines(std::string_view text) {
   std::vector<Line> lines;

@@ -162,6 +162,8 @@ OrderedJson solution_to_json(const Solution& solution);
 /// dependency order). Throws InputError on a missing or negative value, a cyclic or failing
 /// expression, or a constraint that does not hold.
 AxisValues resolve_axes(const Definition& def, const Workload& workload);
+/// The definition's axis names, in definition order.
+std::vector<std::string> axis_names(const Definition& def);
 /// The problem's workload with this uuid (a trace's "workload"."uuid"), or nullptr.
 const Workload* find_workload(const Problem& problem, std::string_view uuid);
 /// Concrete shape of a tensor ({} for scalars and 0-D tensors).

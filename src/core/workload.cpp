@@ -323,6 +323,12 @@ Problem load_problem(const std::filesystem::path& dir) {
   return problem;
 }
 
+std::vector<std::string> axis_names(const Definition& def) {
+  std::vector<std::string> names;
+  for (const Axis& axis : def.axes) names.push_back(axis.name);
+  return names;
+}
+
 AxisValues resolve_axes(const Definition& def, const Workload& workload) {
   const std::string source =
       def.path.empty() ? fmt::format("definition \"{}\"", def.name) : def.path.string();

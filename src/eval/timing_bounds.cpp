@@ -1,4 +1,5 @@
 #include "eval/timing_bounds.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <functional>
@@ -12,10 +13,11 @@ constexpr double kMs = 1e6;  // nanoseconds per millisecond
 
 // Margins (see timing_violation): scheduling noise moves a request's wall time by up to a few
 // overheads on a loaded machine (the time the calling thread and the parent's thread waited for a
-// core is subtracted first), and CUDA adds launch latency and synchronization on the host that the GPU span leaves
-// out. CPU time is not inflated by waiting, and the measured request holds the call alone (the
-// cache flush and the copies are requests of their own, staged_call.h), so the CPU margin is
-// twice the null call's CPU time and a few hundred microseconds of the worker's own jitter.
+// core is subtracted first), and CUDA adds launch latency and synchronization on the host that the
+// GPU span leaves out. CPU time is not inflated by waiting, and the measured request holds the call
+// alone (the cache flush and the copies are requests of their own, staged_call.h), so the CPU
+// margin is twice the null call's CPU time and a few hundred microseconds of the worker's own
+// jitter.
 constexpr double kWallOverheads = 3.0;
 constexpr double kWallSlackCpuNs = 2.0 * kMs;
 constexpr double kWallSlackCudaNs = 1.0 * kMs;
@@ -26,13 +28,6 @@ constexpr double kHelperSlackNs = 0.5 * kMs;
 constexpr double kHelperReportedShare = 0.1;
 constexpr double kIdleSlackPerGapNs = 0.3 * kMs;
 constexpr double kIdleWallShare = 0.02;
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
 
 double median_of(const std::vector<TimedRequest>& requests,
                  const std::function<double(const TimedRequest&)>& value) {

@@ -1,5 +1,6 @@
 #include "eval/trace.h"
 
+#include "core/json_fields.h"
 #include "eval/speed_of_light.h"
 
 namespace kernelarc {
@@ -19,10 +20,6 @@ bool Trace::sol_bound_beaten() const {
 }
 
 namespace {
-
-OrderedJson optional_number(const std::optional<double>& value) {
-  return value ? OrderedJson(*value) : OrderedJson(nullptr);
-}
 
 OrderedJson summary_to_json(const TimingSummary& summary) {
   return {{"samples", summary.samples},   {"median", summary.median}, {"ci95_low", summary.ci_low},

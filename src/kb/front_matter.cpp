@@ -7,17 +7,11 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace kernelarc {
 
 namespace {
-
-std::string_view trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r");
-  return text.substr(first, last - first + 1);
-}
 
 std::string lower(std::string_view text) {
   std::string result(text);

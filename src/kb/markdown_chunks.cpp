@@ -1,4 +1,5 @@
 #include "kb/markdown_chunks.h"
+#include "core/text.h"
 
 #include <sstream>
 
@@ -17,13 +18,6 @@ int count_words(std::string_view text) {
     in_word = !space;
   }
   return words;
-}
-
-std::string_view trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
 }
 
 bool is_fence(std::string_view line) {

@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace kernelarc {
 
@@ -45,14 +46,6 @@ bool append_header(HeaderList& list, const char* line) {
 size_t append_body(char* data, size_t size, size_t count, void* user) {
   static_cast<std::string*>(user)->append(data, size * count);
   return size * count;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() &&
-         (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n'))
-    text.remove_suffix(1);
-  return text;
 }
 
 bool iequals(std::string_view a, std::string_view b) {

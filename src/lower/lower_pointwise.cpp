@@ -14,16 +14,6 @@ namespace {
 
 using Values = std::vector<Json>;
 
-Json fmul(Json a, Json b) {
-  return op("mul", {std::move(a), std::move(b)});
-}
-Json fadd(Json a, Json b) {
-  return op("add", {std::move(a), std::move(b)});
-}
-Json fsub(Json a, Json b) {
-  return op("sub", {std::move(a), std::move(b)});
-}
-
 Json literal_like(double value, bool integer) {
   return integer ? ilit(static_cast<int64_t>(value)) : flit(value);
 }

@@ -14,16 +14,6 @@ namespace {
 
 using Shape = std::vector<SymSize>;
 
-Json fmul(Json a, Json b) {
-  return op("mul", {std::move(a), std::move(b)});
-}
-Json fsub(Json a, Json b) {
-  return op("sub", {std::move(a), std::move(b)});
-}
-Json fadd(Json a, Json b) {
-  return op("add", {std::move(a), std::move(b)});
-}
-
 /// Helpers bound to one node.
 struct NodeLowering {
   Lowering& l;

@@ -65,6 +65,16 @@ Json op(std::string name, std::vector<Json> operands) {
   for (auto& operand : operands) result.push_back(std::move(operand));
   return result;
 }
+
+Json fmul(Json a, Json b) {
+  return op("mul", {std::move(a), std::move(b)});
+}
+Json fadd(Json a, Json b) {
+  return op("add", {std::move(a), std::move(b)});
+}
+Json fsub(Json a, Json b) {
+  return op("sub", {std::move(a), std::move(b)});
+}
 bool is_integer_dtype(DType dtype) {
   return !dtype_is_floating(dtype);
 }

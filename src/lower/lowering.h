@@ -168,6 +168,10 @@ Json size_expr(const SymSize& size);
 Json iadd(const Json& a, const Json& b);
 Json imul(const Json& a, const Json& b);
 Json op(std::string name, std::vector<Json> operands);
+/// Element-wise arithmetic nodes (no simplification).
+Json fmul(Json a, Json b);
+Json fadd(Json a, Json b);
+Json fsub(Json a, Json b);
 bool is_integer_dtype(DType dtype);
 std::vector<SymSize> contiguous_strides(const std::vector<SymSize>& shape);
 SymSize product(const std::vector<SymSize>& sizes);

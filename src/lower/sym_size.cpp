@@ -1,4 +1,5 @@
 #include "lower/sym_size.h"
+#include "core/text.h"
 
 #include <cctype>
 #include <charconv>
@@ -7,16 +8,6 @@
 
 namespace kernelarc {
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 std::optional<int64_t> parse_integer(std::string_view text) {
   int64_t value = 0;

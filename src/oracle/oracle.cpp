@@ -12,6 +12,7 @@
 #include "oracle/input_twin.h"
 #include "oracle/native_reference.h"
 #include "oracle/oracle_cache.h"
+#include "oracle/oracle_cache_bound.h"
 #include "oracle/python_bridge.h"
 
 namespace kernelarc {
@@ -162,8 +163,16 @@ void Oracle::prepare(const Problem& problem, int trials, std::span<const Workloa
       missing.push_back({&workload, trial});
     }
   }
+  mark_oracle_cache_used(problem_cache_dir(problem));
+  const bool adds_entries = !missing.empty();
   generate(problem, missing);
   if (trials > 0) generate_twins(problem, workloads);
+  if (adds_entries) {
+    bound_oracle_cache(options_.cache_dir, problem_cache_dir(problem),
+                       options_.max_cache_bytes > 0
+                           ? options_.max_cache_bytes
+                           : default_oracle_cache_bytes(options_.cache_dir));
+  }
 }
 
 bool Oracle::has_twin(const Problem& problem, const Workload& workload) const {

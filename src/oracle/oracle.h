@@ -60,6 +60,9 @@ struct OracleOptions {
   std::filesystem::path worker_executable;
   /// Trial tensors kept in memory between reads; 0 = TensorMemo::default_max_bytes().
   std::size_t memory_cache_bytes = 0;
+  /// The cache on disk is kept within this many bytes by dropping other problems' draws, least
+  /// recently prepared first (oracle/oracle_cache_bound.h); 0 = a quarter of its file system.
+  std::uintmax_t max_cache_bytes = 0;
 };
 
 struct ReferenceTiming {

@@ -180,10 +180,26 @@ std::vector<std::string> PythonBridge::candidates(std::string& origin) const {
   return python_candidates(python_, origin);
 }
 
+OracleServer& PythonBridge::server_for(const std::string& interpreter, const std::string& problem,
+                                       const std::filesystem::path& log_dir) {
+  const bool reusable = server_ != nullptr && server_->alive() &&
+                        server_->interpreter() == interpreter &&
+                        (server_problem_.empty() || problem.empty() || server_problem_ == problem);
+  if (!reusable) {
+    server_.reset();
+    server_ = std::make_unique<OracleServer>(interpreter, script_path(), log_dir,
+                                             oracle_python_environment());
+    server_problem_.clear();
+  }
+  if (!problem.empty()) server_problem_ = problem;
+  return *server_;
+}
+
 PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
                                                const std::filesystem::path& job_file,
                                                const std::filesystem::path& results,
-                                               const std::filesystem::path& log) {
+                                               const std::filesystem::path& log,
+                                               const std::optional<std::string>& served_problem) {
   std::error_code ignored;
   std::filesystem::remove(results, ignored);
   std::filesystem::remove(log, ignored);
@@ -202,10 +218,18 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
     return now - last_change < job_timeout_;
   };
   Launch launch;
-  launch.process = run_process({interpreter, script_path().string(), job_file.string()}, log,
-                               keep_going, oracle_python_environment());
+  if (served_problem) {
+    OracleServer& server =
+        server_for(interpreter, *served_problem, log.parent_path().parent_path());
+    launch.process = server.run(job_file, keep_going);
+    launch.log_tail = server.last_output();
+    if (!server.alive()) server_.reset();
+  } else {
+    launch.process = run_process({interpreter, script_path().string(), job_file.string()}, log,
+                                 keep_going, oracle_python_environment());
+    launch.log_tail = file_tail(log);
+  }
   launch.events = read_events(results);
-  launch.log_tail = file_tail(log);
   if (environment_event(launch.events) != nullptr) ++runs_;
   if (launch.process.exit_code == kExitNoDevice) {
     throw InputError("oracle device '" + device_ + "' is unusable with " + interpreter + ": " +
@@ -216,8 +240,10 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
 
 PythonBridge::Launch PythonBridge::launch(const std::filesystem::path& job_file,
                                           const std::filesystem::path& results,
-                                          const std::filesystem::path& log) {
-  if (!interpreter_.empty()) return launch_with(interpreter_, job_file, results, log);
+                                          const std::filesystem::path& log,
+                                          const std::optional<std::string>& served_problem) {
+  if (!interpreter_.empty())
+    return launch_with(interpreter_, job_file, results, log, served_problem);
   std::string origin;
   std::vector<std::string> tries = candidates(origin);
   const std::string rule = detection_rule(origin, tries);
@@ -225,7 +251,7 @@ PythonBridge::Launch PythonBridge::launch(const std::filesystem::path& job_file,
   if (auto known = detected_python(rule)) tries = {known->interpreter};
   std::string tried;
   for (const std::string& candidate : tries) {
-    Launch result = launch_with(candidate, job_file, results, log);
+    Launch result = launch_with(candidate, job_file, results, log, served_problem);
     if (const OrderedJson* env = environment_event(result.events)) {
       interpreter_ = candidate;
       environment_ = "python " + env->value("python", "?") + ", torch " + env->value("torch", "?") +
@@ -249,7 +275,12 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
     const std::vector<PythonTimingJob>& timings, const std::filesystem::path& scratch_dir) {
   ScratchDir scratch(scratch_dir);
   auto definition_file = scratch.path / "definition.json";
-  write_file_atomically(definition_file, definition_to_job_json(problem.definition).dump());
+  const std::string definition = definition_to_job_json(problem.definition).dump();
+  write_file_atomically(definition_file, definition);
+  // Trial jobs share the kept interpreter of their problem (its definition and files).
+  std::optional<std::string> served_problem;
+  if (timings.empty())
+    served_problem = std::filesystem::absolute(problem.dir).string() + "\n" + definition;
 
   std::map<std::string, PythonJobOutcome> outcomes;
   std::set<std::string> remaining;
@@ -291,7 +322,8 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
     }
     auto job_path = scratch.path / ("job-" + suffix + ".json");
     write_file_atomically(job_path, job_file.dump());
-    Launch result = launch(job_path, results, scratch.path / ("python-" + suffix + ".log"));
+    Launch result =
+        launch(job_path, results, scratch.path / ("python-" + suffix + ".log"), served_problem);
 
     std::string running;
     for (const OrderedJson& event : result.events) {
@@ -349,7 +381,7 @@ std::string PythonBridge::description(const std::filesystem::path& scratch_dir) 
     OrderedJson job_file = {{"device", device_}, {"results", results.string()}};
     auto job_path = scratch.path / "job.json";
     write_file_atomically(job_path, job_file.dump());
-    launch(job_path, results, scratch.path / "python.log");
+    launch(job_path, results, scratch.path / "python.log", std::string());
   }
   return environment_;
 }

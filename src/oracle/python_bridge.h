@@ -11,12 +11,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/problem.h"
 #include "oracle/oracle.h"
+#include "oracle/oracle_server.h"
 
 namespace kernelarc {
 
@@ -68,9 +70,11 @@ class PythonBridge {
   PythonBridge(std::string python, std::string device, std::chrono::seconds job_timeout);
 
   /// Runs every job, normally in one process. A job during which the interpreter dies or stalls
-  /// for job_timeout fails alone; the remaining jobs go to a fresh interpreter. Throws InputError
-  /// when no interpreter can import torch or the device is unavailable, InternalError when the
-  /// script fails outside any job. `scratch_dir` is created and removed.
+  /// for job_timeout fails alone; the remaining jobs go to a fresh interpreter. Trial jobs run in
+  /// an interpreter kept for this bridge's later trial jobs of the same problem (OracleServer);
+  /// timing jobs get fresh interpreters, as a baseline is timed in a process of its own. Throws
+  /// InputError when no interpreter can import torch or the device is unavailable, InternalError
+  /// when the script fails outside any job. `scratch_dir` is created and removed.
   std::map<std::string, PythonJobOutcome> run(const Problem& problem,
                                               const std::vector<PythonTrialJob>& trials,
                                               const std::vector<PythonTimingJob>& timings,
@@ -87,10 +91,17 @@ class PythonBridge {
 
  private:
   struct Launch;
+  /// `served_problem`: nullopt runs the job file in an interpreter of its own; otherwise in the
+  /// kept one, which serves one problem (this key) or, while it has served none, any ("").
   Launch launch(const std::filesystem::path& job_file, const std::filesystem::path& results,
-                const std::filesystem::path& log);
+                const std::filesystem::path& log, const std::optional<std::string>& served_problem);
   Launch launch_with(const std::string& interpreter, const std::filesystem::path& job_file,
-                     const std::filesystem::path& results, const std::filesystem::path& log);
+                     const std::filesystem::path& results, const std::filesystem::path& log,
+                     const std::optional<std::string>& served_problem);
+  /// The kept interpreter for this interpreter path and problem key, started when there is
+  /// none: a reference's module state never leaks into another problem's draws.
+  OracleServer& server_for(const std::string& interpreter, const std::string& problem,
+                           const std::filesystem::path& log_dir);
   std::vector<std::string> candidates(std::string& origin) const;
 
   std::string python_;
@@ -99,6 +110,8 @@ class PythonBridge {
   std::string interpreter_;  ///< the one that worked, once known
   std::string environment_;  ///< its description, once known
   int runs_ = 0;
+  std::unique_ptr<OracleServer> server_;
+  std::string server_problem_;  ///< the problem key it serves; "" while it has served none
 };
 
 }  // namespace kernelarc

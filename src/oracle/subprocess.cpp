@@ -1,12 +1,13 @@
 #include "oracle/subprocess.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 
 #include "backend/process.h"
 
@@ -52,22 +53,40 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   return result;
 }
 
-std::string file_tail(const std::filesystem::path& path, std::size_t max_bytes) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return "";
-  file.seekg(0, std::ios::end);
-  auto size = static_cast<std::size_t>(file.tellg());
-  std::size_t start = size > max_bytes ? size - max_bytes : 0;
-  file.seekg(static_cast<std::streamoff>(start));
-  std::string text(size - start, '\0');
-  file.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (start > 0) {
+namespace {
+
+/// `text` from its first whole line on (when it starts mid-line), right-trimmed.
+std::string whole_lines(std::string text, bool starts_mid_line) {
+  if (starts_mid_line) {
     auto newline = text.find('\n');
     if (newline != std::string::npos) text.erase(0, newline + 1);
   }
   auto last = text.find_last_not_of(" \n\r\t");
   text.erase(last == std::string::npos ? 0 : last + 1);
   return text;
+}
+
+}  // namespace
+
+std::string file_tail(const std::filesystem::path& path, std::size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string tail = fd_tail(fd, 0, max_bytes);
+  ::close(fd);
+  return tail;
+}
+
+std::string fd_tail(int fd, std::uintmax_t from, std::size_t max_bytes) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) return "";
+  const auto size = static_cast<std::uintmax_t>(info.st_size);
+  if (from >= size) return "";
+  const std::uintmax_t start =
+      std::max<std::uintmax_t>(size > max_bytes ? size - max_bytes : 0, from);
+  std::string text(static_cast<std::size_t>(size - start), '\0');
+  const ssize_t got = ::pread(fd, text.data(), text.size(), static_cast<off_t>(start));
+  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  return whole_lines(std::move(text), start > from);
 }
 
 }  // namespace kernelarc

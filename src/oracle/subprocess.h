@@ -2,6 +2,7 @@
 // top of the backend's process control (backend/process.h).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -29,5 +30,7 @@ ProcessResult run_process(const std::vector<std::string>& argv,
 
 /// The last `max_bytes` of a file, starting at a line boundary, trimmed ("" if unreadable).
 std::string file_tail(const std::filesystem::path& path, std::size_t max_bytes = 2000);
+/// The same of an open file's bytes from offset `from` on.
+std::string fd_tail(int fd, std::uintmax_t from, std::size_t max_bytes = 2000);
 
 }  // namespace kernelarc

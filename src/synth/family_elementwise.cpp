@@ -18,7 +18,7 @@ namespace kernelarc {
 
 namespace {
 
-constexpr const char* kFamilies[] = {"elementwise", "activation"};
+constexpr const char* kElementwiseFamilies[] = {"elementwise", "activation"};
 
 std::string tensor_shape_text(const TensorSpec& tensor) {
   return tensor.is_scalar() ? "null" : shape_text(*tensor.shape);
@@ -135,12 +135,6 @@ class AxisCodeWriter {
 };
 
 // --- the checks -----------------------------------------------------------------------------
-
-std::vector<std::string> axis_names(const Definition& def) {
-  std::vector<std::string> names;
-  for (const Axis& axis : def.axes) names.push_back(axis.name);
-  return names;
-}
 
 std::optional<int64_t> static_value(std::string_view expression, const AxisValues& known) {
   try {
@@ -411,7 +405,7 @@ ElementwiseProblem check_problem(const Definition& def) {
 class ElementwiseBinder : public FamilyBinder {
  public:
   std::vector<std::string> families() const override {
-    return {std::begin(kFamilies), std::end(kFamilies)};
+    return {std::begin(kElementwiseFamilies), std::end(kElementwiseFamilies)};
   }
 
   FamilyBinding bind(const Definition& definition, const KernelTemplate& kernel) const override {

@@ -31,7 +31,7 @@ std::vector<int> used_inputs(const ElementwiseProblem& problem) {
   return {used.begin(), used.end()};
 }
 
-constexpr const char* kCudaPrelude = R"(#define KA_TARGET_CUDA 1
+constexpr const char* kElementwiseCudaPrelude = R"(#define KA_TARGET_CUDA 1
 #define KA_HD __host__ __device__ __forceinline__
 #define KA_UNROLL _Pragma("unroll")
 )";
@@ -136,7 +136,7 @@ class HeaderWriter {
     std::string out;
     out += description();
     out += "#pragma once\n";
-    out += cuda_ ? kCudaPrelude : kCpuPrelude;
+    out += cuda_ ? kElementwiseCudaPrelude : kCpuPrelude;
     out += "#include \"ka_math.h\"\n";
     if (!nvrtc_) out += "#include \"kernelarc/abi.h\"\n";
     out += conversions();

@@ -19,12 +19,6 @@ namespace {
 
 constexpr const char* kParams = "kernelarc.op_params";
 
-std::vector<std::string> axis_names(const Definition& def) {
-  std::vector<std::string> names;
-  for (const Axis& axis : def.axes) names.push_back(axis.name);
-  return names;
-}
-
 std::string buffer_field(const KernelPlan& plan, const PlanBuffer& buffer) {
   return fmt::format("{}.buffers[{}]", kParams, &buffer - plan.buffers.data());
 }

@@ -17,7 +17,7 @@ void check_dtype(const Definition& def, const std::string& field, DType dtype) {
            "expected float32, float16 or bfloat16, got " + std::string(dtype_name(dtype)));
 }
 
-GemmTensor tensor_of(const TensorSpec& spec, int index) {
+GemmTensor gemm_tensor_of(const TensorSpec& spec, int index) {
   return {spec.name, spec.dtype, index, spec.shape.value_or(std::vector<std::string>{})};
 }
 
@@ -71,8 +71,8 @@ void find_operands(const Definition& def, GemmProblem& gemm) {
     mismatch(def, "inputs", expected + "; found several such pairs (" + names + ")");
   }
   const Pair& pair = pairs.front();
-  gemm.a = tensor_of(def.inputs[pair.a], pair.a);
-  gemm.b = tensor_of(def.inputs[pair.b], pair.b);
+  gemm.a = gemm_tensor_of(def.inputs[pair.a], pair.a);
+  gemm.b = gemm_tensor_of(def.inputs[pair.b], pair.b);
   gemm.k_axis = pair.k;
   gemm.a_k_major = pair.a_first;  // [M, K]
   gemm.b_k_major = pair.b_first;  // [N, K]
@@ -89,7 +89,7 @@ GemmEpilogueInput epilogue_input_of(const Definition& def, const GemmProblem& ge
                                     const TensorSpec& spec, int index) {
   const std::string field = "inputs." + spec.name;
   check_dtype(def, field, spec.dtype);
-  GemmEpilogueInput input{tensor_of(spec, index), GemmOperandShape::Scalar};
+  GemmEpilogueInput input{gemm_tensor_of(spec, index), GemmOperandShape::Scalar};
   if (spec.is_scalar() || spec.shape->empty()) return input;
   if (*spec.shape == std::vector<std::string>{gemm.n_axis}) {
     input.shape = GemmOperandShape::PerColumn;
@@ -212,7 +212,7 @@ GemmProblem analyse_gemm(const Definition& def) {
   const TensorSpec& out = def.outputs.front();
   if (!is_matrix(out)) mismatch(def, "outputs." + out.name + ".shape", "expected a matrix [M, N]");
   check_dtype(def, "outputs." + out.name, out.dtype);
-  gemm.c = tensor_of(out, 0);
+  gemm.c = gemm_tensor_of(out, 0);
   gemm.m_axis = gemm.c.shape[0];
   gemm.n_axis = gemm.c.shape[1];
   find_operands(def, gemm);

@@ -16,8 +16,8 @@ namespace kernelarc {
 
 namespace {
 
-constexpr const char* kFamilies[] = {"rmsnorm",   "layernorm", "softmax",
-                                     "logsumexp", "quantize",  "reduce"};
+constexpr const char* kRowFamilies[] = {"rmsnorm",   "layernorm", "softmax",
+                                        "logsumexp", "quantize",  "reduce"};
 
 RowOp op_of(std::string_view family) {
   if (family == "rmsnorm") return RowOp::RmsNorm;
@@ -41,7 +41,7 @@ void check_dtype(const Definition& def, const std::string& field, DType dtype, b
                ", got " + std::string(dtype_name(dtype)));
 }
 
-RowTensor tensor_of(const TensorSpec& spec, int index) {
+RowTensor row_tensor_of(const TensorSpec& spec, int index) {
   return {spec.name, spec.dtype, index, spec.shape.value_or(std::vector<std::string>{})};
 }
 
@@ -68,7 +68,7 @@ void classify_inputs(const Definition& def, RowProblem& row) {
   for (std::size_t i = 0; i < def.inputs.size(); ++i) {
     const TensorSpec& spec = def.inputs[i];
     const std::string field = "inputs." + spec.name;
-    const RowTensor tensor = tensor_of(spec, static_cast<int>(i));
+    const RowTensor tensor = row_tensor_of(spec, static_cast<int>(i));
     const bool scalar = spec.is_scalar() || spec.shape->empty();
     check_dtype(def, field, spec.dtype, scalar);
     if (scalar) {
@@ -218,7 +218,7 @@ void read_op_params(const Definition& def, RowProblem& row) {
     if (it->is_scalar() || *it->shape != row.row_shape)
       mismatch(def, field,
                "output \"" + name + "\" must have the row shape " + shape_text(row.row_shape));
-    row.prologue_output = tensor_of(*it, static_cast<int>(it - def.outputs.begin()));
+    row.prologue_output = row_tensor_of(*it, static_cast<int>(it - def.outputs.begin()));
   }
 }
 
@@ -239,12 +239,12 @@ void find_quantize_outputs(const Definition& def, RowProblem& row) {
         mismatch(def, field + ".dtype",
                  "expected " + std::string(dtype_name(format)) +
                      " (kernelarc.op_params.format), got " + std::string(dtype_name(spec.dtype)));
-      row.output = tensor_of(spec, static_cast<int>(i));
+      row.output = row_tensor_of(spec, static_cast<int>(i));
     } else if (!spec.is_scalar() && *spec.shape == per_row) {
       if (spec.dtype != DType::Float32)
         mismatch(def, field + ".dtype",
                  "expected float32 (the scale), got " + std::string(dtype_name(spec.dtype)));
-      row.scale_output = tensor_of(spec, static_cast<int>(i));
+      row.scale_output = row_tensor_of(spec, static_cast<int>(i));
     } else {
       mismatch(def, field,
                "expected shape " + shape_text(row.row_shape) + " (the quantized rows) or " +
@@ -273,7 +273,7 @@ void find_output(const Definition& def, RowProblem& row) {
     if (writes_row_values(row.op)) shape.pop_back();
     if (spec.is_scalar() || *spec.shape != shape)
       mismatch(def, field, "expected shape " + shape_text(shape));
-    row.output = tensor_of(spec, static_cast<int>(i));
+    row.output = row_tensor_of(spec, static_cast<int>(i));
   }
 }
 
@@ -287,7 +287,7 @@ std::string product(const std::vector<std::string>& axes, std::size_t count) {
 class RowBinder : public FamilyBinder {
  public:
   std::vector<std::string> families() const override {
-    return {std::begin(kFamilies), std::end(kFamilies)};
+    return {std::begin(kRowFamilies), std::end(kRowFamilies)};
   }
 
   FamilyBinding bind(const Definition& def, const KernelTemplate& kernel) const override {

@@ -22,7 +22,7 @@ std::string float_literal(double value) {
   return text + "f";
 }
 
-const char* kCudaPrelude = R"(#define KA_HD __host__ __device__ __forceinline__
+const char* kRowCudaPrelude = R"(#define KA_HD __host__ __device__ __forceinline__
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include "ka_math.h"
@@ -451,7 +451,7 @@ class HeaderWriter {
 }  // namespace
 
 std::string cuda_pack_prelude() {
-  return std::string(kCudaPrelude) + kAlignedHelper;
+  return std::string(kRowCudaPrelude) + kAlignedHelper;
 }
 
 std::string generate_row_header(const RowProblem& problem, const Definition& definition,

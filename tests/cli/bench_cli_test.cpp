@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_support.h"
+#include "source_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kSource = KERNELARC_SOURCE_DIR;
 
 // The cheapest settings that still search and time the baselines.
 const std::string kQuick =

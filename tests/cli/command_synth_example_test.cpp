@@ -7,12 +7,12 @@
 #include <filesystem>
 
 #include "cli/cli_test_support.h"
+#include "source_dir.h"
 #include "store/workspace.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kSource = KERNELARC_SOURCE_DIR;
 
 TEST(CommandSynthExample, EchoParentAnswersEveryRequestOfARun) {
   const fs::path workspace =

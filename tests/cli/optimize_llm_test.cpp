@@ -16,6 +16,7 @@
 #include "backend/calibrate.h"
 #include "cli/cli_test_support.h"
 #include "llm/fake_model_server.h"
+#include "source_dir.h"
 #include "store/workspace.h"
 
 namespace {
@@ -26,7 +27,6 @@ using kernelarc::testing::DeadPort;
 using kernelarc::testing::FakeModelServer;
 using kernelarc::testing::openai_answer;
 using kernelarc::testing::ScriptedReply;
-const fs::path kSource = KERNELARC_SOURCE_DIR;
 constexpr const char* kKey = "sk-test-7f3a9c1e-never-stored";
 
 std::string read_file(const fs::path& path) {

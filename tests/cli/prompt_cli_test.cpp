@@ -7,10 +7,9 @@
 #include <string>
 
 #include "cli/cli_test_support.h"
+#include "source_dir.h"
 
 namespace {
-
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 
 TEST(PromptCli, ShowsTheProblemTheParentsCodeAndTheBoard) {
   const auto problem = kSource / "problems/cpu/rmsnorm_f32";

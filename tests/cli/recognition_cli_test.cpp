@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_support.h"
+#include "source_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kSource = KERNELARC_SOURCE_DIR;
 
 /// The SOL-ExecBench form of an RMSNorm: no "kernelarc" key, the reference computes in float32.
 const char* kRmsNormReference = R"(import torch

@@ -7,22 +7,21 @@
 #include <string>
 
 #include "codesynth/prompt_builder.h"
+#include "source_dir.h"
 
 namespace kernelarc {
 namespace {
-
-const std::string kSource = KERNELARC_SOURCE_DIR;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
 const Problem& cpu_problem() {
-  static const Problem problem = load_problem(kSource + "/problems/cpu/rmsnorm_f32");
+  static const Problem problem = load_problem(kSource.string() + "/problems/cpu/rmsnorm_f32");
   return problem;
 }
 const Problem& cuda_problem() {
-  static const Problem problem = load_problem(kSource + "/problems/cuda/rmsnorm_bf16");
+  static const Problem problem = load_problem(kSource.string() + "/problems/cuda/rmsnorm_bf16");
   return problem;
 }
 
@@ -54,7 +53,7 @@ std::string user_message(const SynthesisRequest& request) {
 
 TEST(PromptDevice, CpuDraftCarriesTheCpuFacts) {
   const SynthesisRequest request =
-      draft(cpu_problem(), "cpu", kSource + "/problems/cpu/rmsnorm_f32/solutions/naive");
+      draft(cpu_problem(), "cpu", kSource.string() + "/problems/cpu/rmsnorm_f32/solutions/naive");
   const std::string prompt = user_message(request);
   EXPECT_TRUE(contains(prompt, "```cpp main.cpp")) << prompt;
   EXPECT_FALSE(contains(prompt, "```cuda kernel.cu")) << prompt;
@@ -72,8 +71,8 @@ TEST(PromptDevice, CpuDraftCarriesTheCpuFacts) {
 }
 
 TEST(PromptDevice, CudaDraftCarriesTheCudaFacts) {
-  const SynthesisRequest request =
-      draft(cuda_problem(), "cuda:0", kSource + "/problems/cuda/rmsnorm_bf16/solutions/basic");
+  const SynthesisRequest request = draft(
+      cuda_problem(), "cuda:0", kSource.string() + "/problems/cuda/rmsnorm_bf16/solutions/basic");
   const std::string prompt = user_message(request);
   EXPECT_TRUE(contains(prompt, "```cuda kernel.cu")) << prompt;
   EXPECT_TRUE(contains(prompt, R"({"cuda_cflags": ["-O3", "--use_fast_math", "-lineinfo"]})"))
@@ -87,9 +86,9 @@ TEST(PromptDevice, CudaDraftCarriesTheCudaFacts) {
 
 TEST(PromptDevice, RepairShowsTheParentsLogOnce) {
   SynthesisRequest request =
-      draft(cpu_problem(), "cpu", kSource + "/problems/cpu/rmsnorm_f32/solutions/naive");
+      draft(cpu_problem(), "cpu", kSource.string() + "/problems/cpu/rmsnorm_f32/solutions/naive");
   request.move = SynthesisMove::Repair;
-  request.parent = baseline(kSource + "/problems/cpu/rmsnorm_f32/solutions/naive", 12);
+  request.parent = baseline(kSource.string() + "/problems/cpu/rmsnorm_f32/solutions/naive", 12);
   request.parent->status = EvalStatus::IncorrectNumerical;
   request.parent->log = "workload batch_size=7: output y: 7000 of 7000 elements off";
   request.recent_failures = {"llm program of explorer: INCORRECT_NUMERICAL: " + request.parent->log,
@@ -106,9 +105,9 @@ TEST(PromptDevice, RepairShowsTheParentsLogOnce) {
 TEST(PromptDevice, CacheIdentityIgnoresMeasuredFiguresButNotCode) {
   const PromptTemplates templates = load_prompt_templates("");
   SynthesisRequest first =
-      draft(cpu_problem(), "cpu", kSource + "/problems/cpu/rmsnorm_f32/solutions/naive");
+      draft(cpu_problem(), "cpu", kSource.string() + "/problems/cpu/rmsnorm_f32/solutions/naive");
   first.move = SynthesisMove::Improve;
-  first.parent = baseline(kSource + "/problems/cpu/rmsnorm_f32/solutions/naive", 3);
+  first.parent = baseline(kSource.string() + "/problems/cpu/rmsnorm_f32/solutions/naive", 3);
   first.board = {"candidate 9 reached 1.40x at batch_size=7"};
   first.recent_failures = {"llm program: COMPILE_ERROR: took 1.2 s"};
   SynthesisRequest second = first;

@@ -17,13 +17,13 @@
 #include "core/json_fields.h"
 #include "diagnosis/ncu_profile.h"
 #include "eval/speed_of_light.h"
+#include "source_dir.h"
 
 namespace kernelarc {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kSource = KERNELARC_SOURCE_DIR;
 const fs::path kSample = kSource / "tests/diagnosis/data/ncu_h200_rmsnorm.txt";
 
 class NcuRunnerTest : public ::testing::Test {

@@ -54,7 +54,7 @@ class OptimizeOverRedis : public faults::FaultTest {
 
   std::vector<std::string> optimize(const std::string& url, std::vector<std::string> extra) const {
     std::vector<std::string> arguments{
-        "optimize",       (faults::kSource / "problems/cpu/rmsnorm_f32").string(),
+        "optimize",       (kSource / "problems/cpu/rmsnorm_f32").string(),
         "--redis",        url,
         "--redis-jobs",   "2",
         "--budget",       std::to_string(kBudget),

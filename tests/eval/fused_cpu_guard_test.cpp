@@ -8,12 +8,11 @@
 #include <vector>
 
 #include "eval/guard_harness.h"
+#include "source_dir.h"
 #include "synth/bound_template.h"
 
 namespace kernelarc {
 namespace {
-
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 
 const std::vector<KernelTemplate>& library() {
   static const std::vector<KernelTemplate> templates = load_template_library(kSource / "templates");

@@ -14,13 +14,13 @@
 
 #include "backend/cuda/cuda_device.h"
 #include "eval/guard_harness.h"
+#include "source_dir.h"
 #include "synth/bound_template.h"
 #include "synth/knob_point.h"
 
 namespace kernelarc {
 namespace {
 
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 const std::filesystem::path kProblems = kSource / "tests/data/fused_cuda";
 
 /// Moves every knob the drivers branch on away from the default: narrower blocks and vectors,

@@ -12,11 +12,11 @@
 #include "core/problem.h"
 #include "eval/guard.h"
 #include "eval/guard_harness.h"
+#include "source_dir.h"
 
 namespace kernelarc {
 namespace {
 
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 const std::filesystem::path kProblem = kSource / "problems/cuda/rmsnorm_bf16";
 
 class GpuGuardTest : public ::testing::Test {

@@ -16,11 +16,10 @@
 #include "core/problem.h"
 #include "eval/guard.h"
 #include "eval/guard_harness.h"
+#include "source_dir.h"
 
 namespace kernelarc {
 namespace {
-
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 
 void tune(GuardOptions& options) {
   options.call_timeout = std::chrono::milliseconds(2000);

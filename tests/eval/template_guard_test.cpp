@@ -18,13 +18,12 @@
 #include "backend/cuda/cuda_device.h"
 #include "eval/guard_harness.h"
 #include "eval/solution_build.h"
+#include "source_dir.h"
 #include "synth/bound_template.h"
 #include "synth/representative_points.h"
 
 namespace kernelarc {
 namespace {
-
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 
 struct TemplateCase {
   std::string template_name;

@@ -11,11 +11,10 @@
 #include "core/error.h"
 #include "eval/guard_harness.h"
 #include "eval/solution_variants.h"
+#include "source_dir.h"
 
 namespace kernelarc {
 namespace {
-
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 
 void tune(GuardOptions& options) {
   options.call_timeout = std::chrono::milliseconds(2000);

@@ -22,12 +22,12 @@
 #include <thread>
 #include <vector>
 
+#include "source_dir.h"
 #include "store/workspace.h"
 
 namespace kernelarc::faults {
 
 namespace fs = std::filesystem;
-inline const fs::path kSource = KERNELARC_SOURCE_DIR;
 inline const fs::path kData = kSource / "tests/data";
 
 inline std::string read_text(const fs::path& path) {

@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_fields.h"
+#include "source_dir.h"
 #include "synth/bound_template.h"
 #include "synth/kernel_template.h"
 
 namespace kernelarc {
 namespace {
 
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 const std::filesystem::path kCases = kSource / "tests/data/lower_match";
 
 struct Case {

@@ -13,12 +13,11 @@
 #include "../core/test_support.h"
 #include "core/dtype.h"
 #include "kernelarc/abi.h"
+#include "source_dir.h"
 #include "synth/family.h"
 
 namespace kernelarc {
 namespace {
-
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 
 Definition gated_definition() {
   const OrderedJson json = OrderedJson::parse(R"json({

@@ -20,6 +20,7 @@
 
 #include "core/paths.h"
 #include "core/problem.h"
+#include "source_dir.h"
 #include "synth/bound_template.h"
 #include "synth/kernel_template.h"
 #include "synth/knob_point.h"
@@ -27,7 +28,6 @@
 namespace kernelarc {
 namespace {
 
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 const std::filesystem::path kProblems = kSource / "tests/data/fused_cuda";
 
 /// Points besides the default that move every knob the drivers branch on: narrow blocks, short

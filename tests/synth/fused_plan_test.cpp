@@ -11,6 +11,7 @@
 #include "binder_test_support.h"
 #include "core/json_fields.h"
 #include "core/problem.h"
+#include "source_dir.h"
 #include "synth/bound_template.h"
 #include "synth/family.h"
 #include "synth/family_fused.h"
@@ -19,7 +20,6 @@
 namespace kernelarc {
 namespace {
 
-const std::filesystem::path kSource = KERNELARC_SOURCE_DIR;
 const std::filesystem::path kData = kSource / "tests/data/fused";
 
 KernelTemplate cpu_template() {

@@ -23,6 +23,7 @@
 #include "backend/cpu/cpu_bandwidth.h"
 #include "backend/cpu/cpu_cache.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace kernelarc {
 namespace {
@@ -52,12 +53,6 @@ std::string cpu_model() {
 int64_t cache_bytes(int name) {
   long value = sysconf(name);
   return value > 0 ? value : 0;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const auto n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 constexpr int kChains = 12;  // independent FMA chains: enough to cover latency x ports

@@ -20,6 +20,7 @@
 
 #include "core/elapsed.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace kernelarc {
 namespace {
@@ -133,12 +134,6 @@ std::vector<Method> methods() {
                    [](const char* s, char*, std::size_t n) { read_sum_avx2(s, n); }});
 #endif
   return all;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const auto n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "backend/cpu/cpu_cache.h"
+#include "core/text.h"
 
 #include <sched.h>
 
@@ -15,13 +16,6 @@
 
 namespace kernelarc {
 namespace {
-
-std::string read_first_line(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  std::string line;
-  std::getline(file, line);
-  return line;
-}
 
 // "32K", "2048K", "32M" as sysfs writes them.
 std::size_t parse_cache_size(const std::string& text) {

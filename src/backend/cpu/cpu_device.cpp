@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_cache.h"
 #include "backend/cpu/raw_clock.h"
 #include "backend/device.h"
+#include "core/text.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -44,13 +45,6 @@ __attribute__((target("clflushopt"))) void flush_lines_unordered(const char* beg
   _mm_mfence();
 }
 #endif
-
-std::string read_first_line(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  std::string line;
-  std::getline(file, line);
-  return line;
-}
 
 }  // namespace
 

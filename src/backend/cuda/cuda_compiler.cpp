@@ -23,7 +23,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Bumped when the build recipe changes, so old cache entries are not reused.
-constexpr std::string_view kRecipeVersion = "kernelarc-cuda-nvcc-1";
+constexpr std::string_view kNvccRecipeVersion = "kernelarc-cuda-nvcc-1";
 constexpr const char* kLibraryName = "lib.so";
 
 #ifdef KERNELARC_NVCC
@@ -132,7 +132,7 @@ CompileResult compile_with_nvcc(const Solution& solution, const CudaCompileOptio
   argv.insert(argv.end(), solution.ld_flags.begin(), solution.ld_flags.end());
 
   ContentHasher hasher;
-  hasher.add(kRecipeVersion).add(nvcc_version(*nvcc)).add(read_abi_header());
+  hasher.add(kNvccRecipeVersion).add(nvcc_version(*nvcc)).add(read_abi_header());
   for (const std::string& arg : argv) hasher.add(arg);
   for (const SourceFile& source : solution.sources) hasher.add(source.path).add(source.content);
   result.cache_key = hasher.hex();

@@ -10,7 +10,7 @@ namespace kernelarc {
 namespace {
 
 // Bumped when the build recipe changes, so old cache entries are not reused.
-constexpr std::string_view kRecipeVersion = "kernelarc-cuda-nvrtc-1";
+constexpr std::string_view kNvrtcRecipeVersion = "kernelarc-cuda-nvrtc-1";
 constexpr const char* kCubinName = "kernel.cubin";
 
 }  // namespace
@@ -55,7 +55,7 @@ CompileResult compile_device_only_solution(const Solution& solution, const Defin
                          solution.cuda_cflags.end());
 
   ContentHasher hasher;
-  hasher.add(kRecipeVersion).add(nvrtc_version()).add(plan.to_json().dump());
+  hasher.add(kNvrtcRecipeVersion).add(nvrtc_version()).add(plan.to_json().dump());
   hasher.add(request.kernel).add(request.source_name).add(request.source);
   for (const NvrtcHeader& header : request.headers) hasher.add(header.name).add(header.content);
   for (const std::string& option : request.options) hasher.add(option);

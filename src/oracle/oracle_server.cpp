@@ -1,0 +1,150 @@
+#include "oracle/oracle_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <system_error>
+
+#include "backend/process.h"
+
+namespace kernelarc {
+
+OracleServer::OracleServer(const std::string& interpreter, const std::filesystem::path& script,
+                           const std::filesystem::path& log_dir,
+                           const std::vector<std::string>& environment)
+    : interpreter_(interpreter) {
+  const auto executable = find_executable(interpreter);
+  if (!executable) {
+    spawn_error_ = "no executable '" + interpreter + "' (searched $PATH)";
+    return;
+  }
+  std::error_code ignored;
+  std::filesystem::create_directories(log_dir, ignored);
+  std::string name = (log_dir / "oracle-server-XXXXXX").string();
+  log_fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+  if (log_fd_ < 0) {
+    spawn_error_ = "cannot make a log file in " + log_dir.string() + ": " + std::strerror(errno);
+    return;
+  }
+  ::unlink(name.c_str());
+  // A socket, not pipes: send() with MSG_NOSIGNAL to a dead interpreter fails instead of raising
+  // SIGPIPE. Close-on-exec, so that no other child (a worker, a compiler) holds it open.
+  int ends[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
+    spawn_error_ = std::string("cannot make a socket pair: ") + std::strerror(errno);
+    return;
+  }
+  SpawnOptions spawn;
+  spawn.argv = {*executable, script.string(), "--serve", "3"};
+  spawn.fds = {{3, ends[1]}};
+  spawn.stdout_fd = log_fd_;
+  spawn.environment = environment;
+  try {
+    pid_ = spawn_process(spawn);
+  } catch (...) {
+    ::close(ends[0]);
+    ::close(ends[1]);
+    throw;
+  }
+  ::close(ends[1]);
+  socket_ = ends[0];
+}
+
+OracleServer::~OracleServer() {
+  if (alive()) {
+    // End of the requests: the interpreter returns from its loop and exits by itself.
+    ::shutdown(socket_, SHUT_WR);
+    if (!wait_exited(pid_, std::chrono::milliseconds(2000))) kill_process_group(pid_);
+    ProcessResult ignored;
+    end(ignored);
+  }
+  if (log_fd_ >= 0) ::close(log_fd_);
+}
+
+void OracleServer::end(ProcessResult& result) {
+  if (socket_ >= 0) ::close(socket_);
+  socket_ = -1;
+  if (pid_ <= 0) return;
+  const ExitStatus status = reap_process(pid_);
+  pid_ = -1;
+  if (status.signaled) {
+    result.signal = status.signal;
+  } else {
+    result.exit_code = status.exit_code;
+  }
+}
+
+ProcessResult OracleServer::run(const std::filesystem::path& job_file,
+                                const std::function<bool()>& keep_going) {
+  ProcessResult result;
+  if (!spawn_error_.empty()) {
+    result.spawn_error = spawn_error_;
+    return result;
+  }
+  result.started = true;
+  struct stat log {};
+  run_log_start_ = ::fstat(log_fd_, &log) == 0 ? static_cast<std::uintmax_t>(log.st_size) : 0;
+  if (!alive()) return result;  // ended by an earlier run: the caller starts another
+
+  const std::string request = job_file.string() + "\n";
+  if (::send(socket_, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
+    // It died between job files; how it ended is the answer.
+    if (!wait_exited(pid_, std::chrono::milliseconds(2000))) kill_process_group(pid_);
+    end(result);
+    return result;
+  }
+  std::string reply;
+  while (true) {
+    pollfd readable{socket_, POLLIN, 0};
+    const int ready = ::poll(&readable, 1, 50);
+    if (ready > 0) {
+      char buffer[64];
+      const ssize_t got = ::recv(socket_, buffer, sizeof buffer, 0);
+      if (got > 0) {
+        reply.append(buffer, static_cast<std::size_t>(got));
+        if (const auto newline = reply.find('\n'); newline != std::string::npos) {
+          result.exit_code = std::atoi(reply.substr(0, newline).c_str());
+          // A non-zero code ends the interpreter, as it would have ended a process of its own.
+          if (result.exit_code != 0) {
+            if (!wait_exited(pid_, std::chrono::milliseconds(2000))) kill_process_group(pid_);
+            const int code = result.exit_code;
+            end(result);
+            result.exit_code = code;
+          }
+          return result;
+        }
+        continue;
+      }
+      if (got < 0 && errno == EINTR) continue;
+      // End of the socket: the interpreter died mid-job.
+      if (!wait_exited(pid_, std::chrono::milliseconds(2000))) kill_process_group(pid_);
+      end(result);
+      return result;
+    }
+    if (wait_exited(pid_, std::chrono::milliseconds(0))) {
+      end(result);
+      return result;
+    }
+    if (!keep_going()) {
+      kill_process_group(pid_);
+      result.stopped = true;
+      end(result);
+      return result;
+    }
+  }
+}
+
+std::string OracleServer::last_output() const {
+  return fd_tail(log_fd_, run_log_start_);
+}
+
+}  // namespace kernelarc
