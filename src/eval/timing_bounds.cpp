@@ -27,6 +27,10 @@ constexpr double kMainCpuSlackNs = 0.3 * kMs;
 constexpr double kHelperSlackNs = 0.5 * kMs;
 constexpr double kHelperReportedShare = 0.1;
 constexpr double kIdleSlackPerGapNs = 0.3 * kMs;
+// After a parallel region each of a pool's threads runs once more to go back to sleep, after the
+// call has returned: an OpenMP team of 64 on two loaded cores used 1.4 ms between requests
+// (22 us a thread), honestly. A gap's slack grows by this much per thread the worker had.
+constexpr double kIdleSlackPerThreadNs = 0.04 * kMs;
 constexpr double kIdleWallShare = 0.02;
 
 double median_of(const std::vector<TimedRequest>& requests,
@@ -115,13 +119,13 @@ std::optional<std::string> timing_violation(const std::vector<TimedRequest>& req
         helper_excess / kMs, reported / kMs, helper_allowed / kMs);
   }
 
-  double idle_cpu = 0, idle_wall = 0;
+  double idle_cpu = 0, idle_wall = 0, idle_allowed = 0;
   for (const TimedRequest& request : requests) {
     idle_cpu += request.observed.idle_cpu_ns;
     idle_wall += request.observed.idle_wall_ns;
+    idle_allowed += kIdleSlackPerGapNs + kIdleSlackPerThreadNs * request.observed.other_threads;
   }
-  const double idle_allowed =
-      kIdleSlackPerGapNs * static_cast<double>(requests.size()) + kIdleWallShare * idle_wall;
+  idle_allowed += kIdleWallShare * idle_wall;
   if (idle_cpu > idle_allowed) {
     return fmt::format(
         "the worker used {:.4f} ms of CPU between its requests, while it had nothing to do but "
