@@ -43,9 +43,8 @@ std::uintmax_t default_oracle_cache_bytes(const std::filesystem::path& cache_dir
 void mark_oracle_cache_used(const std::filesystem::path& problem_dir) {
   std::error_code error;
   std::filesystem::create_directories(problem_dir, error);
+  // Rewriting the marker is what dates it: its modification time is the problem's last use.
   std::ofstream(problem_dir / kUsedMarker, std::ios::trunc).put('\n');
-  std::filesystem::last_write_time(problem_dir / kUsedMarker,
-                                   std::filesystem::file_time_type::clock::now(), error);
 }
 
 std::vector<std::filesystem::path> bound_oracle_cache(const std::filesystem::path& cache_dir,

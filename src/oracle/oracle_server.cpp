@@ -62,11 +62,15 @@ OracleServer::~OracleServer() {
   if (alive()) {
     // End of the requests: the interpreter returns from its loop and exits by itself.
     ::shutdown(socket_, SHUT_WR);
-    if (!wait_exited(pid_, std::chrono::milliseconds(2000))) kill_process_group(pid_);
     ProcessResult ignored;
-    end(ignored);
+    wind_down(ignored);
   }
   if (log_fd_ >= 0) ::close(log_fd_);
+}
+
+void OracleServer::wind_down(ProcessResult& result) {
+  if (!wait_exited(pid_, std::chrono::milliseconds(2000))) kill_process_group(pid_);
+  end(result);
 }
 
 void OracleServer::end(ProcessResult& result) {
@@ -98,8 +102,7 @@ ProcessResult OracleServer::run(const std::filesystem::path& job_file,
   if (::send(socket_, request.data(), request.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(request.size())) {
     // It died between job files; how it ended is the answer.
-    if (!wait_exited(pid_, std::chrono::milliseconds(2000))) kill_process_group(pid_);
-    end(result);
+    wind_down(result);
     return result;
   }
   std::string reply;
@@ -115,9 +118,8 @@ ProcessResult OracleServer::run(const std::filesystem::path& job_file,
           result.exit_code = std::atoi(reply.substr(0, newline).c_str());
           // A non-zero code ends the interpreter, as it would have ended a process of its own.
           if (result.exit_code != 0) {
-            if (!wait_exited(pid_, std::chrono::milliseconds(2000))) kill_process_group(pid_);
             const int code = result.exit_code;
-            end(result);
+            wind_down(result);
             result.exit_code = code;
           }
           return result;
@@ -126,8 +128,7 @@ ProcessResult OracleServer::run(const std::filesystem::path& job_file,
       }
       if (got < 0 && errno == EINTR) continue;
       // End of the socket: the interpreter died mid-job.
-      if (!wait_exited(pid_, std::chrono::milliseconds(2000))) kill_process_group(pid_);
-      end(result);
+      wind_down(result);
       return result;
     }
     if (wait_exited(pid_, std::chrono::milliseconds(0))) {

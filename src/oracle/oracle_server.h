@@ -39,6 +39,9 @@ class OracleServer {
   const std::string& interpreter() const { return interpreter_; }
 
  private:
+  /// Gives the interpreter 2 s to exit by itself, kills it after that, then ends it.
+  void wind_down(ProcessResult& result);
+  /// Closes the socket and reaps the interpreter; its exit code or signal goes into `result`.
   void end(ProcessResult& result);
 
   std::string interpreter_;
