@@ -27,6 +27,7 @@ struct CodeSynthFlags {
   std::string command;  ///< run with /bin/sh -c
   double command_timeout_s = 120;
   double code_share = OptimizeOptions{}.code_share;
+  int synthesis_parallel = OptimizeOptions{}.synthesis_parallel;
   int repair_rounds = -1;  ///< -1: the configuration's (1 by default)
   int64_t max_tokens = 0;  ///< 0: the configuration's (none by default)
   double max_cost_usd = 0;

@@ -174,6 +174,7 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
   if (flags_.wall_time_s > 0) options_.wall_time_s = flags_.wall_time_s;
   if (code_) {
     options_.code_share = flags_.code.code_share;
+    options_.synthesis_parallel = flags_.code.synthesis_parallel;
     options_.repair_rounds = code_->repair_rounds();
     options_.max_synthesis_tokens = code_->max_tokens();
     options_.max_synthesis_cost_usd = code_->max_cost_usd();

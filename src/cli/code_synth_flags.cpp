@@ -35,6 +35,12 @@ void add_code_synth_flags(CLI::App& command, CodeSynthFlags& flags) {
       .add_option("--repair-rounds", flags.repair_rounds,
                   "times a failed program goes back with its error (default 1)")
       ->check(CLI::Range(0, 10));
+  command
+      .add_option("--synthesis-parallel", flags.synthesis_parallel,
+                  "requests to the code synthesizer running at once (agents' LLM or command "
+                  "requests overlap each other and the measurements)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   command.add_option("--llm-max-tokens", flags.max_tokens,
                      "stop asking for code after this many tokens in and out");
   command.add_option("--llm-max-cost", flags.max_cost_usd,

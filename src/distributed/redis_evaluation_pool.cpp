@@ -1,5 +1,7 @@
 #include "distributed/redis_evaluation_pool.h"
 
+#include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <iostream>
 
@@ -114,8 +116,19 @@ void RedisEvaluationPool::submit(uint64_t ticket, const Solution& solution) {
 }
 
 EvaluationPool::Done RedisEvaluationPool::next() {
+  while (true)
+    if (auto done = next_within(std::chrono::milliseconds(kReadBlockMs))) return std::move(*done);
+}
+
+std::optional<EvaluationPool::Done> RedisEvaluationPool::next_within(
+    std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
   while (ready_.empty()) {
-    read_results(kReadBlockMs);
+    // BLOCK 0 would wait for ever: at least a millisecond.
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    read_results(static_cast<int>(std::min<int64_t>(left.count(), kReadBlockMs)));
     const std::lock_guard lock(mutex_);
     if (local_error_) std::rethrow_exception(local_error_);
   }

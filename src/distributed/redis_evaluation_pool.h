@@ -63,6 +63,7 @@ class RedisEvaluationPool : public EvaluationPool {
   void submit(uint64_t ticket, const Solution& solution) override;
   /// The next finished evaluation; a local evaluator's exception is rethrown here.
   Done next() override;
+  std::optional<Done> next_within(std::chrono::milliseconds wait) override;
 
   /// The results stream this orchestrator reads (for tests and the log).
   const std::string& results_stream() const { return results_; }

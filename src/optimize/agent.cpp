@@ -208,9 +208,11 @@ std::optional<AgentProposal> Agent::draft(const SharedView& view) {
 
 std::optional<AgentProposal> Agent::draft_from_board(const SharedView& view) {
   std::map<std::string, std::vector<const Conclusion*>> by_template;
+  // A program's revision number is a name, not a knob: no conclusion moves it.
   for (const Conclusion& conclusion : view.conclusions)
-    if (std::find(templates_.begin(), templates_.end(), conclusion.template_name) !=
-        templates_.end())
+    if (conclusion.template_name != options_.code_template &&
+        std::find(templates_.begin(), templates_.end(), conclusion.template_name) !=
+            templates_.end())
       by_template[conclusion.template_name].push_back(&conclusion);
   for (const std::string& name : templates_) {
     const auto found = by_template.find(name);

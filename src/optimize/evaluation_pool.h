@@ -5,8 +5,10 @@
 // that the figures a user reads come from one device.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,13 @@ class EvaluationPool {
   /// Blocks until one submitted evaluation finishes. Each submitted ticket comes back exactly
   /// once, even when a remote worker died and another took its job over.
   virtual Done next() = 0;
+  /// The next finished evaluation if one finishes within `wait`, else nullopt: the search waits
+  /// on the pool and on the code synthesizer's requests together. A pool that measures on the
+  /// caller's thread has nothing to wait for: it measures one now (the default).
+  virtual std::optional<Done> next_within(std::chrono::milliseconds wait) {
+    (void)wait;
+    return next();
+  }
 };
 
 }  // namespace kernelarc

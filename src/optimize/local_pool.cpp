@@ -30,6 +30,18 @@ void LocalEvaluationPool::submit(uint64_t ticket, const Solution& solution) {
 EvaluationPool::Done LocalEvaluationPool::next() {
   std::unique_lock lock(mutex_);
   result_ready_.wait(lock, [this] { return !finished_.empty(); });
+  return take_finished();
+}
+
+std::optional<EvaluationPool::Done> LocalEvaluationPool::next_within(
+    std::chrono::milliseconds wait) {
+  std::unique_lock lock(mutex_);
+  if (!result_ready_.wait_for(lock, wait, [this] { return !finished_.empty(); }))
+    return std::nullopt;
+  return take_finished();
+}
+
+EvaluationPool::Done LocalEvaluationPool::take_finished() {
   Finished finished = std::move(finished_.front());
   finished_.pop_front();
   if (finished.error) std::rethrow_exception(finished.error);

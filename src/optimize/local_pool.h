@@ -3,6 +3,7 @@
 // free. A device measures one candidate at a time, so timing stays exclusive per device.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -37,6 +38,7 @@ class LocalEvaluationPool : public EvaluationPool {
   /// The next finished evaluation, in the order they finish; an evaluator's exception is
   /// rethrown here.
   Done next() override;
+  std::optional<Done> next_within(std::chrono::milliseconds wait) override;
 
  private:
   struct Finished {
@@ -44,6 +46,8 @@ class LocalEvaluationPool : public EvaluationPool {
     std::exception_ptr error;
   };
   void serve(const Slot& slot);
+  /// Takes the oldest finished evaluation (the lock held), rethrowing an evaluator's exception.
+  Done take_finished();
 
   std::vector<Slot> slots_;
   std::mutex mutex_;

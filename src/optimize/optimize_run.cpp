@@ -32,7 +32,6 @@ OptimizeRun::OptimizeRun(const OptimizeTarget& target, CandidateEvaluator& evalu
   if (target_.code_synthesizer) {
     code_template_ = target_.code_synthesizer->name();
     code_space_ = std::make_unique<ConstrainedSpace>(code_space());
-    synthesis_ = db_.synthesis_totals(run_id_);
   }
   start_agents();
 }
@@ -174,8 +173,9 @@ std::string OptimizeRun::search() {
   bool proposing = true;
   evaluator_.prepare();
   if (options_.build_ahead > 0) builds_ = std::make_unique<TaskPool>(usable_cpus().size());
+  const auto window = static_cast<std::size_t>(options_.window(code_space_ != nullptr));
   while (true) {
-    while (proposing && queue_.size() < static_cast<std::size_t>(options_.window())) {
+    while (proposing && queue_.size() < window) {
       if (const auto reason = stop_proposing(seconds_since(started))) {
         stop_reason = *reason;
         proposing = false;
@@ -190,10 +190,11 @@ std::string OptimizeRun::search() {
       ++proposed_;
       enqueue(std::move(*pending));
     }
+    take_programs();
     submit_ready();
     if (queue_.empty()) break;
     if (!queue_.front().measurement) {
-      receive();
+      wait_for_work();
       continue;
     }
     complete(queue_.front());

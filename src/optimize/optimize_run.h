@@ -72,6 +72,13 @@ class OptimizeRun {
     std::optional<std::string> synthesis_failure;
     /// The synthesis failure was the transport's (no answer): kept out of recent failures.
     bool transport_failure = false;
+    /// A code candidate whose program is being written: valid until the synthesizer's answer,
+    /// which lands in `answer`, is taken (accept_program).
+    std::future<void> program;
+    std::shared_ptr<SynthesisOutcome> answer;
+    SynthesisMove move = SynthesisMove::Draft;
+    /// Its synthesis record, counted in the run's totals when its result is applied.
+    std::optional<Synthesis> synthesis;
     std::future<void> build;
     bool submitted = false;
     /// Set once its evaluation finished (and was stored), or when read back from the store.
@@ -117,8 +124,10 @@ class OptimizeRun {
                                      const std::vector<int64_t>& inspired);
   void write_program(Pending& pending, const Proposal& proposal, const Agent& agent,
                      std::optional<int64_t> parent, const std::vector<int64_t>& inspired);
-  /// The synthesis record of a new program, asked of the synthesizer now.
-  Synthesis synthesize(Pending& pending, const SynthesisRequest& request);
+  /// Sends the request to the synthesizer on a thread of the request pool.
+  void ask(Pending& pending, SynthesisRequest request);
+  /// Takes a finished request's answer: stores the program (or the failure) and its record.
+  void accept_program(Pending& pending);
   void add_synthesis_totals(const Synthesis& record);
   std::optional<std::string> synthesis_budget_spent() const;
   std::optional<CandidateContext> context_of(int64_t candidate_id);
@@ -128,10 +137,17 @@ class OptimizeRun {
   /// Queues a proposal: read back when stored, recorded failed when it has no program, else
   /// compiled ahead when build_ahead allows.
   void enqueue(Pending pending);
-  /// Submits queued candidates to the pool, oldest first, while it has room.
+  /// Records a candidate without a program as failed, or compiles it ahead when build_ahead
+  /// allows; nothing for one already measured.
+  void prepare_measurement(Pending& pending);
+  /// Takes the programs the synthesizer has finished writing.
+  void take_programs();
+  /// Submits queued candidates with a program to the pool, oldest first, while it has room.
   void submit_ready();
-  /// Waits for the pool's next finished evaluation and stores it.
-  void receive();
+  /// Waits for the pool's next finished evaluation, or briefly while programs are being written.
+  void wait_for_work();
+  /// Stores a finished evaluation with its queued candidate.
+  void receive(EvaluationPool::Done done);
   /// Applies a measured candidate's result to the trees, the bandit and the board.
   void complete(Pending& pending);
   void remember_failure(const Known& known, const Measurement& measurement);
@@ -201,8 +217,9 @@ class OptimizeRun {
   int64_t measured_ = 0;  ///< evaluations received from the pool (not read back)
   double search_seconds_ = 0;
   std::deque<Pending> queue_;
-  std::size_t in_flight_ = 0;         ///< submitted to the pool, not yet received
-  std::unique_ptr<TaskPool> builds_;  ///< compiles ahead, a thread per core, when build_ahead > 0
+  std::size_t in_flight_ = 0;           ///< submitted to the pool, not yet received
+  std::unique_ptr<TaskPool> builds_;    ///< compiles ahead, a thread per core, when build_ahead > 0
+  std::unique_ptr<TaskPool> requests_;  ///< the code synthesizer's requests, synthesis_parallel
   std::vector<std::string> skipped_agents_;
   // The code synthesizer's pseudo-template, the programs it wrote (by candidate), the reasons
   // of the last failures (for its next prompt) and what it spent.

@@ -108,37 +108,54 @@ SynthesisRequest OptimizeRun::synthesis_request(const Proposal& proposal, const 
   return request;
 }
 
-// A code candidate's program: read back when replaying, else asked of the synthesizer, whose
-// exchanges are stored and linked to the candidate.
+// A code candidate's program: read back when replaying, else asked of the synthesizer on a
+// thread of its own. The candidate row is written now, without a program (null); the program
+// and the synthesis record follow when the answer is taken (accept_program). A stored row
+// without either was asked before the run stopped and never answered: it is asked again.
 void OptimizeRun::write_program(Pending& pending, const Proposal& proposal, const Agent& agent,
                                 std::optional<int64_t> parent,
                                 const std::vector<int64_t>& inspired) {
-  std::optional<Synthesis> record;
+  std::optional<SynthesisRequest> request;
   if (next_seq_ < static_cast<int64_t>(stored_.size())) {
     const Candidate& stored = stored_[next_seq_];
     const OrderedJson json = OrderedJson::parse(objects_.get(stored.solution_key));
-    if (json.is_null()) {
-      const auto synthesis = db_.synthesis_of(stored.id);
-      pending.synthesis_failure = synthesis ? synthesis->failure : "the synthesizer wrote nothing";
-    } else {
+    pending.synthesis = db_.synthesis_of(stored.id);
+    if (!json.is_null())
       pending.solution =
           parse_solution(json, fmt::format("candidate {}'s solution", stored.id), {});
-    }
+    else if (pending.synthesis)
+      pending.synthesis_failure = pending.synthesis->failure;
+    else
+      request = synthesis_request(proposal, agent, parent, inspired);
   } else {
-    record = synthesize(pending, synthesis_request(proposal, agent, parent, inspired));
+    request = synthesis_request(proposal, agent, parent, inspired);
   }
-  pending.candidate_id = candidate_for(agent.name(), parent, inspired,
-                                       pending.synthesis_failure ? nullptr : &pending.solution,
-                                       proposal.template_name, proposal.point);
-  if (record) {
-    db_.record_synthesis(pending.candidate_id, *record);
-    add_synthesis_totals(*record);
-  }
-  if (!pending.synthesis_failure) programs_[pending.candidate_id] = pending.solution;
+  const bool has_program = !request && !pending.synthesis_failure;
+  pending.candidate_id =
+      candidate_for(agent.name(), parent, inspired, has_program ? &pending.solution : nullptr,
+                    proposal.template_name, proposal.point);
+  if (request)
+    ask(pending, std::move(*request));
+  else if (has_program)
+    programs_[pending.candidate_id] = pending.solution;
 }
 
-Synthesis OptimizeRun::synthesize(Pending& pending, const SynthesisRequest& request) {
-  SynthesisOutcome outcome = target_.code_synthesizer->synthesize(request);
+void OptimizeRun::ask(Pending& pending, SynthesisRequest request) {
+  if (!requests_)
+    requests_ = std::make_unique<TaskPool>(static_cast<std::size_t>(options_.synthesis_parallel));
+  pending.move = request.move;
+  pending.answer = std::make_shared<SynthesisOutcome>();
+  pending.program =
+      requests_->run([synthesizer = target_.code_synthesizer, request = std::move(request),
+                      answer = pending.answer] { *answer = synthesizer->synthesize(request); });
+}
+
+// The program is stored before the record that says the synthesizer answered, so that a run
+// stopped in between finds the program on --resume rather than a failure without a reason.
+void OptimizeRun::accept_program(Pending& pending) {
+  pending.program.get();  // what the synthesizer threw (an unusable configuration) ends the run
+  SynthesisOutcome outcome = std::move(*pending.answer);
+  pending.answer.reset();
   nlohmann::json exchanges = nlohmann::json::array();
   for (const SynthesisExchange& exchange : outcome.exchanges)
     exchanges.push_back({{"model", exchange.model},
@@ -147,7 +164,7 @@ Synthesis OptimizeRun::synthesize(Pending& pending, const SynthesisRequest& requ
   Synthesis record{code_template_,
                    outcome.exchanges.empty() ? "" : outcome.exchanges.back().model,
                    objects_.put(nlohmann::json{
-                       {"move", synthesis_move_name(request.move)},
+                       {"move", synthesis_move_name(pending.move)},
                        {"failure", outcome.failure},
                        {"exchanges",
                         exchanges}}.dump()),
@@ -156,12 +173,17 @@ Synthesis OptimizeRun::synthesize(Pending& pending, const SynthesisRequest& requ
                    outcome.usage.output_tokens,
                    outcome.usage.cost_usd,
                    outcome.usage.from_cache};
-  if (outcome.solution)
+  if (outcome.solution) {
     pending.solution = std::move(*outcome.solution);
-  else
+    db_.set_candidate_solution(pending.candidate_id,
+                               objects_.put(solution_to_json(pending.solution).dump()));
+    programs_[pending.candidate_id] = pending.solution;
+  } else {
     pending.synthesis_failure = outcome.failure;
+  }
   pending.transport_failure = outcome.transport_failure;
-  return record;
+  db_.record_synthesis(pending.candidate_id, record);
+  pending.synthesis = std::move(record);
 }
 
 void OptimizeRun::add_synthesis_totals(const Synthesis& record) {
@@ -187,6 +209,10 @@ std::optional<std::string> OptimizeRun::synthesis_budget_spent() const {
 
 // What the code synthesizer is told about a candidate it builds on.
 std::optional<CandidateContext> OptimizeRun::context_of(int64_t candidate_id) {
+  // A program is shown once its result is applied: whether it is written yet is up to timing.
+  if (candidate_id != baseline_candidate_ && is_code(known_of(candidate_id).template_name) &&
+      !measurement_of_candidate(candidate_id))
+    return std::nullopt;
   auto solution = solution_of(candidate_id);
   if (!solution) return std::nullopt;
   CandidateContext context;

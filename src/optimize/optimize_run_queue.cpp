@@ -20,6 +20,10 @@ using Seconds = std::chrono::duration<double>;
 /// What the diagnosis adds to a favoured agent's bandit score: about one verified improvement.
 constexpr double kAdviceBonus = 0.5;
 
+/// How long the search waits on the pool, or on a request, while programs are being written:
+/// short beside an LLM's answer or a measurement, long beside a turn of the loop.
+constexpr std::chrono::milliseconds kWritingPoll{20};
+
 }  // namespace
 
 void OptimizeRun::measure_baseline() {
@@ -56,27 +60,43 @@ void OptimizeRun::measure_baseline() {
 void OptimizeRun::enqueue(Pending pending) {
   pending.measurement = stored_measurement(pending.candidate_id);
   pending.replayed = pending.measurement.has_value();
-  if (!pending.measurement && pending.synthesis_failure) {
+  if (!pending.program.valid()) prepare_measurement(pending);
+  queue_.push_back(std::move(pending));
+}
+
+void OptimizeRun::prepare_measurement(Pending& pending) {
+  if (pending.measurement) return;
+  if (pending.synthesis_failure) {
     Measurement failed;
     failed.passed = false;
     failed.status = EvalStatus::SynthesisFailed;
     failed.log = *pending.synthesis_failure;
     record_evaluation(pending.candidate_id, failed, {});
     pending.measurement = std::move(failed);
+    return;
   }
-  if (builds_ && !pending.measurement) {
-    // The job gets its own copy: the pending entry is moved into the queue below.
+  if (builds_) {
+    // The job gets its own copy: the pending entry may move within the queue.
     CandidateEvaluator* evaluator = &evaluator_;
     pending.build =
         builds_->run([evaluator, solution = pending.solution] { evaluator->prebuild(solution); });
   }
-  queue_.push_back(std::move(pending));
+}
+
+void OptimizeRun::take_programs() {
+  for (Pending& pending : queue_) {
+    if (!pending.program.valid() ||
+        pending.program.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      continue;
+    accept_program(pending);
+    prepare_measurement(pending);
+  }
 }
 
 void OptimizeRun::submit_ready() {
   for (Pending& pending : queue_) {
     if (in_flight_ >= pool_.capacity()) return;
-    if (pending.submitted || pending.measurement) continue;
+    if (pending.submitted || pending.measurement || pending.program.valid()) continue;
     const auto wait_start = Clock::now();
     if (pending.build.valid()) pending.build.wait();
     pending.submitted_at = Clock::now();
@@ -87,9 +107,22 @@ void OptimizeRun::submit_ready() {
   }
 }
 
-void OptimizeRun::receive() {
-  if (in_flight_ == 0) throw std::logic_error("OptimizeRun::receive: nothing in flight");
-  EvaluationPool::Done done = pool_.next();
+// While programs are being written, neither the pool nor a request is waited on for long: the
+// first to finish is taken at the next turn of the search loop.
+void OptimizeRun::wait_for_work() {
+  const auto writing = std::find_if(queue_.begin(), queue_.end(),
+                                    [](const Pending& pending) { return pending.program.valid(); });
+  if (writing == queue_.end()) {
+    if (in_flight_ == 0) throw std::logic_error("OptimizeRun: nothing in flight or being written");
+    receive(pool_.next());
+  } else if (in_flight_ == 0) {
+    writing->program.wait_for(kWritingPoll);
+  } else if (auto done = pool_.next_within(kWritingPoll)) {
+    receive(std::move(*done));
+  }
+}
+
+void OptimizeRun::receive(EvaluationPool::Done done) {
   const auto found = std::find_if(queue_.begin(), queue_.end(), [&](const Pending& pending) {
     return pending.submitted && !pending.measurement &&
            static_cast<uint64_t>(pending.candidate_id) == done.ticket;
@@ -109,6 +142,7 @@ void OptimizeRun::receive() {
 void OptimizeRun::complete(Pending& pending) {
   const Measurement& measurement = *pending.measurement;
   ++evaluated_;
+  if (pending.synthesis) add_synthesis_totals(*pending.synthesis);
   passed_ += measurement.passed;
   Known& known = known_.at(pending.key);
   known.measurement = measurement;
@@ -165,7 +199,8 @@ bool OptimizeRun::update_incumbent(const CandidateResult& result, int64_t candid
 void OptimizeRun::conclude_from_parent(const Agent& proposer, std::size_t agent_index, int node_id,
                                        int64_t candidate_id, const Measurement& measurement) {
   const SearchNode& node = proposer.tree().node(node_id);
-  if (!node.parent) return;
+  // "Changing REVISION from 3 to 11" says nothing another agent could use.
+  if (!node.parent || is_code(node.template_name)) return;
   const int64_t parent_id = candidate_of_node_.at({agent_index, *node.parent});
   const Known& parent = known_of(parent_id);
   if (!parent.measurement) return;

@@ -34,6 +34,7 @@ nlohmann::json OptimizeOptions::to_json() const {
   json["repair_rounds"] = repair_rounds;
   if (max_synthesis_tokens) json["max_synthesis_tokens"] = *max_synthesis_tokens;
   if (max_synthesis_cost_usd) json["max_synthesis_cost_usd"] = *max_synthesis_cost_usd;
+  json["synthesis_parallel"] = synthesis_parallel;
   return json;
 }
 
@@ -61,6 +62,8 @@ OptimizeOptions OptimizeOptions::from_json(const nlohmann::json& json, const std
     if (json.contains(field)) options.max_synthesis_tokens = json.at(field).get<int64_t>();
     field = "max_synthesis_cost_usd";
     if (json.contains(field)) options.max_synthesis_cost_usd = json.at(field).get<double>();
+    // Runs stored before requests ran concurrently asked one at a time.
+    field = "synthesis_parallel", options.synthesis_parallel = json.value(field, 1);
   } catch (const nlohmann::json::exception& error) {
     throw InputError(fmt::format("{}: field \"{}\": {}", where, field, error.what()));
   }
@@ -105,6 +108,8 @@ void Orchestrator::check_options() const {
   if (options_.code_share < 0 || options_.code_share > 1)
     throw InputError("--code-share: expected a value from 0 to 1");
   if (options_.repair_rounds < 0) throw InputError("--repair-rounds: expected 0 or more");
+  if (options_.synthesis_parallel < 1)
+    throw InputError("--synthesis-parallel: expected at least 1 request");
   if (target_.templates.empty() && !target_.code_synthesizer)
     throw InputError(fmt::format("problem {}: no template serves it on {}",
                                  target_.problem->definition.name, target_.device));

@@ -9,14 +9,17 @@
 // candidates were proposed, one before each new proposal, and the queue is full whenever an agent
 // proposes. So which agent proposes next (a seeded bandit), what it proposes (its seeded policy)
 // and which results it has seen when it does (all but those of the window()-1 newest candidates)
-// depend only on the seed, `build_ahead`, `in_flight` and the results, never on timing or on the
-// order evaluations finish in. With one evaluation in flight a run is the serial one; with
-// several, which device measures which candidate, and so the noise on each result, is up to
-// timing (the stored evaluation says where it ran). A resumed run replays the stored candidates
+// depend only on the seed, `build_ahead`, `in_flight`, `synthesis_parallel` and the results, never
+// on timing, on the order evaluations finish in or on the order a code synthesizer answers in:
+// its requests are made when the candidate is proposed, from applied results only, and run on
+// threads of their own while the search goes on. With one evaluation in flight a run is the serial
+// one; with several, which device measures which candidate, and so the noise on each result, is up
+// to timing (the stored evaluation says where it ran). A resumed run replays the stored candidates
 // and results through the same steps, checks that each proposal equals the stored one, and
 // carries on with the same trees, budget and board.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -61,10 +64,19 @@ struct OptimizeOptions {
   int repair_rounds = 1;
   std::optional<int64_t> max_synthesis_tokens;
   std::optional<double> max_synthesis_cost_usd;
+  /// Requests to the code synthesizer running at once (an LLM answers in seconds to minutes):
+  /// with a synthesizer, the queue holds at least this many candidates, so that as many agents'
+  /// requests are out together while the devices measure. A synthesis budget may then be passed
+  /// by up to this many requests less one, those already asked when it is reached.
+  int synthesis_parallel = 4;
 
   /// Candidates queued at once: those in flight, `build_ahead` compiling ahead and one more per
-  /// extra evaluation in flight, so that one slow evaluation leaves the other devices work.
-  int window() const { return build_ahead + 2 * in_flight - 1; }
+  /// extra evaluation in flight, so that one slow evaluation leaves the other devices work; with
+  /// a code synthesizer, at least `synthesis_parallel`.
+  int window(bool synthesizing) const {
+    const int measuring = build_ahead + 2 * in_flight - 1;
+    return synthesizing ? std::max(measuring, synthesis_parallel) : measuring;
+  }
 
   nlohmann::json to_json() const;
   /// InputError naming `where` and the field on a bad value.

@@ -50,6 +50,10 @@ class Database {
   std::optional<Candidate> find_candidate(int64_t candidate_id);
   /// The run's candidates by seq.
   std::vector<Candidate> candidates_of(int64_t run_id);
+  /// Gives a code candidate, stored when it was proposed, the program its synthesizer wrote
+  /// since. InternalError once the candidate has a synthesis record or an evaluation: a
+  /// candidate's program never changes after it was answered for.
+  void set_candidate_solution(int64_t candidate_id, const std::string& solution_key);
   /// The run's candidates without an evaluation, by seq: what a resumed run queues again.
   std::vector<Candidate> unevaluated_candidates(int64_t run_id);
 
@@ -75,8 +79,6 @@ class Database {
   /// object must be stored first).
   void record_synthesis(int64_t candidate_id, const Synthesis& synthesis);
   std::optional<Synthesis> synthesis_of(int64_t candidate_id);
-  /// Sums over the run's syntheses.
-  SynthesisTotals synthesis_totals(int64_t run_id);
 
   /// Stores a profile of a candidate on a workload, replacing an earlier one of the same pair.
   void record_profile(const Profile& profile);

@@ -90,6 +90,22 @@ std::vector<Candidate> Database::unevaluated_candidates(int64_t run_id) {
   return all_candidates(query, file());
 }
 
+void Database::set_candidate_solution(int64_t candidate_id, const std::string& solution_key) {
+  sqlite::Transaction transaction(connection());
+  if (!find_candidate(candidate_id))
+    throw InputError(fmt::format("{}: candidate {} does not exist", file().string(), candidate_id));
+  if (evaluation_of(candidate_id) || synthesis_of(candidate_id))
+    throw InternalError(
+        fmt::format("{}: candidate {} already has its program: it was answered for or evaluated",
+                    file().string(), candidate_id));
+  connection()
+      .prepare("UPDATE candidates SET solution_key = ? WHERE id = ?")
+      .bind(1, solution_key)
+      .bind(2, candidate_id)
+      .run();
+  transaction.commit();
+}
+
 void Database::record_evaluation(int64_t candidate_id, const Evaluation& evaluation) {
   sqlite::Transaction transaction(connection());
   const std::optional<Candidate> candidate = find_candidate(candidate_id);

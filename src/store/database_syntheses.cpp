@@ -38,15 +38,4 @@ std::optional<Synthesis> Database::synthesis_of(int64_t candidate_id) {
   return synthesis;
 }
 
-SynthesisTotals Database::synthesis_totals(int64_t run_id) {
-  sqlite::Statement query = connection().prepare(
-      "SELECT COUNT(*), COALESCE(SUM(from_cache), 0), COALESCE(SUM(failure != ''), 0), "
-      "COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
-      "COALESCE(SUM(cost_usd), 0) FROM syntheses JOIN candidates ON candidates.id = "
-      "syntheses.candidate_id WHERE candidates.run_id = ?");
-  query.bind(1, run_id).step();
-  return {query.int64(0), query.int64(1), query.int64(2),
-          query.int64(3), query.int64(4), query.real(5)};
-}
-
 }  // namespace kernelarc

@@ -4,6 +4,14 @@
 // goes back once with its error, and a resumed run asks for nothing it already has.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "codesynth/llm_synthesizer.h"
@@ -21,18 +29,30 @@ namespace {
 
 using testing::kProblem;
 using testing::LandscapeEvaluator;
+using testing::Proposed;
 using testing::sequence;
 using testing::SilentProgress;
 using testing::TempDir;
 
 /// Writes a program whose text follows from the request (so a run is reproducible); every
-/// fifth answer holds no program and every seventh computes a wrong answer.
+/// fifth answer holds no program and every seventh computes a wrong answer. The search asks it
+/// from several threads at once; `answer_after` may hold an answer back, as a model does.
 class ScriptedSynthesizer : public CodeSynthesizer {
  public:
   std::string name() const override { return "scripted"; }
 
   SynthesisOutcome synthesize(const SynthesisRequest& request) override {
-    requests.push_back(request);
+    {
+      const std::lock_guard lock(mutex);
+      requests.push_back(request);
+      max_at_once = std::max(max_at_once, ++at_once);
+    }
+    arrived.notify_all();
+    if (answer_after) answer_after(request);
+    {
+      const std::lock_guard lock(mutex);
+      --at_once;
+    }
     SynthesisOutcome outcome;
     const uint64_t draw = std::stoull(
         content_hash(fmt::format("{}:{}", request.seed, synthesis_move_name(request.move)))
@@ -53,7 +73,18 @@ class ScriptedSynthesizer : public CodeSynthesizer {
     return outcome;
   }
 
+  /// Waits until `count` requests have arrived, or `limit`; whether they did.
+  bool wait_for_requests(std::size_t count, std::chrono::milliseconds limit) {
+    std::unique_lock lock(mutex);
+    return arrived.wait_for(lock, limit, [&] { return requests.size() >= count; });
+  }
+
+  std::function<void(const SynthesisRequest&)> answer_after;
+  std::mutex mutex;
+  std::condition_variable arrived;
   std::vector<SynthesisRequest> requests;
+  int at_once = 0;
+  int max_at_once = 0;  ///< the most requests being answered at one time
 };
 
 class CodeSynthesisTest : public ::testing::Test {
@@ -72,29 +103,47 @@ class CodeSynthesisTest : public ::testing::Test {
     return resume ? orchestrator.resume(*resume) : orchestrator.run();
   }
 
+  void check_programs_and_failures(int parallel);
+
   SearchSetup setup_;
   ScriptedSynthesizer synthesizer_;
   SilentProgress progress_;
 };
 
+// With one request at a time and with several out at once (parallel 2 once drew a program's
+// revision number from a board conclusion and proposed a revision it already had).
 TEST_F(CodeSynthesisTest, ProgramsAreCandidatesAndFailuresAreRecordedWithTheirReasons) {
+  for (const int parallel : {1, 2, 4}) {
+    SCOPED_TRACE(fmt::format("synthesis_parallel {}", parallel));
+    synthesizer_.requests.clear();
+    check_programs_and_failures(parallel);
+  }
+}
+
+void CodeSynthesisTest::check_programs_and_failures(int parallel) {
   TempDir dir;
   Workspace workspace(dir.path());
   LandscapeEvaluator evaluator(setup_.problem());
   OptimizeOptions options;
   options.budget = 40;
   options.agents = {"explore", "memory"};
+  options.synthesis_parallel = parallel;
   const OptimizeSummary summary = optimize(workspace, options, evaluator);
   EXPECT_EQ(summary.evaluated, 40);
 
   Database& db = workspace.database();
   int programs = 0, no_program = 0, templates = 0;
+  int64_t first_program = -1, last_template = -1;
   for (const Candidate& candidate : db.candidates_of(summary.run_id)) {
     if (candidate.template_name != "scripted") {
-      templates += candidate.agent != "baseline";
+      if (candidate.agent != "baseline") {
+        ++templates;
+        last_template = candidate.seq;
+      }
       EXPECT_FALSE(db.synthesis_of(candidate.id));
       continue;
     }
+    if (first_program < 0) first_program = candidate.seq;
     const auto synthesis = db.synthesis_of(candidate.id);
     ASSERT_TRUE(synthesis) << "candidate " << candidate.id << " has no synthesis record";
     EXPECT_EQ(synthesis->model, "scripted-model");
@@ -112,7 +161,8 @@ TEST_F(CodeSynthesisTest, ProgramsAreCandidatesAndFailuresAreRecordedWithTheirRe
   }
   EXPECT_GT(programs, 3);
   EXPECT_GT(no_program, 0);
-  EXPECT_GT(templates, 3) << "the template agents keep searching beside the programs";
+  EXPECT_GT(templates, 1);
+  EXPECT_GT(last_template, first_program) << "the agents keep searching templates beside programs";
   EXPECT_EQ(summary.synthesis.calls, programs + no_program);
   EXPECT_EQ(summary.synthesis.input_tokens, 1000 * summary.synthesis.calls);
   EXPECT_DOUBLE_EQ(summary.synthesis.cost_usd, 0.01 * summary.synthesis.calls);
@@ -194,9 +244,73 @@ TEST_F(CodeSynthesisTest, TheTokenBudgetStopsTheRun) {
   options.budget = 40;
   options.agents = {"explore"};
   options.max_synthesis_tokens = 3000;  // 1200 a call: the third call reaches it
+  options.synthesis_parallel = 1;
   const OptimizeSummary summary = optimize(workspace, options, evaluator, false);
   EXPECT_EQ(summary.synthesis.calls, 3);
   EXPECT_NE(summary.stop_reason.find("synthesis budget"), std::string::npos) << summary.stop_reason;
+
+  // With four requests out at once, the three already asked when the third answer is applied
+  // are answered and counted too, and nothing more is asked.
+  TempDir parallel_dir;
+  Workspace parallel_workspace(parallel_dir.path());
+  LandscapeEvaluator parallel_evaluator(setup_.problem());
+  options.synthesis_parallel = 4;
+  const OptimizeSummary parallel = optimize(parallel_workspace, options, parallel_evaluator, false);
+  EXPECT_EQ(parallel.synthesis.calls, 6);
+  EXPECT_EQ(parallel.evaluated, 6);
+  EXPECT_NE(parallel.stop_reason.find("synthesis budget"), std::string::npos)
+      << parallel.stop_reason;
+}
+
+// Agents' requests are out together: the first is held until a second arrives, which a search
+// asking one at a time would never send. Which answer comes first changes nothing stored.
+TEST_F(CodeSynthesisTest, RequestsRunTogetherAndTheOrderOfAnswersChangesNothing) {
+  OptimizeOptions options;
+  options.budget = 16;
+  options.agents = {"explore", "memory"};
+  options.synthesis_parallel = 4;
+  std::vector<std::vector<Proposed>> runs;
+  std::vector<std::vector<std::string>> programs;
+  for (const bool early_first : {true, false}) {
+    synthesizer_.requests.clear();
+    synthesizer_.max_at_once = 0;
+    bool first = true;
+    synthesizer_.answer_after = [&](const SynthesisRequest& request) {
+      bool hold = false;
+      {
+        const std::lock_guard lock(synthesizer_.mutex);
+        hold = std::exchange(first, false);
+      }
+      if (hold)
+        EXPECT_TRUE(synthesizer_.wait_for_requests(2, std::chrono::seconds(20)))
+            << "the second request never came while the first was out";
+      // Answers come back in another order in each run: by seed, one way then the other.
+      const auto slot = static_cast<int>(request.seed % 4);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 * (early_first ? slot : 3 - slot)));
+    };
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    const OptimizeSummary summary = optimize(workspace, options, evaluator, false);
+    EXPECT_EQ(summary.evaluated, 16);
+    EXPECT_GE(synthesizer_.max_at_once, 2);
+    runs.push_back(sequence(workspace.database(), summary.run_id));
+    std::vector<std::string> keys;
+    for (const Candidate& candidate : workspace.database().candidates_of(summary.run_id))
+      keys.push_back(candidate.solution_key);
+    programs.push_back(std::move(keys));
+  }
+  synthesizer_.answer_after = nullptr;
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(programs[0], programs[1]);
+
+  options.synthesis_parallel = 1;
+  synthesizer_.max_at_once = 0;
+  TempDir dir;
+  Workspace workspace(dir.path());
+  LandscapeEvaluator evaluator(setup_.problem());
+  optimize(workspace, options, evaluator, false);
+  EXPECT_EQ(synthesizer_.max_at_once, 1);
 }
 
 TEST_F(CodeSynthesisTest, AResumedRunAsksForNothingItHasAndEndsTheSame) {
@@ -218,18 +332,28 @@ TEST_F(CodeSynthesisTest, AResumedRunAsksForNothingItHasAndEndsTheSame) {
   const int64_t run_id = workspace.database().list_runs().back().id;
   const std::size_t before_crash = synthesizer_.requests.size();
 
+  // Requests still out when the run stopped left no record: those are asked again.
+  std::size_t answered_before_crash = 0;
+  for (const Candidate& candidate : workspace.database().candidates_of(run_id))
+    answered_before_crash += workspace.database().synthesis_of(candidate.id).has_value();
+  EXPECT_LE(answered_before_crash, before_crash);
+
+  synthesizer_.requests.clear();
   LandscapeEvaluator resumed(setup_.problem());
   const auto summary = optimize(workspace, OptimizeOptions{}, resumed, true, run_id);
   EXPECT_EQ(summary.evaluated, reference.evaluated);
+  EXPECT_EQ(summary.synthesis.calls, reference.synthesis.calls);
   EXPECT_EQ(sequence(workspace.database(), run_id), sequence(whole.database(), reference.run_id));
-  EXPECT_EQ(synthesizer_.requests.size(), asked) << "asked " << before_crash << " before the crash";
+  EXPECT_EQ(answered_before_crash + synthesizer_.requests.size(), asked)
+      << "asked " << before_crash << " before the crash, " << answered_before_crash
+      << " of them answered";
 }
 
 /// A model that answers every prompt with a program that follows from the prompt's text.
 class EchoModel : public ChatClient {
  public:
   ChatResult complete(const ModelConfig&, const ChatRequest& request) override {
-    ++calls;
+    calls.fetch_add(1);
     const std::string digest = content_hash(request.messages.back().content).substr(0, 12);
     ChatResult result;
     result.attempts = 1;
@@ -242,7 +366,7 @@ class EchoModel : public ChatClient {
                      "echo"};
     return result;
   }
-  int calls = 0;
+  std::atomic<int> calls{0};
 };
 
 TEST_F(CodeSynthesisTest, AReplayFromTheResponseCacheGivesTheSameCandidates) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "core/test_support.h"
 #include "store/database.h"
 #include "store_test_support.h"
@@ -15,13 +16,14 @@ Synthesis sample_synthesis(std::string failure, bool cached) {
   return {"llm", "model-a@openai", "0123abcd", std::move(failure), 1200, 340, 0.25, cached};
 }
 
-TEST(DatabaseSyntheses, StoresOnePerCandidateAndSumsARun) {
+TEST(DatabaseSyntheses, StoresOnePerCandidate) {
   TempDir dir;
   Database db(dir / "kernelarc.db");
-  const auto [run, other_run, first, second, elsewhere] = testing::two_runs(db);
-  db.record_synthesis(first, sample_synthesis("", false));
+  const auto runs = testing::two_runs(db);
+  const int64_t second = runs.second;
+  db.record_synthesis(runs.first, sample_synthesis("", false));
   db.record_synthesis(second, sample_synthesis("no code block in the answer", true));
-  db.record_synthesis(elsewhere, sample_synthesis("", false));
+  db.record_synthesis(runs.elsewhere, sample_synthesis("", false));
 
   const auto stored = db.synthesis_of(second);
   ASSERT_TRUE(stored);
@@ -30,15 +32,22 @@ TEST(DatabaseSyntheses, StoresOnePerCandidateAndSumsARun) {
   EXPECT_EQ(stored->input_tokens, 1200);
   EXPECT_TRUE(stored->from_cache);
   EXPECT_FALSE(db.synthesis_of(second + 100));
+}
 
-  const SynthesisTotals totals = db.synthesis_totals(run);
-  EXPECT_EQ(totals.calls, 2);
-  EXPECT_EQ(totals.cached, 1);
-  EXPECT_EQ(totals.failures, 1);
-  EXPECT_EQ(totals.input_tokens, 2400);
-  EXPECT_EQ(totals.output_tokens, 680);
-  EXPECT_DOUBLE_EQ(totals.cost_usd, 0.5);
-  EXPECT_EQ(db.synthesis_totals(other_run).calls, 1);
+// A code candidate is stored when proposed, without a program; the program its synthesizer
+// wrote follows, and can no longer change once the synthesis is recorded.
+TEST(DatabaseSyntheses, AProgramWrittenLaterIsStoredOnceBeforeItsRecord) {
+  TempDir dir;
+  Database db(dir / "kernelarc.db");
+  const auto runs = testing::two_runs(db);
+  const int64_t first = runs.first;
+  db.set_candidate_solution(first, "program-key");
+  EXPECT_EQ(db.find_candidate(first)->solution_key, "program-key");
+  EXPECT_NE(db.find_candidate(runs.second)->solution_key, "program-key");
+  db.record_synthesis(first, sample_synthesis("", false));
+  EXPECT_THROW(db.set_candidate_solution(first, "another-key"), InternalError);
+  EXPECT_EQ(db.find_candidate(first)->solution_key, "program-key");
+  EXPECT_THROW(db.set_candidate_solution(runs.elsewhere + 100, "program-key"), InputError);
 }
 
 }  // namespace
