@@ -13,6 +13,7 @@
 
 #include "app/optimize_session.h"
 #include "app/optimize_skills.h"
+#include "app/report_file.h"
 #include "app/table.h"
 #include "backend/backend.h"
 #include "cli/code_synth_flags.h"
@@ -154,7 +155,8 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
   out << fmt::format("lineage: {}\n", fmt::join(steps, " -> "));
 }
 
-int run_optimize(OptimizeFlags flags, bool resume_given) {
+/// `report` set: --report was given, with a path or none (the run's directory).
+int run_optimize(OptimizeFlags flags, bool resume_given, const std::optional<std::string>& report) {
   // From here on guard.device is one device, the run's; the session measures on all of them.
   flags.devices = flags.guard.device;
   flags.guard.device = search_devices(flags.devices, flags.cpu_workers).front().device;
@@ -208,6 +210,15 @@ int run_optimize(OptimizeFlags flags, bool resume_given) {
           summary.speedup->high);
     write_outputs(out, summary.best(), summary_to_json(summary));
     std::cout << fmt::format("best solution written to {}\n", (out / "solution.json").string());
+  }
+  if (report) {
+    std::filesystem::path path(*report);
+    if (report->empty()) {
+      path = workspace.root() / "runs" / std::to_string(summary.run_id) / "report.html";
+      std::filesystem::create_directories(path.parent_path());
+    }
+    write_run_report(workspace, summary.run_id, path);
+    std::cout << fmt::format("report written to {}\n", path.string());
   }
   return summary.finalists.empty() ? 1 : 0;
 }
@@ -286,9 +297,16 @@ CommandRunner add_optimize_command(CLI::App& app) {
                   "with --redis: jobs on the queue at once (default: one per worker of the run's "
                   "device kind seen in the last ten minutes)");
   add_profile_flags(*cmd, flags->profile, /*with_top=*/true);
-  return [flags, resume, redis] {
+  auto report_path = std::make_shared<std::string>();
+  auto* report = cmd->add_option("--report", *report_path,
+                                 "write the run's HTML report at the end (default "
+                                 "WORKSPACE/runs/ID/report.html)")
+                     ->expected(0, 1);
+  return [flags, resume, redis, report, report_path] {
     if (!redis->url.empty()) flags->remote_pool = redis_pool_factory(*redis);
-    return run_optimize(*flags, resume->count() > 0);
+    return run_optimize(
+        *flags, resume->count() > 0,
+        report->count() > 0 ? std::optional<std::string>(*report_path) : std::nullopt);
   };
 }
 
