@@ -26,6 +26,7 @@
 //   "conclusions": [string, ...],                      optional
 //   "winner": {"label": string,                        optional object; label required
 //              "parent_label": string,                 optional
+//              "changes": string,                      optional: knobs changed from the parent
 //              "files": [{"path": string, "content": string,           files optional,
 //                         "diff": [{"op": " " | "+" | "-", "text": string}]}]},  diff optional
 //   "diagnosis": [string, ...],                        optional

@@ -233,8 +233,15 @@ Json run_facts(const Run& run, const Json& summary) {
   return facts;
 }
 
+/// What the lineage's step to the winner changed ("VEC 8->4"), or "".
+std::string winner_changes(const Json& summary, int64_t winner_id) {
+  for (const Json& step : summary.value("lineage", Json::array()))
+    if (step.value("candidate", int64_t{0}) == winner_id) return step.value("changes", "");
+  return "";
+}
+
 Json winner_of(Workspace& workspace, const std::vector<Candidate>& candidates,
-               std::optional<int64_t> winner_id) {
+               std::optional<int64_t> winner_id, const Json& summary) {
   const auto found = std::find_if(candidates.begin(), candidates.end(),
                                   [&](const Candidate& c) { return c.id == winner_id; });
   if (!winner_id || found == candidates.end()) return Json();
@@ -242,6 +249,7 @@ Json winner_of(Workspace& workspace, const std::vector<Candidate>& candidates,
   if (found->parent_id) parent = workspace.database().find_candidate(*found->parent_id);
   return {{"label", candidate_label(workspace, *found)},
           {"parent_label", parent ? Json(candidate_label(workspace, *parent)) : Json()},
+          {"changes", winner_changes(summary, *winner_id)},
           {"files", winner_files(workspace, *found, parent)}};
 }
 
@@ -285,7 +293,7 @@ Json run_report_model(Workspace& workspace, int64_t run_id) {
       {"roofline", roofline},
       {"workloads", workload_bars(summary, workload_names)},
       {"conclusions", conclusions},
-      {"winner", winner_of(workspace, candidates, context.winner_id)},
+      {"winner", winner_of(workspace, candidates, context.winner_id, summary)},
       {"diagnosis", diagnosis_lines(winner_diagnosis)}};
 }
 

@@ -174,7 +174,8 @@ Candidate parse_candidate(const Json& json, const std::string& path) {
 
 Winner parse_winner(const Json& json, const std::string& path) {
   const Fields f(json, path);
-  Winner winner{f.string("label"), f.optional_string("parent_label"), {}};
+  Winner winner{
+      f.string("label"), f.optional_string("parent_label"), {}, f.optional_string("changes")};
   const Json& files = f.list("files");
   for (std::size_t i = 0; i < files.size(); ++i) {
     const Fields file(files[i], indexed(f.field("files"), i));

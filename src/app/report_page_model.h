@@ -54,6 +54,9 @@ struct Winner {
   std::string label;
   std::optional<std::string> parent_label;
   std::vector<SourceFile> files;
+  /// "VEC 8->4": what the winner's knob point changed from its parent's (template winners'
+  /// sources equal their parent's; the knobs are build flags).
+  std::optional<std::string> changes;
 };
 
 struct Problem {

@@ -210,6 +210,8 @@ std::string winner_section(const Model& m) {
     }
   out += fmt::format("</p>\n<p>Parent: {}</p>\n",
                      w.parent_label ? escape(*w.parent_label) : "none (a root candidate)");
+  if (w.changes && !w.changes->empty())
+    out += fmt::format("<p>Changed from the parent: <code>{}</code></p>\n", escape(*w.changes));
   if (w.files.empty()) return out + sentence("No source files were stored with the winner.");
   for (const SourceFile& file : w.files) {
     out += fmt::format("<h3><code>{}</code></h3>\n", escape(file.path));

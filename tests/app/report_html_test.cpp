@@ -242,12 +242,13 @@ TEST(ReportHtml, EscapesEveryTextItShows) {
   model["diagnosis"].push_back(evil);
   model["winner"]["label"] = evil;
   model["winner"]["parent_label"] = evil;
+  model["winner"]["changes"] = evil;
   model["winner"]["files"][0]["path"] = evil;
   model["winner"]["files"][0]["content"] = "if (a < b && c > d) { s = \"" + evil + "\"; }";
   model["winner"]["files"][0]["diff"][2]["text"] = evil;
   const std::string html = render_report_html(model);
   EXPECT_EQ(html.find("<script"), std::string::npos);
-  EXPECT_GE(report_count(html, "&lt;script&gt;alert(1)&lt;/script&gt;"), 14u);
+  EXPECT_GE(report_count(html, "&lt;script&gt;alert(1)&lt;/script&gt;"), 15u);
   EXPECT_NE(html.find("if (a &lt; b &amp;&amp; c &gt; d) { s = &quot;&lt;script&gt;"),
             std::string::npos);
 }
@@ -347,6 +348,7 @@ TEST(ReportHtml, WinnerShowsItsCodeAndADiffWithPlusAndMinusLines) {
   const std::string winner = report_section(render_report_html(model), "winner");
   EXPECT_NE(winner.find("<strong>rownorm_cuda VEC=3</strong>"), std::string::npos);
   EXPECT_NE(winner.find("Parent: rownorm_cuda VEC=1"), std::string::npos);
+  EXPECT_EQ(winner.find("Changed from the parent"), std::string::npos);  // none given
   EXPECT_NE(winner.find("<pre class=\"code\"><code>int a;\nint b2;\n</code></pre>"),
             std::string::npos);
   EXPECT_NE(winner.find("<span class=\"del\">-int b1;\n</span>"), std::string::npos);
@@ -356,6 +358,12 @@ TEST(ReportHtml, WinnerShowsItsCodeAndADiffWithPlusAndMinusLines) {
   EXPECT_NE(winner.find("<span class=\"ctx\"> line 2\n</span>"), std::string::npos);
   EXPECT_EQ(winner.find("line 3\n"), std::string::npos);
   EXPECT_NE(winner.find("17 unchanged lines"), std::string::npos);
+
+  // A template winner's sources equal its parent's: the knobs it changed say what differs.
+  model["winner"]["changes"] = "VEC 1->3";
+  EXPECT_NE(report_section(render_report_html(model), "winner")
+                .find("Changed from the parent: <code>VEC 1-&gt;3</code>"),
+            std::string::npos);
 
   model["winner"]["files"][0]["diff"] = nullptr;  // no parent: the code alone
   const std::string alone = report_section(render_report_html(model), "winner");
