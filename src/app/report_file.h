@@ -9,8 +9,10 @@
 
 namespace kernelarc {
 
-/// Writes the report of run `run_id` to `out` (written whole or not at all).
-void write_run_report(Workspace& workspace, int64_t run_id, const std::filesystem::path& out);
+/// Writes the report of run `run_id` to `out` (written whole or not at all), or, when `out` is
+/// empty, to WORKSPACE/runs/ID/report.html; returns where it went.
+std::filesystem::path write_run_report(Workspace& workspace, int64_t run_id,
+                                       const std::filesystem::path& out = {});
 /// Writes the report of the bench directory `bench_dir` (its bench.json) to `out`.
 void write_bench_report(const std::filesystem::path& bench_dir, const std::filesystem::path& out);
 

@@ -211,15 +211,9 @@ int run_optimize(OptimizeFlags flags, bool resume_given, const std::optional<std
     write_outputs(out, summary.best(), summary_to_json(summary));
     std::cout << fmt::format("best solution written to {}\n", (out / "solution.json").string());
   }
-  if (report) {
-    std::filesystem::path path(*report);
-    if (report->empty()) {
-      path = workspace.root() / "runs" / std::to_string(summary.run_id) / "report.html";
-      std::filesystem::create_directories(path.parent_path());
-    }
-    write_run_report(workspace, summary.run_id, path);
-    std::cout << fmt::format("report written to {}\n", path.string());
-  }
+  if (report)
+    std::cout << fmt::format("report written to {}\n",
+                             write_run_report(workspace, summary.run_id, *report).string());
   return summary.finalists.empty() ? 1 : 0;
 }
 

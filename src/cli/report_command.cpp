@@ -52,13 +52,8 @@ int run_report(const ReportFlags& flags) {
                       "output directory",
                       flags.target));
   }
-  fs::path out(flags.out);
-  if (out.empty()) {
-    out = workspace.root() / "runs" / std::to_string(run_id) / "report.html";
-    fs::create_directories(out.parent_path());
-  }
-  write_run_report(workspace, run_id, out);
-  std::cout << fmt::format("report written to {}\n", out.string());
+  std::cout << fmt::format("report written to {}\n",
+                           write_run_report(workspace, run_id, flags.out).string());
   return 0;
 }
 

@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 
 #include "cli/cli_test_support.h"
+#include "core/json_fields.h"
 #include "source_dir.h"
 #include "store/workspace.h"
 
@@ -59,13 +59,6 @@ class ReportCli : public ::testing::Test {
   fs::path dir_;
 };
 
-std::string read_whole(const fs::path& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 std::size_t count_of(const std::string& text, const std::string& part) {
   std::size_t count = 0;
   for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
@@ -90,7 +83,7 @@ TEST_F(ReportCli, AnOptimizeRunsReportLoadsCleanlyWithEverySection) {
   const fs::path report = workspace / "runs" / "1" / "report.html";
   ASSERT_NE(optimized.output.find("report written to " + report.string()), std::string::npos)
       << optimized.output;
-  const std::string html = read_whole(report);
+  const std::string html = kernelarc::read_text_file(report);
   expect_self_contained(html);
   for (const char* section :
        {"facts", "progress", "tree", "roofline", "workloads", "conclusions", "winner", "diagnosis"})
@@ -103,7 +96,7 @@ TEST_F(ReportCli, AnOptimizeRunsReportLoadsCleanlyWithEverySection) {
   const CommandResult reported =
       run("report latest --workspace " + workspace.string() + " --out " + again.string());
   ASSERT_EQ(reported.exit_code, 0) << reported.output;
-  EXPECT_EQ(read_whole(again), html);
+  EXPECT_EQ(kernelarc::read_text_file(again), html);
 
   const Loaded loaded = load_in_chromium(report);
   if (loaded.dom.empty())
@@ -125,7 +118,7 @@ TEST_F(ReportCli, AnH200BenchDirectorysReportLoadsCleanly) {
   fs::copy_file(kSource / "tests/data/report/h200_bench/bench.json", bench / "bench.json");
   const CommandResult reported = run("report " + bench.string());
   ASSERT_EQ(reported.exit_code, 0) << reported.output;
-  const std::string html = read_whole(bench / "report.html");
+  const std::string html = kernelarc::read_text_file(bench / "report.html");
   expect_self_contained(html);
   for (const char* part : {"id=\"problems\"", "id=\"workloads\"", "gemm_bf16_n4096_k4096",
                            "softmax_f32_rows", "1.31x", "cuBLASLt", "NVIDIA H200"})
