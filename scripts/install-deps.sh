@@ -9,7 +9,7 @@
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev
           libgtest-dev libxxhash-dev libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev
-          libhiredis-dev redis-server python3 python3-torch chromium)
+          libhiredis-dev redis-server python3 python3-torch pybind11-dev libtorch-dev chromium)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -79,6 +79,7 @@ GuardSession::GuardSession(const GuardFlags& flags) : flags_(flags) {
   oracle_ = std::make_unique<Oracle>(oracle_options);
 
   options_.device = flags.device;
+  options_.python = flags.python;
   options_.workspace = flags.workspace;
   options_.correctness_trials = flags.trials;
   options_.warmup = flags.warmup;

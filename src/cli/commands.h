@@ -24,5 +24,6 @@ CommandRunner add_prompt_command(CLI::App& app);
 CommandRunner add_import_command(CLI::App& app);
 CommandRunner add_explain_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);
+CommandRunner add_export_command(CLI::App& app);
 
 }  // namespace kernelarc

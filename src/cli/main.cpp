@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   add(kernelarc::add_import_command);
   add(kernelarc::add_explain_command);
   add(kernelarc::add_report_command);
+  add(kernelarc::add_export_command);
   add(kernelarc::add_worker_command);
   add(kernelarc::add_profile_run_command);
   try {

@@ -14,6 +14,7 @@
 #include "app/optimize_session.h"
 #include "app/optimize_skills.h"
 #include "app/report_file.h"
+#include "app/run_outputs.h"
 #include "app/table.h"
 #include "backend/backend.h"
 #include "cli/code_synth_flags.h"
@@ -53,24 +54,6 @@ Run run_to_resume(Database& db, const std::string& text, const std::string& prob
 
 std::string ms(const std::optional<double>& value) {
   return value ? fmt::format("{:.4f}", *value) : "-";
-}
-
-void write_outputs(const std::filesystem::path& dir, const Finalist& winner,
-                   const nlohmann::json& summary) {
-  std::filesystem::create_directories(dir / "sources");
-  auto write = [&](const std::filesystem::path& path, const std::string& text) {
-    std::filesystem::create_directories(path.parent_path());
-    std::ofstream file(path);
-    if (!file) throw InputError(fmt::format("--out: cannot write {}", path.string()));
-    file << text;
-  };
-  write(dir / "solution.json", solution_to_json(winner.solution).dump(2) + "\n");
-  for (const SourceFile& source : winner.solution.sources)
-    write(dir / "sources" / source.path, source.content);
-  OrderedJson traces = OrderedJson::array();
-  for (const Trace& trace : winner.traces) traces.push_back(trace_to_json(trace));
-  write(dir / "traces.json", traces.dump(2) + "\n");
-  write(dir / "summary.json", summary.dump(2) + "\n");
 }
 
 /// Keeps the profile records profile_best_trace attached to the finalist's traces in the store,
@@ -208,7 +191,7 @@ int run_optimize(OptimizeFlags flags, bool resume_given, const std::optional<std
           "({:.2f}-{:.2f}); the baseline stays the best solution\n",
           summary.finalists.front().candidate_id, summary.speedup->value, summary.speedup->low,
           summary.speedup->high);
-    write_outputs(out, summary.best(), summary_to_json(summary));
+    write_run_outputs(out, summary.best(), summary_to_json(summary));
     std::cout << fmt::format("best solution written to {}\n", (out / "solution.json").string());
   }
   if (report)

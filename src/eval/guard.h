@@ -51,6 +51,8 @@ struct GuardOptions {
   /// The cores the worker runs on (WorkerOptions::cpus); empty = all of this process's.
   std::vector<int> cpus;
   CpuCompileOptions cpu_compile;
+  /// The Python that builds and hosts `binding: torch` solutions; empty = the oracle's detection.
+  std::string python;
   bool time_baselines = true;  ///< time the PyTorch reference (eager; compiled on CUDA)
   /// A median below sol_margin x T_SOL is rejected as impossible (the margin absorbs the error
   /// of the calibrated ceilings).

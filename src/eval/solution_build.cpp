@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "eval/torch_binding.h"
 
 namespace kernelarc {
 
@@ -23,6 +24,22 @@ bool builds_any(const Backend& backend, const Solution& solution) {
 BuildResult build_solution(const Solution& solution, const Definition& definition,
                            const GuardOptions& options, const std::string& device_arch) {
   const Backend& backend = backend_for(options.device);
+  const bool cuda = backend.kind() == DeviceKind::Cuda;
+  // SOL-ExecBench names only GPU languages; an extension without CUDA sources runs on the CPU
+  // whatever its language says (the build refuses .cu sources there).
+  if (uses_torch_binding(solution) && (!cuda || builds_any(backend, solution))) {
+    const CompileResult built = build_torch_binding(
+        solution, definition,
+        {.cache_dir = options.workspace / "build", .python = options.python, .cuda = cuda});
+    return BuildResult{.ok = built.ok,
+                       .library = built.library,
+                       .symbol = "ka_run",
+                       .log = built.log,
+                       .cached = built.cached,
+                       .seconds = built.seconds,
+                       .cache_key = built.cache_key,
+                       .compiler = "torch.utils.cpp_extension (binding: torch)"};
+  }
   if (builds_any(backend, solution)) {
     const BackendBuild built = backend.compile(solution, definition,
                                                {.cache_dir = options.workspace / "build",

@@ -13,25 +13,27 @@ namespace kernelarc {
 
 namespace {
 
-std::filesystem::path build_root(const std::filesystem::path& cache_dir) {
-  if (cache_dir.empty()) throw InternalError("compile_cuda_solution: no cache_dir given");
-  return cache_dir / "cuda";
+std::filesystem::path build_root(const std::filesystem::path& cache_dir, std::string_view kind) {
+  if (cache_dir.empty()) throw InternalError("a build without a cache_dir");
+  return cache_dir / kind;
 }
 
 }  // namespace
 
 std::optional<std::filesystem::path> CudaBuild::cached(const std::filesystem::path& cache_dir,
                                                        const std::string& key,
-                                                       const std::string& artifact) {
-  std::filesystem::path path = build_root(cache_dir) / key / artifact;
+                                                       const std::string& artifact,
+                                                       std::string_view kind) {
+  std::filesystem::path path = build_root(cache_dir, kind) / key / artifact;
   std::error_code error;
   if (std::filesystem::exists(path, error)) return path;
   return std::nullopt;
 }
 
-CudaBuild::CudaBuild(const std::filesystem::path& cache_dir, std::string key) {
+CudaBuild::CudaBuild(const std::filesystem::path& cache_dir, std::string key,
+                     std::string_view kind) {
   static std::atomic<uint64_t> counter{0};
-  const std::filesystem::path root = build_root(cache_dir);
+  const std::filesystem::path root = build_root(cache_dir, kind);
   final_dir_ = root / key;
   work_dir_ =
       root / (".tmp-" + key + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++));

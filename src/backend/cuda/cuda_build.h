@@ -12,12 +12,14 @@
 
 namespace kernelarc {
 
-/// One build in the cache, <cache_dir>/cuda/<key>. It is made in a private temporary directory
-/// and renamed into place, so concurrent builds of one key never see each other's half-written
-/// files: the first rename wins and the others are discarded.
+/// One build in the cache, <cache_dir>/<kind>/<key> (kind "cuda", or "torch" for the PyTorch
+/// extensions that eval/torch_binding builds for any device). It is made in a private temporary
+/// directory and renamed into place, so concurrent builds of one key never see each other's
+/// half-written files: the first rename wins and the others are discarded.
 class CudaBuild {
  public:
-  CudaBuild(const std::filesystem::path& cache_dir, std::string key);
+  CudaBuild(const std::filesystem::path& cache_dir, std::string key,
+            std::string_view kind = "cuda");
   ~CudaBuild();
   CudaBuild(const CudaBuild&) = delete;
   CudaBuild& operator=(const CudaBuild&) = delete;
@@ -26,7 +28,8 @@ class CudaBuild {
   /// Throws InternalError for an empty cache_dir.
   static std::optional<std::filesystem::path> cached(const std::filesystem::path& cache_dir,
                                                      const std::string& key,
-                                                     const std::string& artifact);
+                                                     const std::string& artifact,
+                                                     std::string_view kind = "cuda");
 
   /// Where a finished build of this key lives.
   const std::filesystem::path& final_dir() const { return final_dir_; }

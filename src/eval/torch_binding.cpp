@@ -1,0 +1,255 @@
+#include "eval/torch_binding.h"
+
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "backend/build_input_policy.h"
+#include "backend/cuda/cuda_build.h"
+#include "backend/process.h"
+#include "core/dtype.h"
+#include "core/elapsed.h"
+#include "core/hash.h"
+#include "core/paths.h"
+#include "oracle/python_bridge.h"
+
+namespace kernelarc {
+namespace {
+
+using Json = nlohmann::json;
+
+// Bumped when the build recipe changes, so old cache entries are not reused.
+constexpr std::string_view kRecipeVersion = "kernelarc-torch-binding-1";
+constexpr const char* kModule = "ka_torch_ext";
+constexpr const char* kLibrary = "lib.so";
+constexpr std::chrono::seconds kDescribeTimeout{120};
+
+std::filesystem::path script(const char* name) {
+  return data_dir() / "python" / name;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+bool is_compiled_source(const std::string& path) {
+  const std::string extension = std::filesystem::path(path).extension().string();
+  return extension == ".cu" || extension == ".cpp" || extension == ".cc" || extension == ".cxx" ||
+         extension == ".c";
+}
+
+/// What kernelarc_torch_build.py says of an interpreter: where its headers and libpython are,
+/// and its torch. Asked once per interpreter per process.
+struct TorchPython {
+  Json facts;
+  std::string executable() const { return facts.value("executable", ""); }
+};
+
+std::optional<TorchPython> describe(const std::string& interpreter, std::string& why) {
+  static std::mutex mutex;
+  static std::map<std::string, Json> known;
+  std::lock_guard lock(mutex);
+  if (auto found = known.find(interpreter); found != known.end()) return TorchPython{found->second};
+  const CommandResult run = run_command(
+      {interpreter, script("kernelarc_torch_build.py").string(), "describe"}, kDescribeTimeout);
+  if (run.timed_out || run.status.signaled || run.status.exit_code != 0) {
+    why += fmt::format("{}: {}\n", interpreter, trim_build_log(run.output, 6));
+    return std::nullopt;
+  }
+  const std::size_t line = run.output.rfind('{');
+  Json facts = Json::parse(line == std::string::npos ? "" : run.output.substr(line), nullptr,
+                           /*allow_exceptions=*/false);
+  if (!facts.is_object() || facts.value("libpython", "").empty()) {
+    why += fmt::format("{}: no shared libpython to host the extension in the worker ({})\n",
+                       interpreter, run.output);
+    return std::nullopt;
+  }
+  known[interpreter] = facts;
+  return TorchPython{facts};
+}
+
+std::optional<TorchPython> find_torch_python(const std::string& configured, std::string& why) {
+  std::string origin;
+  for (const std::string& candidate : python_candidates(configured, origin))
+    if (auto found = describe(candidate, why)) return found;
+  why =
+      fmt::format("no Python with torch builds `binding: torch` solutions ({}):\n{}", origin, why);
+  return std::nullopt;
+}
+
+/// How the host calls the entry: the definition's order, dtypes and scalars.
+Json call_description(const Solution& solution, const Definition& definition, bool cuda) {
+  Json inputs = Json::array();
+  for (const TensorSpec& spec : definition.inputs)
+    inputs.push_back({{"name", spec.name},
+                      {"dtype", std::string(dtype_name(spec.dtype))},
+                      {"scalar", spec.is_scalar()}});
+  Json outputs = Json::array();
+  for (const TensorSpec& spec : definition.outputs)
+    outputs.push_back({{"name", spec.name}, {"dtype", std::string(dtype_name(spec.dtype))}});
+  return {{"destination_passing_style", solution.destination_passing_style},
+          {"cuda", cuda},
+          {"inputs", inputs},
+          {"outputs", outputs}};
+}
+
+std::string c_string(const std::string& text) {
+  return Json(text).dump(-1, ' ', /*ensure_ascii=*/false);
+}
+
+std::string shim_config(const TorchPython& python, const Solution& solution,
+                        const Json& description) {
+  return fmt::format(
+      "#define KA_PYTHON_EXECUTABLE {}\n#define KA_LIBPYTHON {}\n"
+      "#define KA_MODULE {}\n#define KA_EXTENSION_FILE {}\n#define KA_ENTRY {}\n"
+      "#define KA_CALL_DESCRIPTION {}\n",
+      c_string(python.executable()), c_string(python.facts.value("libpython", "")),
+      c_string(kModule), c_string(std::string("src/") + kModule + ".so"),
+      c_string(solution.entry_symbol), c_string(description.dump()));
+}
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string line = "$";
+  for (const std::string& arg : argv) line += " " + arg;
+  return line + "\n";
+}
+
+/// Runs one build step in `directory`; appends its output to `log`. False when it failed.
+bool run_step(const std::vector<std::string>& argv, const std::filesystem::path& directory,
+              std::chrono::seconds timeout, std::string& log) {
+  const CommandResult run = run_command(argv, timeout, directory);
+  log += command_line(argv) + run.output;
+  if (run.timed_out) {
+    log += fmt::format("(killed after {} s)\n", timeout.count());
+    return false;
+  }
+  if (run.status.signaled || run.status.exit_code != 0) {
+    log += "(" + describe_exit(run.status) + ")\n";
+    return false;
+  }
+  return true;
+}
+
+// SOL-ExecBench's defaults when a solution gives no compile options.
+std::vector<std::string> or_default(const std::vector<std::string>& given,
+                                    std::vector<std::string> fallback) {
+  return given.empty() ? fallback : given;
+}
+
+}  // namespace
+
+bool uses_torch_binding(const Solution& solution) {
+  if (solution.binding == "torch") return true;
+  if (!solution.binding.empty() || solution.entry_symbol == "ka_run") return false;
+  for (const SourceFile& source : solution.sources)
+    if (source.content.find("PYBIND11_MODULE") != std::string::npos) return true;
+  return false;
+}
+
+CompileResult build_torch_binding(const Solution& solution, const Definition& definition,
+                                  const TorchBindingOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  CompileResult result;
+  auto failed = [&](std::string log) {
+    result.log = std::move(log);
+    result.seconds = seconds_since(start);
+    return result;
+  };
+  // The build runs the solution's own build through Python, outside any sandbox.
+  if (is_synthesized_solution(solution))
+    return failed(
+        "refused to build a synthesized solution with `binding: torch`: generated "
+        "code must use kernelarc's ABI (ka_run)");
+  if (auto error = check_source_paths(solution)) return failed(*error);
+  std::vector<std::string> sources;
+  for (const SourceFile& source : solution.sources) {
+    if (!is_compiled_source(source.path)) continue;
+    if (!options.cuda && source.path.ends_with(".cu"))
+      return failed(
+          fmt::format("source {} is CUDA: a `binding: torch` solution with .cu sources "
+                      "runs on a cuda device only",
+                      source.path));
+    sources.push_back(source.path);
+  }
+  if (sources.empty()) return failed("the solution has no .cu, .cpp, .cc, .cxx or .c source");
+
+  std::string why;
+  const std::optional<TorchPython> python = find_torch_python(options.python, why);
+  if (!python) return failed(why);
+  const Json description = call_description(solution, definition, options.cuda);
+  const std::string config = shim_config(*python, solution, description);
+  const Json job = {
+      {"module", kModule},
+      {"library", std::string(kModule) + ".so"},
+      {"sources", sources},
+      {"cflags", solution.cflags},
+      {"cuda_cflags", or_default(solution.cuda_cflags, {"-O3", "--use_fast_math"})},
+      {"ldflags", or_default(solution.ld_flags, options.cuda ? std::vector<std::string>{"-lcuda"}
+                                                             : std::vector<std::string>{})},
+      {"cuda", options.cuda}};
+
+  ContentHasher hasher;
+  hasher.add(kRecipeVersion).add(python->facts.dump()).add(job.dump()).add(config);
+  for (const char* name :
+       {"kernelarc_torch_build.py", "kernelarc_torch_host.py", "kernelarc_torch_shim.c"})
+    hasher.add(read_file(script(name)));
+  hasher.add(read_file(abi_include_dir() / "kernelarc" / "abi.h"));
+  for (const SourceFile& source : solution.sources) hasher.add(source.path).add(source.content);
+  result.cache_key = hasher.hex();
+  if (auto library = CudaBuild::cached(options.cache_dir, result.cache_key, kLibrary, "torch")) {
+    result.ok = result.cached = true;
+    result.library = *library;
+    result.seconds = seconds_since(start);
+    return result;
+  }
+
+  CudaBuild build(options.cache_dir, result.cache_key, "torch");
+  const std::filesystem::path source_dir = std::filesystem::absolute(build.work_dir() / "src");
+  for (const SourceFile& source : solution.sources)
+    write_build_file(source_dir / source.path, source.content);
+  Json located = job;
+  located["directory"] = source_dir.string();
+  write_build_file(build.work_dir() / "job.json", located.dump(2));
+  write_build_file(build.work_dir() / "shim" / "ka_torch_shim_config.h", config);
+  write_build_file(build.work_dir() / "kernelarc_torch_host.py",
+                   read_file(script("kernelarc_torch_host.py")));
+
+  std::string log;
+  const std::string interpreter = python->executable();
+  if (!run_step({interpreter, script("kernelarc_torch_build.py").string(), "build", "job.json"},
+                build.work_dir(), options.timeout, log))
+    return failed(trim_build_log(log));
+  const std::string libpython = python->facts.value("libpython", "");
+  const std::vector<std::string> link_shim = {
+      find_executable("cc").value_or("cc"),
+      "-std=gnu11",
+      "-O2",
+      "-fPIC",
+      "-shared",
+      "-Ishim",
+      "-I" + abi_include_dir().string(),
+      "-I" + python->facts.value("include", ""),
+      script("kernelarc_torch_shim.c").string(),
+      "-o",
+      kLibrary,
+      libpython,
+      "-Wl,-rpath," + std::filesystem::path(libpython).parent_path().string(),
+      "-ldl",
+      "-lpthread"};
+  if (!run_step(link_shim, build.work_dir(), options.timeout, log))
+    return failed(trim_build_log(log));
+  write_build_file(build.work_dir() / "build.log", log);
+  result.library = build.commit(kLibrary);
+  result.ok = true;
+  result.log = trim_build_log(log);
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace kernelarc
