@@ -1,4 +1,5 @@
-"""Hosts a PyTorch-extension solution (`binding: torch`) inside kernelarc's worker process.
+"""Hosts a PyTorch-extension solution (`binding: torch`), or a PyTorch solution written in
+Python, inside kernelarc's worker process.
 
 The worker loads a small C library built beside the extension (its `ka_run`); on the first call
 that library starts this interpreter and asks `load` for the solution's entry. Each call hands
@@ -11,6 +12,7 @@ import ctypes
 import importlib.machinery
 import importlib.util
 import os
+import sys
 import traceback
 
 import torch
@@ -20,14 +22,19 @@ class Entry:
     """The solution's entry point and how to call it (from the definition)."""
 
     def __init__(self, library, module, entry, meta):
-        loader = importlib.machinery.ExtensionFileLoader(module, library)
-        spec = importlib.util.spec_from_file_location(module, library, loader=loader)
+        if library.endswith(".py"):
+            # A PyTorch solution: its directory first on the path, for imports among its files.
+            sys.path.insert(0, os.path.dirname(library))
+            spec = importlib.util.spec_from_file_location(module, library)
+        else:
+            loader = importlib.machinery.ExtensionFileLoader(module, library)
+            spec = importlib.util.spec_from_file_location(module, library, loader=loader)
         extension = importlib.util.module_from_spec(spec)
-        loader.exec_module(extension)
+        spec.loader.exec_module(extension)
         if not hasattr(extension, entry):
             names = sorted(name for name in dir(extension) if not name.startswith("_"))
             raise AttributeError(
-                "the extension defines no `%s` (spec.entry_point); it defines: %s"
+                "the solution defines no `%s` (spec.entry_point); it defines: %s"
                 % (entry, ", ".join(names) or "nothing"))
         self.function = getattr(extension, entry)
         # The worker runs on the cores the guard gave it; torch's pool defaults to every core of

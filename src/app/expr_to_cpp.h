@@ -3,18 +3,14 @@
 // dispatch conditions per call, from the axis values of that call.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <string_view>
 
+#include "core/expr.h"
+
 namespace kernelarc {
 
-/// The C++ text of a variable (an axis's local, a knob's value), or empty for an unknown name.
-using CppVariableText = std::function<std::string(const std::string& name)>;
-
-/// `expression` as a C++ expression of type long long with Python's integer semantics: `//`,
-/// `%`, exact `/` and `**` call the helpers of kExportExprHeader; comparisons, `and`, `or` and
-/// `not` give 0 or 1. Throws ExprError on a syntax error or an unknown variable.
+/// core's expr_to_cpp with the helpers of kExportExprHeader (namespace ka_export).
 std::string expr_to_cpp(std::string_view expression, const CppVariableText& variable);
 
 /// The file name generated code includes for those helpers, and its content.

@@ -249,9 +249,10 @@ CommandRunner add_optimize_command(CLI::App& app) {
                 "neither start from the skills of earlier runs nor record this run's");
   cmd->add_option("--wall-time", flags->wall_time_s, "stop proposing after this many seconds");
   cmd->add_option("--out", flags->out, "where the winner goes (default WORKSPACE/runs/ID)");
-  cmd->add_option("--baseline", flags->baseline,
-                  "solution speedups are measured against (default solutions/naive or "
-                  "solutions/basic; \"none\")");
+  cmd->add_option("--baseline,--parent", flags->baseline,
+                  "solution speedups are measured against and that code drafts start from "
+                  "(default solutions/naive or solutions/basic; \"none\"); a kernelarc, "
+                  "SOL-ExecBench or FlashInfer-Bench solution (a `binding: torch` extension too)");
   cmd->add_option("--templates", flags->root, "template library root");
   cmd->add_option("--file", flags->files, "NAME=PATH added to every instantiated solution");
   cmd->add_flag("--plain", flags->plain, "line output even on a terminal");

@@ -397,6 +397,59 @@ int64_t evaluate(const Node& node, const AxisValues& variables) {
   return 0;
 }
 
+std::string cpp_text(const Node& node, const CppVariableText& variable, std::string_view helpers) {
+  auto child = [&](std::size_t index) {
+    return cpp_text(*node.children[index], variable, helpers);
+  };
+  auto joined = [&](std::string_view separator, std::string_view each) {
+    std::string text;
+    for (std::size_t index = 0; index < node.children.size(); ++index) {
+      if (index) text += separator;
+      text += fmt::format(fmt::runtime(each), child(index));
+    }
+    return text;
+  };
+  switch (node.kind) {
+    case NodeKind::Number:
+      return std::to_string(node.number) + "LL";
+    case NodeKind::Variable: {
+      std::string text = variable(node.text);
+      if (text.empty()) fail(node.column, fmt::format("unknown variable '{}'", node.text));
+      return text;
+    }
+    case NodeKind::Negate:
+      return "(-" + child(0) + ")";
+    case NodeKind::Not:
+      return "static_cast<long long>((" + child(0) + ") == 0)";
+    case NodeKind::Binary: {
+      if (node.text == "+" || node.text == "-" || node.text == "*")
+        return "(" + child(0) + " " + node.text + " " + child(1) + ")";
+      const char* helper = node.text == "//"  ? "floordiv"
+                           : node.text == "%" ? "floormod"
+                           : node.text == "/" ? "exactdiv"
+                                              : "power";
+      return fmt::format("{}::{}({}, {})", helpers, helper, child(0), child(1));
+    }
+    case NodeKind::Compare: {
+      // Chained as in Python: a < b < c is a < b and b < c (the operands have no side effects).
+      std::string text;
+      for (std::size_t index = 0; index < node.compare_ops.size(); ++index)
+        text += fmt::format("{}({}) {} ({})", index ? " && " : "", child(index),
+                            node.compare_ops[index], child(index + 1));
+      return "static_cast<long long>(" + text + ")";
+    }
+    case NodeKind::And:
+      return "static_cast<long long>(" + joined(" && ", "({}) != 0") + ")";
+    case NodeKind::Or:
+      return "static_cast<long long>(" + joined(" || ", "({}) != 0") + ")";
+    case NodeKind::Min:
+    case NodeKind::Max:
+      return fmt::format("{}::{}({{{}}})", helpers, node.kind == NodeKind::Min ? "min" : "max",
+                         joined(", ", "{}"));
+  }
+  return {};
+}
+
 void collect_variables(const Node& node, std::set<std::string>& names) {
   if (node.kind == NodeKind::Variable) names.insert(node.text);
   for (const auto& child : node.children) collect_variables(*child, names);
@@ -414,6 +467,12 @@ std::set<std::string> expr_variables(std::string_view expression) {
   std::set<std::string> names;
   collect_variables(*root, names);
   return names;
+}
+
+std::string expr_to_cpp(std::string_view expression, const CppVariableText& variable,
+                        std::string_view helpers) {
+  const NodePtr root = Parser(expression).parse();
+  return cpp_text(*root, variable, helpers);
 }
 
 bool is_identifier(std::string_view text) {

@@ -34,4 +34,15 @@ bool is_identifier(std::string_view text);
 /// The variable names an expression mentions (throws ExprError on a syntax error).
 std::set<std::string> expr_variables(std::string_view expression);
 
+/// The C++ text of a variable (an axis's local, a knob's value); empty for an unknown name.
+using CppVariableText = std::function<std::string(const std::string& name)>;
+
+/// `expression` as a C++ expression of type long long with the same (Python) semantics, for
+/// generated code that another compiler builds: `//`, `%`, exact `/` and `**` call
+/// `helpers`::floordiv, floormod, exactdiv and power, min and max `helpers`::min({...}) and
+/// max({...}); comparisons, `and`, `or` and `not` give 0 or 1. Throws ExprError on a syntax error
+/// or an unknown variable.
+std::string expr_to_cpp(std::string_view expression, const CppVariableText& variable,
+                        std::string_view helpers);
+
 }  // namespace kernelarc

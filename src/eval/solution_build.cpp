@@ -27,7 +27,8 @@ BuildResult build_solution(const Solution& solution, const Definition& definitio
   const bool cuda = backend.kind() == DeviceKind::Cuda;
   // SOL-ExecBench names only GPU languages; an extension without CUDA sources runs on the CPU
   // whatever its language says (the build refuses .cu sources there).
-  if (uses_torch_binding(solution) && (!cuda || builds_any(backend, solution))) {
+  if (is_pytorch_solution(solution) ||
+      (uses_torch_binding(solution) && (!cuda || builds_any(backend, solution)))) {
     const CompileResult built = build_torch_binding(
         solution, definition,
         {.cache_dir = options.workspace / "build", .python = options.python, .cuda = cuda});
@@ -38,7 +39,9 @@ BuildResult build_solution(const Solution& solution, const Definition& definitio
                        .cached = built.cached,
                        .seconds = built.seconds,
                        .cache_key = built.cache_key,
-                       .compiler = "torch.utils.cpp_extension (binding: torch)"};
+                       .compiler = is_pytorch_solution(solution)
+                                       ? "python (PyTorch solution, hosted in the worker)"
+                                       : "torch.utils.cpp_extension (binding: torch)"};
   }
   if (builds_any(backend, solution)) {
     const BackendBuild built = backend.compile(solution, definition,

@@ -1,5 +1,6 @@
 #include "eval/torch_binding.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -103,15 +104,22 @@ std::string c_string(const std::string& text) {
   return Json(text).dump(-1, ' ', /*ensure_ascii=*/false);
 }
 
+/// What the worker's host loads: the extension the build makes, or a Python solution's entry
+/// file as it is (relative to the build directory).
+struct HostedModule {
+  std::string name;
+  std::string file;
+};
+
 std::string shim_config(const TorchPython& python, const Solution& solution,
-                        const Json& description) {
+                        const HostedModule& module, const Json& description) {
   return fmt::format(
       "#define KA_PYTHON_EXECUTABLE {}\n#define KA_LIBPYTHON {}\n"
       "#define KA_MODULE {}\n#define KA_EXTENSION_FILE {}\n#define KA_ENTRY {}\n"
       "#define KA_CALL_DESCRIPTION {}\n",
       c_string(python.executable()), c_string(python.facts.value("libpython", "")),
-      c_string(kModule), c_string(std::string("src/") + kModule + ".so"),
-      c_string(solution.entry_symbol), c_string(description.dump()));
+      c_string(module.name), c_string(module.file), c_string(solution.entry_symbol),
+      c_string(description.dump()));
 }
 
 std::string command_line(const std::vector<std::string>& argv) {
@@ -142,7 +150,64 @@ std::vector<std::string> or_default(const std::vector<std::string>& given,
   return given.empty() ? fallback : given;
 }
 
+/// The extension of `solution` built by torch.utils.cpp_extension, from the build cache when an
+/// earlier build made it: <cache>/torch/ext-<key>/src/ka_torch_ext.so. nullopt with `log` on
+/// a failed build.
+std::optional<std::filesystem::path> build_extension(const Solution& solution,
+                                                     const std::vector<std::string>& sources,
+                                                     const TorchPython& python,
+                                                     const TorchBindingOptions& options,
+                                                     std::string& log) {
+  const std::string library = std::string(kModule) + ".so";
+  const Json job = {
+      {"module", kModule},
+      {"library", library},
+      {"sources", sources},
+      {"cflags", solution.cflags},
+      {"cuda_cflags", or_default(solution.cuda_cflags, {"-O3", "--use_fast_math"})},
+      {"ldflags", or_default(solution.ld_flags, options.cuda ? std::vector<std::string>{"-lcuda"}
+                                                             : std::vector<std::string>{})},
+      {"cuda", options.cuda}};
+  ContentHasher hasher;
+  hasher.add(kRecipeVersion).add(python.facts.dump()).add(job.dump());
+  hasher.add(read_file(script("kernelarc_torch_build.py")));
+  for (const SourceFile& source : solution.sources) hasher.add(source.path).add(source.content);
+  const std::string key = "ext-" + hasher.hex();
+  const std::string artifact = "src/" + library;
+  if (auto built = CudaBuild::cached(options.cache_dir, key, artifact, "torch")) return built;
+
+  CudaBuild build(options.cache_dir, key, "torch");
+  const std::filesystem::path source_dir = std::filesystem::absolute(build.work_dir() / "src");
+  for (const SourceFile& source : solution.sources)
+    write_build_file(source_dir / source.path, source.content);
+  Json located = job;
+  located["directory"] = source_dir.string();
+  write_build_file(build.work_dir() / "job.json", located.dump(2));
+  if (!run_step(
+          {python.executable(), script("kernelarc_torch_build.py").string(), "build", "job.json"},
+          build.work_dir(), options.timeout, log))
+    return std::nullopt;
+  write_build_file(build.work_dir() / "build.log", log);
+  return build.commit(artifact);
+}
+
+/// `from` at `to`: a hard link where the file system allows one, else a copy.
+void place_file(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::error_code error;
+  std::filesystem::create_directories(to.parent_path(), error);
+  std::filesystem::create_hard_link(from, to, error);
+  if (error)
+    std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+}
+
 }  // namespace
+
+bool is_pytorch_solution(const Solution& solution) {
+  if (!solution.entry_file.ends_with(".py")) return false;
+  return std::all_of(
+      solution.languages.begin(), solution.languages.end(),
+      [](const std::string& language) { return language == "pytorch" || language == "python"; });
+}
 
 bool uses_torch_binding(const Solution& solution) {
   if (solution.binding == "torch") return true;
@@ -167,9 +232,10 @@ CompileResult build_torch_binding(const Solution& solution, const Definition& de
         "refused to build a synthesized solution with `binding: torch`: generated "
         "code must use kernelarc's ABI (ka_run)");
   if (auto error = check_source_paths(solution)) return failed(*error);
+  const bool python_source = is_pytorch_solution(solution);
   std::vector<std::string> sources;
   for (const SourceFile& source : solution.sources) {
-    if (!is_compiled_source(source.path)) continue;
+    if (python_source || !is_compiled_source(source.path)) continue;
     if (!options.cuda && source.path.ends_with(".cu"))
       return failed(
           fmt::format("source {} is CUDA: a `binding: torch` solution with .cu sources "
@@ -177,30 +243,34 @@ CompileResult build_torch_binding(const Solution& solution, const Definition& de
                       source.path));
     sources.push_back(source.path);
   }
-  if (sources.empty()) return failed("the solution has no .cu, .cpp, .cc, .cxx or .c source");
+  if (!python_source && sources.empty())
+    return failed("the solution has no .cu, .cpp, .cc, .cxx or .c source");
 
   std::string why;
   const std::optional<TorchPython> python = find_torch_python(options.python, why);
   if (!python) return failed(why);
-  const Json description = call_description(solution, definition, options.cuda);
-  const std::string config = shim_config(*python, solution, description);
-  const Json job = {
-      {"module", kModule},
-      {"library", std::string(kModule) + ".so"},
-      {"sources", sources},
-      {"cflags", solution.cflags},
-      {"cuda_cflags", or_default(solution.cuda_cflags, {"-O3", "--use_fast_math"})},
-      {"ldflags", or_default(solution.ld_flags, options.cuda ? std::vector<std::string>{"-lcuda"}
-                                                             : std::vector<std::string>{})},
-      {"cuda", options.cuda}};
+  std::string log;
+  std::optional<std::filesystem::path> extension;
+  if (!python_source) {
+    extension = build_extension(solution, sources, *python, options, log);
+    if (!extension) return failed(trim_build_log(log));
+  }
+  const HostedModule module = python_source
+                                  ? HostedModule{"ka_solution", "src/" + solution.entry_file}
+                                  : HostedModule{kModule, std::string(kModule) + ".so"};
+  const std::string config =
+      shim_config(*python, solution, module, call_description(solution, definition, options.cuda));
 
+  // The ABI library is keyed apart from the extension: solutions that differ only in their
+  // entry point or calling style share one extension build (the long step).
   ContentHasher hasher;
-  hasher.add(kRecipeVersion).add(python->facts.dump()).add(job.dump()).add(config);
-  for (const char* name :
-       {"kernelarc_torch_build.py", "kernelarc_torch_host.py", "kernelarc_torch_shim.c"})
+  hasher.add(kRecipeVersion).add(config).add(python->facts.dump());
+  for (const char* name : {"kernelarc_torch_host.py", "kernelarc_torch_shim.c"})
     hasher.add(read_file(script(name)));
   hasher.add(read_file(abi_include_dir() / "kernelarc" / "abi.h"));
-  for (const SourceFile& source : solution.sources) hasher.add(source.path).add(source.content);
+  if (extension) hasher.add(extension->parent_path().parent_path().filename().string());
+  if (python_source)
+    for (const SourceFile& source : solution.sources) hasher.add(source.path).add(source.content);
   result.cache_key = hasher.hex();
   if (auto library = CudaBuild::cached(options.cache_dir, result.cache_key, kLibrary, "torch")) {
     result.ok = result.cached = true;
@@ -210,21 +280,13 @@ CompileResult build_torch_binding(const Solution& solution, const Definition& de
   }
 
   CudaBuild build(options.cache_dir, result.cache_key, "torch");
-  const std::filesystem::path source_dir = std::filesystem::absolute(build.work_dir() / "src");
-  for (const SourceFile& source : solution.sources)
-    write_build_file(source_dir / source.path, source.content);
-  Json located = job;
-  located["directory"] = source_dir.string();
-  write_build_file(build.work_dir() / "job.json", located.dump(2));
+  if (python_source)
+    for (const SourceFile& source : solution.sources)
+      write_build_file(build.work_dir() / "src" / source.path, source.content);
+  if (extension) place_file(*extension, build.work_dir() / module.file);
   write_build_file(build.work_dir() / "shim" / "ka_torch_shim_config.h", config);
   write_build_file(build.work_dir() / "kernelarc_torch_host.py",
                    read_file(script("kernelarc_torch_host.py")));
-
-  std::string log;
-  const std::string interpreter = python->executable();
-  if (!run_step({interpreter, script("kernelarc_torch_build.py").string(), "build", "job.json"},
-                build.work_dir(), options.timeout, log))
-    return failed(trim_build_log(log));
   const std::string libpython = python->facts.value("libpython", "");
   const std::vector<std::string> link_shim = {
       find_executable("cc").value_or("cc"),

@@ -20,6 +20,12 @@ namespace kernelarc {
 /// (SOL-ExecBench makes torch the default binding of C++ languages).
 bool uses_torch_binding(const Solution& solution);
 
+/// Whether `solution` is plain PyTorch code (languages `pytorch` or `python`, a .py entry point):
+/// SOL-ExecBench's Python solutions, hosted in the worker the same way, without a build. Triton
+/// and the other JIT languages are not: their compilers run programs, which the worker's sandbox
+/// forbids.
+bool is_pytorch_solution(const Solution& solution);
+
 struct TorchBindingOptions {
   std::filesystem::path cache_dir;  ///< the workspace's build cache
   std::string python;               ///< the interpreter; empty = the oracle's detection
@@ -27,8 +33,9 @@ struct TorchBindingOptions {
   std::chrono::seconds timeout{900};
 };
 
-/// Builds the extension and its ABI library; the result's library exports ka_run. A failure
-/// (no Python with torch, a compile error, a synthesized solution) is a result, not a throw.
+/// Builds the extension (none for a PyTorch solution) and its ABI library; the result's library
+/// exports ka_run. A failure (no Python with torch, a compile error, a synthesized solution) is a
+/// result, not a throw.
 CompileResult build_torch_binding(const Solution& solution, const Definition& definition,
                                   const TorchBindingOptions& options);
 

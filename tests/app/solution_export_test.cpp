@@ -196,7 +196,10 @@ TEST(SolutionExport, FormatNamesRoundTrip) {
 
 TEST(ExprToCpp, KeepsPythonSemanticsThroughHelpers) {
   const auto variable = [](const std::string& name) { return name == "n" ? "n_" : ""; };
-  EXPECT_EQ(expr_to_cpp("(n + 1) // 2", variable), "ka_export::floordiv(((n_ + 1LL)), 2LL)");
+  EXPECT_EQ(expr_to_cpp("(n + 1) // 2", variable), "ka_export::floordiv((n_ + 1LL), 2LL)");
+  EXPECT_EQ(expr_to_cpp("-n % 3 == 0 and not n", variable),
+            "static_cast<long long>((static_cast<long long>((ka_export::floormod((-n_), 3LL)) == "
+            "(0LL))) != 0 && (static_cast<long long>((n_) == 0)) != 0)");
   EXPECT_EQ(expr_to_cpp("1 < n <= 8", variable),
             "static_cast<long long>((1LL) < (n_) && (n_) <= (8LL))");
   EXPECT_EQ(expr_to_cpp("min(n, 4) ** 2", variable),

@@ -60,6 +60,26 @@ TEST(TorchBinding, ValueReturningAndDestinationPassingExtensionsPassTheGuard) {
     EXPECT_EQ(trace.environment.value("compiler", ""),
               "torch.utils.cpp_extension (binding: torch)");
   }
+  // The two differ only in their entry point: one extension build, an ABI library each.
+  int extensions = 0, libraries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(harness.workspace() / "build/torch"))
+    ++(entry.path().filename().string().starts_with("ext-") ? extensions : libraries);
+  EXPECT_EQ(extensions, 1);
+  EXPECT_EQ(libraries, 2);
+}
+
+TEST(TorchBinding, APyTorchSolutionIsHostedWithoutABuild) {
+  Solution python = load_solution(kData / "rmsnorm_python");
+  EXPECT_TRUE(is_pytorch_solution(python));
+  python.languages = {"triton"};  // a JIT compiler's programs cannot run in the worker
+  EXPECT_FALSE(is_pytorch_solution(python));
+
+  GuardHarness harness(kSource / "problems/cpu/rmsnorm_f32", "cpu", [](GuardOptions&) {});
+  const Trace trace = harness.evaluate(kData / "rmsnorm_python", harness.pick_workload(false));
+  if (const std::string why = unbuildable(trace); !why.empty()) GTEST_SKIP() << why;
+  EXPECT_EQ(status_name(trace.status), status_name(EvalStatus::Passed)) << trace.log;
+  EXPECT_EQ(trace.environment.value("compiler", ""),
+            "python (PyTorch solution, hosted in the worker)");
 }
 
 TEST(GpuTorchBinding, ACudaExtensionPassesEveryWorkload) {
