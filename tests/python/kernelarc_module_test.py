@@ -1,9 +1,10 @@
-"""The `kernelarc` Python module on the CPU: import, runs, eval through the guard, errors,
+"""The `kernelarc` Python module on the CPU: import, optimize, runs, eval through the guard, errors,
 load, and a bundled solution as a torch op (eager; torch.compile and opcheck on torch 2.4+).
 
 Run by CTest with the Python the module was built for and PYTHONPATH=build/python; argv[1] is
 the repository root. Exits 77 (reported as skipped) where that Python lacks torch."""
 
+import json
 import os
 import sys
 import tempfile
@@ -50,6 +51,19 @@ class KernelarcModuleTest(unittest.TestCase):
             self.assertEqual(trace["solution"], "rmsnorm_f32_optimized")
             self.assertLessEqual(trace["evaluation"]["correctness"]["max_absolute_error"],
                                  TOLERANCE)
+
+    def test_optimize_spends_its_budget_and_its_run_is_listed_and_loaded(self):
+        workspace = tempfile.mkdtemp(prefix="kernelarc_module_optimize_")
+        summary = kernelarc.optimize(PROBLEM, budget=3, workspace=workspace, workloads="9f5092c6",
+                                     seed=1, trials=1, no_skills=True)
+        self.assertEqual(summary["evaluated"], 3)
+        self.assertEqual([run["id"] for run in kernelarc.runs(workspace)], [summary["run_id"]])
+        loaded = kernelarc.load("latest", workspace=workspace)
+        self.assertEqual(loaded["run_id"], summary["run_id"])
+        self.assertEqual(loaded["definition"]["name"], "rmsnorm_f32")
+        # The winner the run wrote out is the one load() hands back.
+        with open(os.path.join(summary["solution_dir"], "solution.json")) as file:
+            self.assertEqual(loaded["solution"]["name"], json.load(file)["name"])
 
     def test_bad_input_is_a_value_error_with_the_message(self):
         with self.assertRaisesRegex(ValueError, "--workloads: nope: no workload uuid starts"):
