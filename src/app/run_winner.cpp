@@ -7,9 +7,14 @@
 #include "core/error.h"
 
 namespace kernelarc {
-namespace {
+bool names_run(const std::string& target) {
+  if (target == "latest") return true;
+  int64_t id = 0;
+  const char* end = target.data() + target.size();
+  return !target.empty() && std::from_chars(target.data(), end, id).ptr == end;
+}
 
-Run find_target_run(Workspace& workspace, const std::string& target) {
+Run find_run_target(Workspace& workspace, const std::string& target, std::string_view others) {
   Database& db = workspace.database();
   if (target == "latest") {
     const auto runs = db.list_runs();
@@ -21,19 +26,16 @@ Run find_target_run(Workspace& workspace, const std::string& target) {
   int64_t id = 0;
   const char* end = target.data() + target.size();
   if (std::from_chars(target.data(), end, id).ptr != end || id < 1)
-    throw InputError(fmt::format(
-        "{}: expected a run id, \"latest\", or a solution.json or solution directory", target));
+    throw InputError(fmt::format("{}: expected a run id, \"latest\" {}", target, others));
   const auto run = db.find_run(id);
   if (!run)
     throw InputError(
-        fmt::format("run {}: the workspace {} has no such run", id, workspace.root().string()));
+        fmt::format("run {}: no such run in the workspace {}", id, workspace.root().string()));
   return *run;
 }
 
-}  // namespace
-
 RunWinner load_run_winner(Workspace& workspace, const std::string& target) {
-  const Run run = find_target_run(workspace, target);
+  const Run run = find_run_target(workspace, target, "or a solution.json or solution directory");
   Database& db = workspace.database();
   const auto summary = db.load_agent_state(run.id, "orchestrator");
   const bool kept_baseline = summary && summary->value("kept_baseline", false);

@@ -1,13 +1,13 @@
 // `kernelarc report <run|bench-dir>`: one self-contained HTML file of a run of the workspace (its
 // search's progress per agent, tree, roofline, the winner's times against PyTorch's, the board,
 // the winner's code and diagnosis) or of a `kernelarc bench` directory.
-#include <charconv>
 #include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "app/report_file.h"
+#include "app/run_winner.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "store/workspace.h"
@@ -37,21 +37,8 @@ int run_report(const ReportFlags& flags) {
     return 0;
   }
   Workspace workspace(flags.workspace);
-  int64_t run_id = 0;
-  if (flags.target == "latest") {
-    const auto runs = workspace.database().list_runs();
-    if (runs.empty())
-      throw InputError(
-          fmt::format("report latest: the workspace {} has no run", workspace.root().string()));
-    run_id = runs.back().id;
-  } else {
-    const char* end = flags.target.data() + flags.target.size();
-    if (std::from_chars(flags.target.data(), end, run_id).ptr != end || run_id < 1)
-      throw InputError(
-          fmt::format("report {}: expected a run id, \"latest\" or a `kernelarc bench` "
-                      "output directory",
-                      flags.target));
-  }
+  const int64_t run_id =
+      find_run_target(workspace, flags.target, "or a `kernelarc bench` output directory").id;
   std::cout << fmt::format("report written to {}\n",
                            write_run_report(workspace, run_id, flags.out).string());
   return 0;

@@ -1,8 +1,6 @@
 #include "eval/torch_binding.h"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -16,6 +14,7 @@
 #include "core/dtype.h"
 #include "core/elapsed.h"
 #include "core/hash.h"
+#include "core/json_fields.h"
 #include "core/paths.h"
 #include "oracle/python_bridge.h"
 
@@ -32,11 +31,6 @@ constexpr std::chrono::seconds kDescribeTimeout{120};
 
 std::filesystem::path script(const char* name) {
   return data_dir() / "python" / name;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
 bool is_compiled_source(const std::string& path) {
@@ -170,7 +164,7 @@ std::optional<std::filesystem::path> build_extension(const Solution& solution,
       {"cuda", options.cuda}};
   ContentHasher hasher;
   hasher.add(kRecipeVersion).add(python.facts.dump()).add(job.dump());
-  hasher.add(read_file(script("kernelarc_torch_build.py")));
+  hasher.add(read_text_file(script("kernelarc_torch_build.py")));
   for (const SourceFile& source : solution.sources) hasher.add(source.path).add(source.content);
   const std::string key = "ext-" + hasher.hex();
   const std::string artifact = "src/" + library;
@@ -266,8 +260,8 @@ CompileResult build_torch_binding(const Solution& solution, const Definition& de
   ContentHasher hasher;
   hasher.add(kRecipeVersion).add(config).add(python->facts.dump());
   for (const char* name : {"kernelarc_torch_host.py", "kernelarc_torch_shim.c"})
-    hasher.add(read_file(script(name)));
-  hasher.add(read_file(abi_include_dir() / "kernelarc" / "abi.h"));
+    hasher.add(read_text_file(script(name)));
+  hasher.add(read_text_file(abi_include_dir() / "kernelarc" / "abi.h"));
   if (extension) hasher.add(extension->parent_path().parent_path().filename().string());
   if (python_source)
     for (const SourceFile& source : solution.sources) hasher.add(source.path).add(source.content);
@@ -286,7 +280,7 @@ CompileResult build_torch_binding(const Solution& solution, const Definition& de
   if (extension) place_file(*extension, build.work_dir() / module.file);
   write_build_file(build.work_dir() / "shim" / "ka_torch_shim_config.h", config);
   write_build_file(build.work_dir() / "kernelarc_torch_host.py",
-                   read_file(script("kernelarc_torch_host.py")));
+                   read_text_file(script("kernelarc_torch_host.py")));
   const std::string libpython = python->facts.value("libpython", "");
   const std::vector<std::string> link_shim = {
       find_executable("cc").value_or("cc"),

@@ -1,7 +1,5 @@
 #include "python_module/loaded_target.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
 
 #include "app/run_winner.h"
@@ -9,22 +7,11 @@
 
 namespace kernelarc {
 
-namespace {
-
-bool names_a_run(const std::string& target) {
-  if (target == "latest") return true;
-  int64_t id = 0;
-  const char* end = target.data() + target.size();
-  return std::from_chars(target.data(), end, id).ptr == end && !target.empty();
-}
-
-}  // namespace
-
 LoadedTarget load_target(const std::string& target, const std::filesystem::path& workspace_dir,
                          const std::string& problem) {
   LoadedTarget loaded;
   std::filesystem::path problem_dir = problem;
-  if (names_a_run(target)) {
+  if (names_run(target)) {
     Workspace workspace(workspace_dir);
     RunWinner winner = load_run_winner(workspace, target);
     loaded.run_id = winner.run_id;
