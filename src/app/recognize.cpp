@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "app/problem_costs.h"
+#include "app/recognize_attention.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "lower/family_match.h"
@@ -76,6 +77,22 @@ Recognition recognize(const Problem& problem, const RecognizeOptions& options) {
     r.summary = fmt::format("{} (kernelarc.op_family in the definition)", r.family);
     return r;
   }
+  // Before the trace: the tracer cannot follow the page-table loops of attention references.
+  std::string signature_note;
+  if (const auto attention = match_attention_signature(def)) {
+    const std::string unbound =
+        options.target ? no_binding_template(problem, attention->match, *options.target) : "";
+    if (unbound.empty()) {
+      r.source = Recognition::Source::Matched;
+      r.family = attention->match.family;
+      r.op_params = attention->match.op_params;
+      r.summary = attention->match.summary;
+      r.bytes = attention->bytes;
+      r.flops = attention->flops;
+      return r;
+    }
+    signature_note = "attention by its tensors, but no template binds it: " + unbound;
+  }
   if (!options.trace) {
     r.reason = "the definition has no kernelarc.op_family and tracing its reference is off";
     return r;
@@ -83,6 +100,7 @@ Recognition recognize(const Problem& problem, const RecognizeOptions& options) {
   const GraphTraceResult traced = trace_reference(problem, options.python, options.cache_dir);
   if (!traced.ok) {
     r.reason = "tracing the reference failed: " + traced.error;
+    if (!signature_note.empty()) r.reason += "; " + signature_note;
     return r;
   }
   r.graph = traced.graph;
@@ -114,6 +132,7 @@ Recognition recognize(const Problem& problem, const RecognizeOptions& options) {
     return r;
   }
   r.notes = lowering.notes;
+  if (!signature_note.empty()) r.notes.insert(r.notes.begin(), signature_note);
   if (lowering.ok) {
     r.notes.insert(r.notes.begin(), "no hand-written family matches: " + match.reason);
     r.source = Recognition::Source::Fused;

@@ -113,20 +113,6 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
 
   // --- ka_bind --------------------------------------------------------------------------------
 
-  std::optional<std::string> shape_source(const std::string& axis) const {
-    for (std::size_t i = 0; i < def_.inputs.size(); ++i) {
-      const auto& shape = def_.inputs[i].shape;
-      for (std::size_t d = 0; shape && d < shape->size(); ++d)
-        if ((*shape)[d] == axis) return fmt::format("inputs[{}].shape[{}]", i, d);
-    }
-    for (std::size_t i = 0; i < def_.outputs.size(); ++i) {
-      const auto& shape = def_.outputs[i].shape;
-      for (std::size_t d = 0; shape && d < shape->size(); ++d)
-        if ((*shape)[d] == axis) return fmt::format("outputs[{}].shape[{}]", i, d);
-    }
-    return std::nullopt;
-  }
-
   // Every axis in an order where an expression only names axes before it.
   std::string axis_sources() const {
     std::string text;
@@ -137,7 +123,7 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
       if (axis.kind == AxisKind::Const) {
         source = fmt::format("{}LL", axis.value);
       } else {
-        source = shape_source(axis.name);
+        source = axis_shape_source(def_, axis.name);
       }
       if (source) {
         text += fmt::format("  const long long ka_axis_{} = {};\n", axis.name, *source);

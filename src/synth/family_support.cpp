@@ -154,4 +154,50 @@ inline const char* ka_bind(const ka_tensor* inputs, int n_inputs, ka_tensor* out
                      what, body);
 }
 
+std::string float_conversion_prelude(bool cuda) {
+  if (!cuda) {
+    return "#define KA_TARGET_CPU 1\n"
+           "#define KA_HD inline\n"
+           "#include <cstdint>\n"
+           "#include <cstdio>\n"
+           "#include \"kernelarc/abi.h\"\n"
+           "#include \"ka_math.h\"\n"
+           "#include \"ka_cpu_types.h\"\n";
+  }
+  return "#define KA_TARGET_CUDA 1\n"
+         "#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n"
+         "#define KA_HD __host__ __device__ __forceinline__\n"
+         "#else\n"
+         "#define KA_HD inline\n"
+         "#endif\n"
+         "#include <cuda_bf16.h>\n"
+         "#include <cuda_fp16.h>\n"
+         "#include \"ka_math.h\"\n"
+         "#ifndef __CUDACC_RTC__\n"
+         "#include <cstdio>\n"
+         "#include \"kernelarc/abi.h\"\n"
+         "#endif\n\n"
+         "KA_HD float ka_to_float(float x) { return x; }\n"
+         "KA_HD float ka_to_float(__half x) { return __half2float(x); }\n"
+         "KA_HD float ka_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }\n"
+         "template <typename T> KA_HD T ka_from_float(float x);\n"
+         "template <> KA_HD float ka_from_float<float>(float x) { return x; }\n"
+         "template <> KA_HD __half ka_from_float<__half>(float x) { return __float2half_rn(x); }\n"
+         "template <> KA_HD __nv_bfloat16 ka_from_float<__nv_bfloat16>(float x) {\n"
+         "  return __float2bfloat16_rn(x);\n"
+         "}\n";
+}
+
+std::optional<std::string> axis_shape_source(const Definition& def, const std::string& axis) {
+  for (const char* kind : {"inputs", "outputs"}) {
+    const std::vector<TensorSpec>& tensors = kind[0] == 'i' ? def.inputs : def.outputs;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const auto& shape = tensors[i].shape;
+      for (std::size_t d = 0; shape && d < shape->size(); ++d)
+        if ((*shape)[d] == axis) return fmt::format("{}[{}].shape[{}]", kind, i, d);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace kernelarc

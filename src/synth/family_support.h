@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,15 @@ std::string bind_shape_checks(const TensorSpec& tensor, const std::string& slot)
 /// `body`, which ends in a return statement. `what` finishes the comment "Checks the tensors
 /// against the definition and ...".
 std::string ka_bind_definition(const std::string& body, std::string_view what);
+
+/// The start of a ka_problem.h for shared objects and NVRTC kernels alike (the gemm and attention
+/// families): KA_TARGET_CUDA or KA_TARGET_CPU, KA_HD, the includes (abi.h outside NVRTC), and
+/// ka_to_float / ka_from_float<T> of float32, float16 and bfloat16 (ka_cpu_types.h's on the CPU).
+std::string float_conversion_prelude(bool cuda);
+
+/// Where ka_bind reads `axis` from: "inputs[i].shape[d]" or "outputs[j].shape[d]" of the first
+/// tensor whose shape names it; nullopt when none does.
+std::optional<std::string> axis_shape_source(const Definition& def, const std::string& axis);
 
 /// The start of a CUDA ka_problem.h with aligned packs (the row and rope families): KA_HD,
 /// the float conversions of float, __half and __nv_bfloat16, ka_row_load<N> / ka_row_store<N>

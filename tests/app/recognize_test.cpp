@@ -127,6 +127,69 @@ TEST_F(Recognize, WithTracingOffAnUnannotatedDefinitionIsNotServed) {
   EXPECT_NE(r.reason.find("no kernelarc.op_family"), std::string::npos) << r.reason;
 }
 
+/// A FlashInfer-form paged decode problem: its reference indexes pages with .item(), which no
+/// trace follows; the tensors alone say what it is.
+Problem paged_decode_problem(const fs::path& dir, const std::string& name,
+                             const std::string& lse_description) {
+  const auto t = [](std::vector<std::string> shape, const char* dtype) {
+    return OrderedJson{{"shape", std::move(shape)}, {"dtype", dtype}};
+  };
+  OrderedJson json = {
+      {"name", name},
+      {"axes",
+       {{"batch_size", {{"type", "var"}}},
+        {"num_pages", {{"type", "var"}}},
+        {"len_indptr", {{"type", "var"}}},
+        {"num_kv_indices", {{"type", "var"}}},
+        {"num_qo_heads", {{"type", "const"}, {"value", 32}}},
+        {"num_kv_heads", {{"type", "const"}, {"value", 8}}},
+        {"head_dim", {{"type", "const"}, {"value", 128}}},
+        {"page_size", {{"type", "const"}, {"value", 16}}}}},
+      {"inputs",
+       {{"q", t({"batch_size", "num_qo_heads", "head_dim"}, "bfloat16")},
+        {"k_cache", t({"num_pages", "page_size", "num_kv_heads", "head_dim"}, "bfloat16")},
+        {"v_cache", t({"num_pages", "page_size", "num_kv_heads", "head_dim"}, "bfloat16")},
+        {"kv_indptr", t({"len_indptr"}, "int32")},
+        {"kv_indices", t({"num_kv_indices"}, "int32")},
+        {"sm_scale", {{"shape", nullptr}, {"dtype", "float32"}}}}},
+      {"outputs",
+       {{"output", t({"batch_size", "num_qo_heads", "head_dim"}, "bfloat16")},
+        {"lse",
+         {{"shape", {"batch_size", "num_qo_heads"}},
+          {"dtype", "float32"},
+          {"description", lse_description}}}}},
+      {"reference",
+       "import torch\n\ndef run(q, k_cache, v_cache, kv_indptr, kv_indices, sm_scale):\n"
+       "    start = int(kv_indptr[0].item())\n    raise NotImplementedError\n"}};
+  Problem problem;
+  problem.dir = dir;
+  problem.definition = parse_definition(json, name);
+  return problem;
+}
+
+TEST_F(Recognize, APagedAttentionIsMatchedByItsTensorsWithoutATrace) {
+  const Recognition r = recognize(
+      paged_decode_problem(dir_, "gqa_paged_decode_h32_kv8_d128_ps16", "log-sum-exp, base 2"),
+      {"", dir_ / "graphs", false});
+  ASSERT_EQ(r.source, Recognition::Source::Matched) << r.reason;
+  EXPECT_EQ(r.family, "attention");
+  EXPECT_EQ(r.op_params, (OrderedJson{{"causal", false}, {"lse_base", 2}}));
+  EXPECT_TRUE(r.graph.is_null()) << "matched before any trace";
+  // The pages used (num_kv_indices of 16 rows), not the whole cache.
+  EXPECT_NE(r.bytes.find("2 * num_kv_indices * 16 * 8 * 128 * 2"), std::string::npos) << r.bytes;
+  EXPECT_EQ(r.flops, "4 * 32 * 128 * num_kv_indices * 16");
+
+  const Recognition natural = recognize(
+      paged_decode_problem(dir_, "causal_attention_decode", "natural logarithm of the sum"),
+      {"", dir_ / "graphs", false});
+  EXPECT_EQ(natural.op_params, (OrderedJson{{"causal", true}, {"lse_base", "e"}}));
+
+  // Attention tensors under a name that does not say attention are left to the tracer.
+  const Recognition unnamed =
+      recognize(paged_decode_problem(dir_, "paged_op", "base 2"), {"", dir_ / "graphs", false});
+  EXPECT_EQ(unnamed.source, Recognition::Source::NotServed);
+}
+
 TEST_F(Recognize, TheFlopsOfARecognizedMatmulCountEveryProduct) {
   OrderedJson json = {
       {"name", "mm_relu"},
