@@ -100,12 +100,14 @@ TEST_P(OptimizeCpuProblem, SpendsItsBudgetAndReportsTheFittestFinalist) {
   EXPECT_EQ(eval.exit_code, 0) << eval.output;
 }
 
+// A row reduction, a softmax (exp) and a GEMM; the element-wise template's whole run is the
+// kill-and-resume test below (silu_and_mul_f32). Every template passes the guard on every CPU
+// problem in Library/CpuTemplateGuard; the layernorm and silu_and_mul runs here added 75 s of CI
+// and no path of their own.
 INSTANTIATE_TEST_SUITE_P(BuiltIn, OptimizeCpuProblem,
-                         ::testing::Values(CpuRun{"rmsnorm_f32", "e0efc7cf"},    // 257 x 5120
-                                           CpuRun{"layernorm_f32", "718502d1"},  // 257 x 2304
-                                           CpuRun{"softmax_f32", "e4a49ead"},    // 257 x 1537
-                                           CpuRun{"matmul_f32", "dc78739b"},     // 449 x 401 x 383
-                                           CpuRun{"silu_and_mul_f32", "c3e85f21"}  // 256 x 5120
+                         ::testing::Values(CpuRun{"rmsnorm_f32", "e0efc7cf"},  // 257 x 5120
+                                           CpuRun{"softmax_f32", "e4a49ead"},  // 257 x 1537
+                                           CpuRun{"matmul_f32", "dc78739b"}    // 449 x 401 x 383
                                            ),
                          [](const ::testing::TestParamInfo<CpuRun>& info) {
                            return std::string(info.param.problem);
