@@ -224,14 +224,7 @@ class AttentionHeaderWriter {
   }
 
   void write_bind() {
-    std::string body = fmt::format(
-        "  if (n_inputs != {0} || n_outputs != {1}) return \"expected {0} inputs and {1} "
-        "outputs\";\n",
-        def_.inputs.size(), def_.outputs.size());
-    for (std::size_t i = 0; i < def_.inputs.size(); ++i)
-      body += bind_tensor_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
-    for (std::size_t i = 0; i < def_.outputs.size(); ++i)
-      body += bind_tensor_checks(def_.outputs[i], fmt::format("outputs[{}]", i));
+    std::string body = bind_every_tensor_check(def_);
     for (const Axis& a : def_.axes) {
       if (a.kind == AxisKind::Const) {
         body +=
@@ -240,10 +233,7 @@ class AttentionHeaderWriter {
         body += fmt::format("  [[maybe_unused]] const long long {} = {};\n", axis(a.name), *source);
       }
     }
-    for (std::size_t i = 0; i < def_.inputs.size(); ++i)
-      body += bind_shape_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
-    for (std::size_t i = 0; i < def_.outputs.size(); ++i)
-      body += bind_shape_checks(def_.outputs[i], fmt::format("outputs[{}]", i));
+    body += bind_every_shape_check(def_);
     if (cuda_) {
       // The CUDA templates copy rows in 16-byte units.
       for (const AttentionTensor* t : {&p_.q, &p_.k, &p_.v, &p_.output}) {

@@ -159,19 +159,9 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
   }
 
   std::string bind_function() const {
-    std::string body = fmt::format(
-        "  if (n_inputs != {0} || n_outputs != {1}) return \"expected {0} inputs and {1} "
-        "outputs\";\n",
-        def_.inputs.size(), def_.outputs.size());
-    for (std::size_t i = 0; i < def_.inputs.size(); ++i)
-      body += bind_tensor_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
-    for (std::size_t i = 0; i < def_.outputs.size(); ++i)
-      body += bind_tensor_checks(def_.outputs[i], fmt::format("outputs[{}]", i));
+    std::string body = bind_every_tensor_check(def_);
     body += axis_sources();
-    for (std::size_t i = 0; i < def_.inputs.size(); ++i)
-      body += bind_shape_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
-    for (std::size_t i = 0; i < def_.outputs.size(); ++i)
-      body += bind_shape_checks(def_.outputs[i], fmt::format("outputs[{}]", i));
+    body += bind_every_shape_check(def_);
     for (const Axis& axis : def_.axes)
       body += fmt::format("  args->ka_axis_{0} = ka_axis_{0};\n", axis.name);
     for (const PlanBuffer& buffer : plan_.buffers) {

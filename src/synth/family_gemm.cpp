@@ -21,10 +21,6 @@ GemmTensor gemm_tensor_of(const TensorSpec& spec, int index) {
   return {spec.name, spec.dtype, index, spec.shape.value_or(std::vector<std::string>{})};
 }
 
-bool is_matrix(const TensorSpec& spec) {
-  return !spec.is_scalar() && spec.shape->size() == 2;
-}
-
 /// The axis `spec` pairs with `axis` ([axis, X] or [X, axis]), and whether `axis` comes first.
 std::optional<std::pair<std::string, bool>> other_axis(const TensorSpec& spec,
                                                        const std::string& axis) {

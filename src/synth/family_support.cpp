@@ -77,6 +77,10 @@ std::string shape_text(const std::vector<std::string>& shape) {
   return text + "]";
 }
 
+bool is_matrix(const TensorSpec& spec) {
+  return !spec.is_scalar() && spec.shape->size() == 2;
+}
+
 bool is_packed_float_dtype(DType dtype) {
   return dtype == DType::Float32 || dtype == DType::Float16 || dtype == DType::BFloat16;
 }
@@ -133,6 +137,27 @@ std::string bind_shape_checks(const TensorSpec& tensor, const std::string& slot)
     conditions.push_back(fmt::format("{}.shape[{}] != ka_axis_{}", slot, d, (*tensor.shape)[d]));
   return fmt::format("  if ({}) return \"{}: expected shape [{}]\";\n",
                      fmt::join(conditions, " || "), tensor.name, fmt::join(*tensor.shape, ", "));
+}
+
+std::string bind_every_tensor_check(const Definition& def) {
+  std::string body = fmt::format(
+      "  if (n_inputs != {0} || n_outputs != {1}) return \"expected {0} inputs and {1} "
+      "outputs\";\n",
+      def.inputs.size(), def.outputs.size());
+  for (std::size_t i = 0; i < def.inputs.size(); ++i)
+    body += bind_tensor_checks(def.inputs[i], fmt::format("inputs[{}]", i));
+  for (std::size_t i = 0; i < def.outputs.size(); ++i)
+    body += bind_tensor_checks(def.outputs[i], fmt::format("outputs[{}]", i));
+  return body;
+}
+
+std::string bind_every_shape_check(const Definition& def) {
+  std::string body;
+  for (std::size_t i = 0; i < def.inputs.size(); ++i)
+    body += bind_shape_checks(def.inputs[i], fmt::format("inputs[{}]", i));
+  for (std::size_t i = 0; i < def.outputs.size(); ++i)
+    body += bind_shape_checks(def.outputs[i], fmt::format("outputs[{}]", i));
+  return body;
 }
 
 std::string ka_bind_definition(const std::string& body, std::string_view what) {

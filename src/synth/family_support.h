@@ -25,6 +25,9 @@ void require_nvrtc_template(const Definition& def, const KernelTemplate& kernel,
 /// The axis values every workload shares: const axes, and expr axes over them.
 AxisValues static_axes(const Definition& def);
 
+/// A tensor of rank 2 (not a scalar): what the GEMM families take as a matrix.
+bool is_matrix(const TensorSpec& spec);
+
 /// "[a, b, c]": a shape as the mismatch messages quote it.
 std::string shape_text(const std::vector<std::string>& shape);
 
@@ -55,6 +58,13 @@ std::string bind_tensor_checks(const TensorSpec& tensor, const std::string& slot
 /// ka_bind's check of every dimension of one tensor against its axis, once the local
 /// ka_axis_<name> values exist: "<name>: expected shape [a, b]". Empty for scalars and 0-D.
 std::string bind_shape_checks(const TensorSpec& tensor, const std::string& slot);
+
+/// ka_bind's opening checks for a definition's every tensor: the counts of inputs and outputs,
+/// then bind_tensor_checks of each input and output.
+std::string bind_every_tensor_check(const Definition& def);
+
+/// bind_shape_checks of each input and output, once the ka_axis_<name> locals exist.
+std::string bind_every_shape_check(const Definition& def);
 
 /// ka_contiguous and `const char* ka_bind(inputs, n_inputs, outputs, n_outputs, args)` around
 /// `body`, which ends in a return statement. `what` finishes the comment "Checks the tensors
