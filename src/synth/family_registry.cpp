@@ -15,6 +15,7 @@ const FamilyBinder* find_family_binder(std::string_view family) {
     all.push_back(make_transpose_binder());
     all.push_back(make_fused_binder());
     all.push_back(make_attention_binder());
+    all.push_back(make_scaled_gemm_binder());
     return all;
   }();
   for (const auto& binder : binders) {
