@@ -225,14 +225,7 @@ class AttentionHeaderWriter {
 
   void write_bind() {
     std::string body = bind_every_tensor_check(def_);
-    for (const Axis& a : def_.axes) {
-      if (a.kind == AxisKind::Const) {
-        body +=
-            fmt::format("  [[maybe_unused]] const long long {} = {}LL;\n", axis(a.name), a.value);
-      } else if (const auto source = axis_shape_source(def_, a.name)) {
-        body += fmt::format("  [[maybe_unused]] const long long {} = {};\n", axis(a.name), *source);
-      }
-    }
+    body += bind_axis_locals(def_);
     body += bind_every_shape_check(def_);
     if (cuda_) {
       // The CUDA templates copy rows in 16-byte units.

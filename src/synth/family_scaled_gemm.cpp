@@ -320,13 +320,7 @@ std::string generate_header(const ScaledGemmProblem& p, const Definition& def,
   // ka_bind: the tensors' dtypes and ranks, the block counts (before the shapes, whose block
   // axes take their values from the first scale tensor), the shapes, then KaArgs.
   std::string body = bind_every_tensor_check(def);
-  for (const Axis& a : def.axes) {
-    if (a.kind == AxisKind::Const)
-      body +=
-          fmt::format("  [[maybe_unused]] const long long ka_axis_{} = {}LL;\n", a.name, a.value);
-    else if (const auto source = axis_shape_source(def, a.name))
-      body += fmt::format("  [[maybe_unused]] const long long ka_axis_{} = {};\n", a.name, *source);
-  }
+  body += bind_axis_locals(def);
   body += fmt::format(
       "  const long long m = ka_axis_{}, n = ka_axis_{}, k = ka_axis_{};\n"
       "  const long long k_blocks = (k + 127) / 128;\n",

@@ -151,6 +151,18 @@ std::string bind_every_tensor_check(const Definition& def) {
   return body;
 }
 
+std::string bind_axis_locals(const Definition& def) {
+  std::string body;
+  for (const Axis& a : def.axes) {
+    if (a.kind == AxisKind::Const)
+      body +=
+          fmt::format("  [[maybe_unused]] const long long ka_axis_{} = {}LL;\n", a.name, a.value);
+    else if (const auto source = axis_shape_source(def, a.name))
+      body += fmt::format("  [[maybe_unused]] const long long ka_axis_{} = {};\n", a.name, *source);
+  }
+  return body;
+}
+
 std::string bind_every_shape_check(const Definition& def) {
   std::string body;
   for (std::size_t i = 0; i < def.inputs.size(); ++i)

@@ -63,6 +63,10 @@ std::string bind_shape_checks(const TensorSpec& tensor, const std::string& slot)
 /// then bind_tensor_checks of each input and output.
 std::string bind_every_tensor_check(const Definition& def);
 
+/// ka_bind's `const long long ka_axis_<name>` locals: const axes by value, the others read from
+/// the first tensor shape naming them (axis_shape_source); axes no shape names are left out.
+std::string bind_axis_locals(const Definition& def);
+
 /// bind_shape_checks of each input and output, once the ka_axis_<name> locals exist.
 std::string bind_every_shape_check(const Definition& def);
 
