@@ -193,23 +193,7 @@ TEST(AttentionBinder, TheAccessorsFollowThePageTable) {
   const Definition def = make_definition(kPagedPrefillInputs, kTokenOutputs, {{"causal", true}});
   const FamilyBinding binding =
       make_attention_binder()->bind(def, attention_template("cpu", TemplateBuild::SharedObject));
-  const testing::TempDir dir;
-  dir.write("ka_problem.h", binding.header);
-  dir.write("driver.cpp", R"(
-#include <cstdio>
-#include <initializer_list>
-#include "ka_problem.h"
-static ka_tensor make(void* data, int dtype, std::initializer_list<long long> shape) {
-  ka_tensor t{};
-  t.data = data;
-  t.dtype = dtype;
-  t.ndim = static_cast<int>(shape.size());
-  int d = 0;
-  for (long long s : shape) t.shape[d++] = s;
-  long long stride = 1;
-  for (d = t.ndim - 1; d >= 0; --d) t.stride[d] = stride, stride *= t.shape[d];
-  return t;
-}
+  const std::string output = testing::run_header_driver(binding.header, R"(
 int main() {
   static ka_bf16 q[5 * 8 * 16], k[3 * 2 * 2 * 16], v[3 * 2 * 2 * 16], o[5 * 8 * 16];
   static float lse[5 * 8], scale = 0.125f;
@@ -240,18 +224,6 @@ int main() {
   return 0;
 }
 )");
-  const std::string exe = (dir / "driver").string();
-  const std::string command = "c++ -std=c++20 -O1 -I" + dir.path().string() + " -I" +
-                              (kSource / "templates/common").string() + " -I" +
-                              (kSource / "include").string() + " " + (dir / "driver.cpp").string() +
-                              " -o " + exe;
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  FILE* pipe = popen(exe.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[256];
-  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
-  EXPECT_EQ(pclose(pipe), 0) << output;
   EXPECT_EQ(output,
             "batch 2 total_q 5 scale 0.125\n"
             // Causal, bottom-right: query i of 3 over 3 keys sees i + 1 keys.

@@ -197,23 +197,9 @@ TEST(ScaledGemmBinder, RejectsWhatTheTemplatesCannotServe) {
 TEST(ScaledGemmBinder, TheGeneratedBindChecksTheBlocks) {
   const Definition def = make_definition(inputs_with(f32({"M", "KB"}), f32({"NB", "KB"})),
                                          params("block_1x128", "block_128x128"));
-  const testing::TempDir dir;
-  dir.write("ka_problem.h", bind(def).header);
-  dir.write("driver.cpp", R"(
-#include <cstdio>
-#include <initializer_list>
-#include "ka_problem.h"
-static ka_tensor make(void* data, int dtype, std::initializer_list<long long> shape) {
-  ka_tensor t{};
-  t.data = data;
-  t.dtype = dtype;
-  t.ndim = static_cast<int>(shape.size());
-  int d = 0;
-  for (long long s : shape) t.shape[d++] = s;
-  long long stride = 1;
-  for (d = t.ndim - 1; d >= 0; --d) t.stride[d] = stride, stride *= t.shape[d];
-  return t;
-}
+  if (std::system("test -f /usr/local/cuda/include/cuda_bf16.h") != 0)
+    GTEST_SKIP() << "no CUDA headers at /usr/local/cuda/include";
+  const std::string output = testing::run_header_driver(bind(def).header, R"(
 int main() {
   static unsigned char x[5 * 200], w[300 * 200];
   static float sx[5 * 2], sw[3 * 2];
@@ -237,21 +223,8 @@ int main() {
   std::printf("w scale: %s\n", e ? e : "none");
   return 0;
 }
-)");
-  const std::string exe = (dir / "driver").string();
-  const std::string command = "c++ -std=c++20 -O1 -I" + dir.path().string() + " -I" +
-                              (kSource / "templates/common").string() + " -I" +
-                              (kSource / "include").string() + " -I/usr/local/cuda/include " +
-                              (dir / "driver.cpp").string() + " -o " + exe;
-  if (std::system("test -f /usr/local/cuda/include/cuda_bf16.h") != 0)
-    GTEST_SKIP() << "no CUDA headers at /usr/local/cuda/include";
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  FILE* pipe = popen(exe.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[256];
-  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
-  EXPECT_EQ(pclose(pipe), 0) << output;
+)",
+                                                        "-I/usr/local/cuda/include");
   EXPECT_EQ(output,
             "m 5 n 300 k 200 blocks 2\n"
             "a_scale(3, 1) 7 b_scale(299, 1) 105 b_scale(127, 0) 100\n"
