@@ -68,7 +68,7 @@ std::string bytes_expr(const AttentionProblem& p) {
 /// 2 FLOPs per multiply-add of q k^T and of p v, over the (query, key) pairs computed.
 std::string flops_expr(const AttentionProblem& p) {
   const std::string per_pair = fmt::format("4 * {} * {}", p.q_heads, p.head_dim);
-  const bool dense = p.layout == AttentionLayout::Bhsd || p.layout == AttentionLayout::Bshd;
+  const bool dense = p.dense();
   if (dense && p.decode) return fmt::format("{} * {} * {}", per_pair, p.batch_axis, p.kv_seq_axis);
   if (dense) {
     const std::string pairs =
@@ -101,15 +101,11 @@ std::optional<AttentionSignature> match_attention_signature(const Definition& de
   signature.match.ok = true;
   signature.match.family = "attention";
   signature.match.op_params = candidate.ext.op_params;
-  const char* layout = problem.layout == AttentionLayout::Bhsd     ? "bhsd"
-                       : problem.layout == AttentionLayout::Bshd   ? "bshd"
-                       : problem.layout == AttentionLayout::Ragged ? "ragged"
-                                                                   : "paged";
   signature.match.summary = fmt::format(
       "attention ({} {}, {} query / {} key-value heads of {}{}) by its tensors; causal and the "
       "lse base read from the name and descriptions",
-      layout, problem.decode ? "decode" : "prefill", problem.q_heads, problem.kv_heads,
-      problem.head_dim, problem.causal ? ", causal" : "");
+      attention_layout_name(problem.layout), problem.decode ? "decode" : "prefill", problem.q_heads,
+      problem.kv_heads, problem.head_dim, problem.causal ? ", causal" : "");
   signature.bytes = bytes_expr(problem);
   signature.flops = flops_expr(problem);
   return signature;

@@ -22,6 +22,15 @@ AttentionTensor find_attention_tensor(const std::vector<TensorSpec>& tensors,
   return {};
 }
 
+constexpr AttentionLayout kLayouts[] = {AttentionLayout::Bhsd, AttentionLayout::Bshd,
+                                        AttentionLayout::Ragged, AttentionLayout::Paged};
+
+std::optional<AttentionLayout> layout_from_name(const std::string& name) {
+  for (const AttentionLayout layout : kLayouts)
+    if (name == attention_layout_name(layout)) return layout;
+  return std::nullopt;
+}
+
 std::string attention_rank_text(std::size_t rank) {
   return std::to_string(rank) + (rank == 1 ? " dimension" : " dimensions");
 }
@@ -52,7 +61,7 @@ class AttentionProblemReader {
       } else if (key == "layout") {
         if (!value.is_string()) mismatch(def_, field, "expected bhsd, bshd, ragged or paged");
         layout_ = value.get<std::string>();
-        if (layout_ != "bhsd" && layout_ != "bshd" && layout_ != "ragged" && layout_ != "paged")
+        if (!layout_from_name(layout_))
           mismatch(def_, field, "expected bhsd, bshd, ragged or paged, got \"" + layout_ + "\"");
       } else if (key == "lse_base") {
         if (value == 2 || value == "2") {
@@ -158,11 +167,8 @@ class AttentionProblemReader {
                  "expected [batch, heads, seq, dim] or [batch, seq, heads, dim] keys, or index "
                  "arrays (kv_indptr) of a ragged or paged layout");
     }
-    p_.layout = layout_ == "bhsd"     ? AttentionLayout::Bhsd
-                : layout_ == "bshd"   ? AttentionLayout::Bshd
-                : layout_ == "ragged" ? AttentionLayout::Ragged
-                                      : AttentionLayout::Paged;
-    const bool dense = p_.layout == AttentionLayout::Bhsd || p_.layout == AttentionLayout::Bshd;
+    p_.layout = *layout_from_name(layout_);
+    const bool dense = p_.dense();
     const std::size_t want_k = p_.layout == AttentionLayout::Ragged ? 3 : 4;
     if (k_rank != want_k)
       mismatch(def_, field(p_.k),
@@ -263,7 +269,7 @@ class AttentionProblemReader {
   }
 
   void check_indices() {
-    const bool dense = p_.layout == AttentionLayout::Bhsd || p_.layout == AttentionLayout::Bshd;
+    const bool dense = p_.dense();
     if (dense) {
       for (const AttentionTensor* t :
            {&p_.qo_indptr, &p_.kv_indptr, &p_.kv_indices, &p_.last_page_len})
@@ -323,7 +329,7 @@ class AttentionBinder : public FamilyBinder {
                            p.head_dim));
     FamilyBinding binding;
     binding.header = generate_attention_header(p, def, kernel);
-    const bool dense = p.layout == AttentionLayout::Bhsd || p.layout == AttentionLayout::Bshd;
+    const bool dense = p.dense();
     const std::string batch =
         p.batch_axis.empty() ? parenthesized(p.indptr_axis + " - 1") : p.batch_axis;
     const std::string q_seq = p.q_seq_axis.empty() ? "1" : p.q_seq_axis;
@@ -343,13 +349,27 @@ class AttentionBinder : public FamilyBinder {
     binding.constants["PAGE_SIZE"] = p.page_size;
     binding.constants["CAUSAL"] = p.causal ? 1 : 0;
     binding.constants["DECODE"] = p.decode ? 1 : 0;
-    binding.constants["RAGGED_Q"] = dense || p.decode ? 0 : 1;
+    binding.constants["RAGGED_Q"] = p.ragged_q() ? 1 : 0;
     binding.constants["ELEM_BYTES"] = static_cast<int64_t>(dtype_size(p.q.spec->dtype));
     return binding;
   }
 };
 
 }  // namespace
+
+const char* attention_layout_name(AttentionLayout layout) {
+  switch (layout) {
+    case AttentionLayout::Bhsd:
+      return "bhsd";
+    case AttentionLayout::Bshd:
+      return "bshd";
+    case AttentionLayout::Ragged:
+      return "ragged";
+    case AttentionLayout::Paged:
+      break;
+  }
+  return "paged";
+}
 
 AttentionProblem read_attention_problem(const Definition& def) {
   return AttentionProblemReader(def).read();

@@ -35,7 +35,14 @@ struct AttentionProblem {
   std::string total_q_axis;  ///< ragged and paged prefill: q's first axis
   std::string indptr_axis;   ///< ragged and paged: the length of kv_indptr (batch + 1)
   std::string kv_rows_axis;  ///< ragged: k's first axis; paged: kv_indices' length
+
+  bool dense() const { return layout == AttentionLayout::Bhsd || layout == AttentionLayout::Bshd; }
+  /// Sequences' query counts differ (ragged and paged prefill).
+  bool ragged_q() const { return !dense() && !decode; }
 };
+
+/// "bhsd", "bshd", "ragged" or "paged", as op_params.layout names it.
+const char* attention_layout_name(AttentionLayout layout);
 
 /// Throws TemplateMismatch naming the field when the problem is not attention as the family
 /// defines it.

@@ -1,6 +1,8 @@
 // ka_problem.h for the attention family: the shape macros, KaArgs with the row accessors of the
 // problem's layout written out (no run-time layout switch), and the entry glue (KA_KERNEL_PARAMS
 // / KA_ARGS for NVRTC kernels, ka_bind for shared objects and CPU code).
+#include <cctype>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -43,10 +45,8 @@ class AttentionHeaderWriter {
   }
 
  private:
-  bool dense() const {
-    return p_.layout == AttentionLayout::Bhsd || p_.layout == AttentionLayout::Bshd;
-  }
-  bool ragged_q() const { return !dense() && !p_.decode; }
+  bool dense() const { return p_.dense(); }
+  bool ragged_q() const { return p_.ragged_q(); }
   std::string type(DType dtype) const { return header_element_type(dtype, cuda_); }
   static std::string axis(const std::string& name) { return "ka_axis_" + name; }
 
@@ -84,18 +84,18 @@ class AttentionHeaderWriter {
   }
 
   void write_macros() {
-    const char* layout = p_.layout == AttentionLayout::Bhsd     ? "BHSD"
-                         : p_.layout == AttentionLayout::Bshd   ? "BSHD"
-                         : p_.layout == AttentionLayout::Ragged ? "RAGGED"
-                                                                : "PAGED";
     out_ += fmt::format(
         "\n#define KA_HEAD_DIM {}\n#define KA_Q_HEADS {}\n#define KA_KV_HEADS {}\n"
         "#define KA_GROUP {}\n#define KA_PAGE_SIZE {}\n#define KA_CAUSAL {}\n#define KA_DECODE {}\n"
         "#define KA_RAGGED_Q {}\n#define KA_HAS_LSE {}\n",
         p_.head_dim, p_.q_heads, p_.kv_heads, p_.q_heads / p_.kv_heads, p_.page_size,
         p_.causal ? 1 : 0, p_.decode ? 1 : 0, ragged_q() ? 1 : 0, p_.lse ? 1 : 0);
-    for (const char* name : {"BHSD", "BSHD", "RAGGED", "PAGED"})
-      out_ += fmt::format("#define KA_LAYOUT_{} {}\n", name, name == std::string(layout) ? 1 : 0);
+    for (const AttentionLayout layout : {AttentionLayout::Bhsd, AttentionLayout::Bshd,
+                                         AttentionLayout::Ragged, AttentionLayout::Paged}) {
+      std::string name = attention_layout_name(layout);
+      for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      out_ += fmt::format("#define KA_LAYOUT_{} {}\n", name, layout == p_.layout ? 1 : 0);
+    }
     out_ += fmt::format("typedef {} ka_qkv_t;\ntypedef {} ka_o_t;\n", type(p_.q.spec->dtype),
                         type(p_.output.spec->dtype));
   }
