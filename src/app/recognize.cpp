@@ -4,6 +4,7 @@
 
 #include "app/problem_costs.h"
 #include "app/recognize_attention.h"
+#include "app/recognize_moe.h"
 #include "backend/backend.h"
 #include "core/error.h"
 #include "lower/family_match.h"
@@ -77,21 +78,25 @@ Recognition recognize(const Problem& problem, const RecognizeOptions& options) {
     r.summary = fmt::format("{} (kernelarc.op_family in the definition)", r.family);
     return r;
   }
-  // Before the trace: the tracer cannot follow the page-table loops of attention references.
+  // Before the trace: the tracer cannot follow the page-table loops of attention references or
+  // the routed token selection of mixture-of-experts ones.
   std::string signature_note;
-  if (const auto attention = match_attention_signature(def)) {
+  for (const auto& matcher : {match_attention_signature, match_moe_signature}) {
+    const std::optional<FamilySignature> signature = matcher(def);
+    if (!signature) continue;
     const std::string unbound =
-        options.target ? no_binding_template(problem, attention->match, *options.target) : "";
+        options.target ? no_binding_template(problem, signature->match, *options.target) : "";
     if (unbound.empty()) {
       r.source = Recognition::Source::Matched;
-      r.family = attention->match.family;
-      r.op_params = attention->match.op_params;
-      r.summary = attention->match.summary;
-      r.bytes = attention->bytes;
-      r.flops = attention->flops;
+      r.family = signature->match.family;
+      r.op_params = signature->match.op_params;
+      r.summary = signature->match.summary;
+      r.bytes = signature->bytes;
+      r.flops = signature->flops;
       return r;
     }
-    signature_note = "attention by its tensors, but no template binds it: " + unbound;
+    signature_note = fmt::format("{} by its tensors, but no template binds it: {}",
+                                 signature->match.family, unbound);
   }
   if (!options.trace) {
     r.reason = "the definition has no kernelarc.op_family and tracing its reference is off";

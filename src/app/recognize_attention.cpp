@@ -1,31 +1,18 @@
 #include "app/recognize_attention.h"
 
-#include <algorithm>
-#include <cctype>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "core/dtype.h"
+#include "core/text.h"
 #include "synth/family_attention.h"
 
 namespace kernelarc {
 
 namespace {
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-bool mentions(const std::string& text, std::initializer_list<const char*> words) {
-  return std::any_of(words.begin(), words.end(),
-                     [&](const char* word) { return text.find(word) != std::string::npos; });
-}
-
 bool says_causal(const Definition& def) {
-  const std::string text = lower(def.name + " " + def.description);
+  const std::string text = to_lower(def.name + " " + def.description);
   if (mentions(text, {"non-causal", "noncausal", "non_causal", "not causal"})) return false;
   return mentions(text, {"causal"});
 }
@@ -34,7 +21,7 @@ bool says_causal(const Definition& def) {
 OrderedJson lse_base(const Definition& def) {
   for (const TensorSpec& output : def.outputs) {
     if (output.name != "lse") continue;
-    const std::string text = lower(output.description);
+    const std::string text = to_lower(output.description);
     if (mentions(text, {"natural", "base e", "base-e", "ln("})) return "e";
   }
   return 2;
@@ -85,8 +72,8 @@ std::string flops_expr(const AttentionProblem& p) {
 
 }  // namespace
 
-std::optional<AttentionSignature> match_attention_signature(const Definition& def) {
-  const std::string label = lower(def.op_type + " " + def.name);
+std::optional<FamilySignature> match_attention_signature(const Definition& def) {
+  const std::string label = to_lower(def.op_type + " " + def.name);
   if (!mentions(label, {"attention", "attn", "gqa", "mha", "mqa", "sdpa"})) return std::nullopt;
   Definition candidate = def;
   candidate.ext.op_family = "attention";
@@ -97,7 +84,7 @@ std::optional<AttentionSignature> match_attention_signature(const Definition& de
   } catch (const InputError&) {
     return std::nullopt;  // attention by name, but not tensors the family serves
   }
-  AttentionSignature signature;
+  FamilySignature signature;
   signature.match.ok = true;
   signature.match.family = "attention";
   signature.match.op_params = candidate.ext.op_params;

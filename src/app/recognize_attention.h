@@ -7,16 +7,10 @@
 #include <optional>
 #include <string>
 
+#include "app/family_signature.h"
 #include "core/problem.h"
-#include "lower/family_match.h"
 
 namespace kernelarc {
-
-struct AttentionSignature {
-  FamilyMatch match;  ///< family "attention" with the inferred op_params
-  std::string bytes;  ///< the bytes an ideal kernel moves (pages gathered, not the whole cache)
-  std::string flops;  ///< empty where per-sequence lengths decide it (ragged and paged prefill)
-};
 
 /// The attention family for a definition whose op_type or name says attention (attention, attn,
 /// gqa, mha, mqa, sdpa) and whose tensors the attention binder accepts; nullopt otherwise.
@@ -24,6 +18,6 @@ struct AttentionSignature {
 /// "causal" (and not "non-causal"); the lse's base from its description ("2-based", "base 2",
 /// "log2", or "natural"), else 2, FlashInfer's convention. The guard checks the guess against the
 /// reference, so a wrong one fails candidates and serves nothing wrong.
-std::optional<AttentionSignature> match_attention_signature(const Definition& def);
+std::optional<FamilySignature> match_attention_signature(const Definition& def);
 
 }  // namespace kernelarc

@@ -14,6 +14,13 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
+std::string to_lower(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower;
+}
+
 std::string read_first_line(const std::filesystem::path& path) {
   std::ifstream file(path);
   std::string line;

@@ -11,6 +11,9 @@ namespace kernelarc {
 /// `text` without leading and trailing white space (std::isspace).
 std::string_view trim(std::string_view text);
 
+/// `text` in lower case (ASCII letters; other bytes unchanged).
+std::string to_lower(std::string_view text);
+
 /// The first line of a file ("" when it cannot be read), e.g. a sysfs value.
 std::string read_first_line(const std::filesystem::path& path);
 

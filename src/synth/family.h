@@ -66,6 +66,7 @@ std::unique_ptr<FamilyBinder> make_transpose_binder();    // transpose
 std::unique_ptr<FamilyBinder> make_fused_binder();        // fused (a kernel plan)
 std::unique_ptr<FamilyBinder> make_attention_binder();    // attention
 std::unique_ptr<FamilyBinder> make_scaled_gemm_binder();  // scaled_gemm (FP8 with scales)
+std::unique_ptr<FamilyBinder> make_moe_binder();          // moe (mixture-of-experts forward)
 
 /// The binder serving `family`, or nullptr.
 const FamilyBinder* find_family_binder(std::string_view family);

@@ -1,0 +1,127 @@
+#include "app/recognize_moe.h"
+
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "core/dtype.h"
+#include "core/text.h"
+#include "synth/family_moe.h"
+
+namespace kernelarc {
+
+namespace {
+
+/// The first capture of `pattern` (case-insensitive) in `text`, or "".
+std::string first_capture(const std::string& text, const char* pattern) {
+  std::smatch found;
+  if (std::regex_search(text, found, std::regex(pattern, std::regex::icase))) return found[1];
+  return "";
+}
+
+std::optional<int64_t> top_k_of(const Definition& def) {
+  for (const Axis& axis : def.axes) {
+    const std::string name = to_lower(axis.name);
+    if ((name == "top_k" || name == "topk" || name == "num_experts_per_tok" ||
+         name == "experts_per_token") &&
+        axis.kind == AxisKind::Const)
+      return axis.value;
+  }
+  for (const char* pattern : {R"((?:top_?k|num_experts_per_tok|experts_per_token)\s*=\s*(\d+))",
+                              R"(\.topk\([^,()]*(?:\([^()]*\))?[^,()]*,\s*(?:k\s*=\s*)?(\d+))",
+                              R"(\.topk\(\s*(?:k\s*=\s*)?(\d+))"}) {
+    const std::string k = first_capture(def.reference, pattern);
+    if (!k.empty()) return std::stoll(k);
+  }
+  const std::string k = first_capture(def.name + " " + def.description, R"(top[-_]?k?[-_]?(\d+))");
+  if (!k.empty()) return std::stoll(k);
+  return std::nullopt;
+}
+
+/// True or False assigned to one of `names` in the reference, if any.
+std::optional<bool> assigned_flag(const std::string& reference, const char* names) {
+  const std::string value =
+      first_capture(reference, fmt::format(R"((?:{})\s*=\s*(True|False))", names).c_str());
+  if (value.empty()) return std::nullopt;
+  return to_lower(value) == "true";
+}
+
+OrderedJson routing_params(const Definition& def, int64_t top_k) {
+  const std::string& ref = def.reference;
+  OrderedJson params = {{"top_k", top_k}};
+  const bool sigmoid = std::regex_search(ref, std::regex(R"(sigmoid)", std::regex::icase));
+  params["scoring"] = sigmoid ? "sigmoid" : "softmax";
+  const std::optional<bool> flag = assigned_flag(ref, "norm_topk_prob|renormalize");
+  // A division of the chosen weights by their sum: `w / w.sum(`, `w /= w.sum(`, `/ (w.sum(`.
+  const bool divides = std::regex_search(ref, std::regex(R"(/=?\s*\(?\s*[\w\.\[\]]+\.sum\()")) ||
+                       std::regex_search(ref, std::regex(R"(/=?\s*\(?\s*torch\.sum\()"));
+  params["renormalize"] = flag.value_or(divides);
+  for (const char* name : {"n_group", "topk_group"}) {
+    const std::string value = first_capture(ref, fmt::format(R"({}\s*=\s*(\d+))", name).c_str());
+    if (!value.empty() && std::stoll(value) > 1) params[name] = std::stoll(value);
+  }
+  const std::string scaling =
+      first_capture(ref, R"(routed_scaling_factor\s*=\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?))");
+  if (!scaling.empty() && std::stod(scaling) > 0)
+    params["routed_scaling_factor"] = std::stod(scaling);
+  if (std::regex_search(ref, std::regex(R"(gelu[\s\S]{0,80}tanh|gelu_tanh)")))
+    params["activation"] = "gelu_tanh";
+  else if (std::regex_search(ref, std::regex(R"(gelu)")))
+    params["activation"] = "gelu";
+  return params;
+}
+
+std::string bytes_expr(const MoeProblem& p) {
+  const auto size = [](const MoeTensor& t) { return std::to_string(dtype_size(t.spec->dtype)); };
+  const std::string tokens = p.tokens_axis;
+  // The weights of the experts the tokens can reach, each read once.
+  const std::string experts_used = fmt::format("min({}, {} * {})", p.experts, tokens, p.top_k);
+  std::string bytes =
+      fmt::format("2 * {} * {} * {} + {} * 3 * {} * {} * {}", tokens, p.hidden_size, size(p.hidden),
+                  experts_used, p.hidden_size, p.inter, size(p.w_down));
+  if (p.logits)
+    bytes += fmt::format(" + {} * {} * {}", tokens, p.experts, size(p.logits));
+  else
+    bytes += fmt::format(" + {} * {} * {}", p.experts, p.hidden_size, size(p.router_weight));
+  return bytes;
+}
+
+std::string flops_expr(const MoeProblem& p) {
+  std::string flops =
+      fmt::format("6 * {} * {} * {} * {}", p.tokens_axis, p.top_k, p.hidden_size, p.inter);
+  if (p.router_weight)
+    flops += fmt::format(" + 2 * {} * {} * {}", p.tokens_axis, p.experts, p.hidden_size);
+  return flops;
+}
+
+}  // namespace
+
+std::optional<FamilySignature> match_moe_signature(const Definition& def) {
+  const std::string label = to_lower(def.op_type + " " + def.name);
+  if (!mentions(label, {"moe", "expert", "mixture"})) return std::nullopt;
+  const std::optional<int64_t> top_k = top_k_of(def);
+  if (!top_k || *top_k < 1) return std::nullopt;
+  Definition candidate = def;
+  candidate.ext.op_family = "moe";
+  candidate.ext.op_params = routing_params(def, *top_k);
+  MoeProblem problem;
+  try {
+    problem = read_moe_problem(candidate);
+  } catch (const InputError&) {
+    return std::nullopt;  // experts by name, but not tensors (or a rule) the family serves
+  }
+  FamilySignature signature;
+  signature.match.ok = true;
+  signature.match.family = "moe";
+  signature.match.op_params = candidate.ext.op_params;
+  signature.match.summary = fmt::format(
+      "mixture of experts ({} experts, top {}, {} scoring, hidden {}, intermediate {}) by its "
+      "tensors; the routing rule read from the reference",
+      problem.experts, problem.top_k, problem.sigmoid ? "sigmoid" : "softmax", problem.hidden_size,
+      problem.inter);
+  signature.bytes = bytes_expr(problem);
+  signature.flops = flops_expr(problem);
+  return signature;
+}
+
+}  // namespace kernelarc

@@ -1,0 +1,48 @@
+// The moe family: one mixture-of-experts layer's forward pass (routing, the experts' gated MLPs,
+// the weighted combine). read_moe_problem() finds the tensors and reads the routing rule;
+// generate_moe_header() writes ka_problem.h. See docs/TEMPLATES.md ("Family: moe").
+#pragma once
+
+#include <string>
+
+#include "synth/family.h"
+
+namespace kernelarc {
+
+struct MoeTensor {
+  const TensorSpec* spec = nullptr;  ///< nullptr when the problem has no such tensor
+  int index = -1;                    ///< in the definition's inputs (or outputs)
+  explicit operator bool() const { return spec != nullptr; }
+};
+
+enum class MoeActivation { Silu, Gelu, GeluTanh };
+
+struct MoeProblem {
+  MoeTensor hidden, logits, router_weight, bias, w13, w_gate, w_up, w_down;
+  MoeTensor output;  ///< index into the outputs
+  int64_t experts = 0, hidden_size = 0, inter = 0, top_k = 0;
+  std::string tokens_axis;
+  // The routing rule (op_params).
+  bool sigmoid = false;
+  bool renormalize = true;
+  int64_t n_group = 1, topk_group = 1;
+  bool group_score_max = false;
+  double routed_scaling = 1.0;
+  MoeActivation activation = MoeActivation::Silu;
+  bool up_first = false;  ///< a fused w13 holds the up rows first
+
+  bool fused_gate_up() const { return static_cast<bool>(w13); }
+};
+
+/// "silu", "gelu" or "gelu_tanh", as op_params.activation names it.
+const char* moe_activation_name(MoeActivation activation);
+
+/// Throws TemplateMismatch naming the field when the problem is not a mixture-of-experts layer
+/// as the family defines it.
+MoeProblem read_moe_problem(const Definition& def);
+
+/// ka_problem.h for `problem` (ka_bind form: CUDA shared objects and CPU templates).
+std::string generate_moe_header(const MoeProblem& problem, const Definition& def,
+                                const KernelTemplate& kernel);
+
+}  // namespace kernelarc

@@ -1,0 +1,91 @@
+// Recognition of unannotated mixture-of-experts definitions by their tensors, with the routing
+// rule read from the reference's text, and what is not recognised.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "app/recognize_moe.h"
+#include "core/problem.h"
+
+namespace kernelarc {
+namespace {
+
+OrderedJson tensor(const std::vector<std::string>& shape, const std::string& dtype = "float32") {
+  return {{"shape", shape}, {"dtype", dtype}};
+}
+
+/// An unannotated definition: 8 experts, hidden 16, intermediate 8.
+Definition moe_definition(const OrderedJson& inputs, const std::string& reference,
+                          const std::string& name) {
+  std::string parameters;
+  for (const auto& [input, spec] : inputs.items())
+    parameters += (parameters.empty() ? "" : ", ") + input;
+  OrderedJson json = {
+      {"name", name},
+      {"op_type", ""},
+      {"axes",
+       {{"T", {{"type", "var"}}},
+        {"E", {{"type", "const"}, {"value", 8}}},
+        {"H", {{"type", "const"}, {"value", 16}}},
+        {"I", {{"type", "const"}, {"value", 8}}},
+        {"I2", {{"type", "const"}, {"value", 16}}}}},
+      {"inputs", inputs},
+      {"outputs", {{"output", tensor({"T", "H"})}}},
+      {"reference", reference.empty() ? "def run(" + parameters + "):\n    pass\n" : reference}};
+  return parse_definition(json, "moe_case.json");
+}
+
+const OrderedJson kFusedInputs = {{"hidden_states", tensor({"T", "H"})},
+                                  {"router_logits", tensor({"T", "E"})},
+                                  {"e_score_correction_bias", tensor({"E"})},
+                                  {"w13", tensor({"E", "I2", "H"})},
+                                  {"w2", tensor({"E", "H", "I"})}};
+
+const OrderedJson kSeparateInputs = {{"x", tensor({"T", "H"})},
+                                     {"gate_weight", tensor({"E", "H"})},
+                                     {"up_proj", tensor({"E", "I", "H"})},
+                                     {"gate_proj", tensor({"E", "I", "H"})},
+                                     {"down_proj", tensor({"E", "H", "I"})}};
+
+TEST(MoeRecognition, ReadsTheRoutingRuleFromTheReference) {
+  const std::string reference = R"(import torch
+TOP_K = 3
+def run(hidden_states, router_logits, e_score_correction_bias, w13, w2):
+    scores = torch.sigmoid(router_logits.float())
+    n_group = 4
+    topk_group = 2
+    routed_scaling_factor = 2.5
+    _, ids = torch.topk(scores + e_score_correction_bias, TOP_K, dim=-1)
+    w = scores.gather(1, ids)
+    w = w / w.sum(dim=-1, keepdim=True)
+    return hidden_states
+)";
+  const auto signature =
+      match_moe_signature(moe_definition(kFusedInputs, reference, "deepseek_moe_layer"));
+  ASSERT_TRUE(signature.has_value());
+  const OrderedJson& params = signature->match.op_params;
+  EXPECT_EQ(params.at("top_k"), 3);
+  EXPECT_EQ(params.at("scoring"), "sigmoid");
+  EXPECT_EQ(params.at("renormalize"), true);
+  EXPECT_EQ(params.at("n_group"), 4);
+  EXPECT_EQ(params.at("topk_group"), 2);
+  EXPECT_EQ(params.at("routed_scaling_factor"), 2.5);
+  EXPECT_FALSE(params.contains("activation"));
+  EXPECT_EQ(signature->flops, "6 * T * 3 * 16 * 8");
+
+  // No top_k anywhere: not recognised; not named like an MoE: not tried.
+  EXPECT_FALSE(match_moe_signature(moe_definition(kSeparateInputs, "", "moe_layer")));
+  EXPECT_FALSE(match_moe_signature(moe_definition(kSeparateInputs, "", "mlp_top2")));
+  const auto from_name = match_moe_signature(
+      moe_definition(kSeparateInputs,
+                     "def run(x, gate_weight, up_proj, gate_proj, down_proj):\n"
+                     "    p = torch.softmax(x @ gate_weight.T, -1)\n    w, i = p.topk(2)\n",
+                     "mixtral_moe"));
+  ASSERT_TRUE(from_name.has_value());
+  EXPECT_EQ(from_name->match.op_params.at("top_k"), 2);
+  EXPECT_EQ(from_name->match.op_params.at("renormalize"), false);
+  EXPECT_EQ(from_name->match.op_params.at("scoring"), "softmax");
+}
+
+}  // namespace
+}  // namespace kernelarc
