@@ -101,7 +101,7 @@ class AttentionHeaderWriter {
   }
 
   std::string scale_code() const {
-    if (!p_.scale) return fmt::format("{:.17g}f", p_.scale_value);
+    if (!p_.scale) return float_literal(p_.scale_value);
     const DType dtype = p_.scale.spec->dtype;
     return dtype == DType::Float32 || dtype == DType::Float64 ? "static_cast<float>(*scale_in)"
                                                               : "ka_to_float(*scale_in)";

@@ -49,12 +49,12 @@ class MoeHeaderWriter {
         "\n#define KA_EXPERTS {}\n#define KA_HIDDEN {}\n#define KA_INTER {}\n#define KA_TOP_K {}\n"
         "#define KA_SCORING_SIGMOID {}\n#define KA_RENORMALIZE {}\n#define KA_N_GROUP {}\n"
         "#define KA_TOPK_GROUP {}\n#define KA_GROUP_SCORE_MAX {}\n#define KA_HAS_BIAS {}\n"
-        "#define KA_ROUTER_WEIGHT {}\n#define KA_ROUTED_SCALING {:.17g}f\n"
+        "#define KA_ROUTER_WEIGHT {}\n#define KA_ROUTED_SCALING {}\n"
         "#define KA_ACT_SILU {}\n#define KA_ACT_GELU {}\n#define KA_ACT_GELU_TANH {}\n",
         p_.experts, p_.hidden_size, p_.inter, p_.top_k, p_.sigmoid ? 1 : 0, p_.renormalize ? 1 : 0,
         p_.n_group, p_.topk_group, p_.group_score_max ? 1 : 0, p_.bias ? 1 : 0,
-        p_.router_weight ? 1 : 0, p_.routed_scaling, p_.activation == MoeActivation::Silu ? 1 : 0,
-        p_.activation == MoeActivation::Gelu ? 1 : 0,
+        p_.router_weight ? 1 : 0, float_literal(p_.routed_scaling),
+        p_.activation == MoeActivation::Silu ? 1 : 0, p_.activation == MoeActivation::Gelu ? 1 : 0,
         p_.activation == MoeActivation::GeluTanh ? 1 : 0);
     out_ += fmt::format("typedef {} ka_act_t;\ntypedef {} ka_w_t;\ntypedef {} ka_logit_t;\n",
                         type(p_.hidden.spec->dtype), type(p_.w_down.spec->dtype),

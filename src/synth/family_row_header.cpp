@@ -16,12 +16,6 @@ namespace kernelarc {
 
 namespace {
 
-std::string float_literal(double value) {
-  std::string text = fmt::format("{:.9g}", value);
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text + "f";
-}
-
 const char* kRowCudaPrelude = R"(#define KA_HD __host__ __device__ __forceinline__
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -71,6 +71,12 @@ std::string kernel_params_define(const Definition& def,
       fmt::join(axes, ", "), fmt::join(params, ", "));
 }
 
+std::string float_literal(double value) {
+  std::string text = fmt::format("{:.9g}", value);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text + "f";
+}
+
 std::string shape_text(const std::vector<std::string>& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + shape[i];

@@ -28,6 +28,9 @@ AxisValues static_axes(const Definition& def);
 /// A tensor of rank 2 (not a scalar): what the GEMM families take as a matrix.
 bool is_matrix(const TensorSpec& spec);
 
+/// `value` as a C++ float literal ("2.5f", "1.0f", "1e-05f").
+std::string float_literal(double value);
+
 /// "[a, b, c]": a shape as the mismatch messages quote it.
 std::string shape_text(const std::vector<std::string>& shape);
 
