@@ -5,12 +5,18 @@
 
 #include "ka_problem.h"
 
-#if KA_TARGET_CUDA
-#define KA_MOE_EXP __expf
-#else
+#ifndef __CUDACC_RTC__
 #include <cmath>
-#define KA_MOE_EXP std::exp
 #endif
+
+/// exp for the scores: the fast intrinsic on the device, the library's on the host.
+KA_HD float ka_moe_exp(float x) {
+#if defined(__CUDA_ARCH__)
+  return __expf(x);
+#else
+  return std::exp(x);
+#endif
+}
 
 static_assert(KA_EXPERTS % KA_N_GROUP == 0, "experts split into equal groups");
 static_assert(KA_TOPK_GROUP <= KA_N_GROUP && KA_TOP_K <= KA_EXPERTS, "routing bounds");
@@ -20,13 +26,13 @@ static_assert(KA_TOPK_GROUP <= KA_N_GROUP && KA_TOP_K <= KA_EXPERTS, "routing bo
 KA_HD void ka_moe_route(const KaArgs& ka, const float* logits, int* ids, float* weights) {
   float score[KA_EXPERTS];
   if (KA_SCORING_SIGMOID) {
-    for (int e = 0; e < KA_EXPERTS; ++e) score[e] = 1.0f / (1.0f + KA_MOE_EXP(-logits[e]));
+    for (int e = 0; e < KA_EXPERTS; ++e) score[e] = 1.0f / (1.0f + ka_moe_exp(-logits[e]));
   } else {
     float top = logits[0];
     for (int e = 1; e < KA_EXPERTS; ++e) top = logits[e] > top ? logits[e] : top;
     float sum = 0.0f;
     for (int e = 0; e < KA_EXPERTS; ++e) {
-      score[e] = KA_MOE_EXP(logits[e] - top);
+      score[e] = ka_moe_exp(logits[e] - top);
       sum += score[e];
     }
     for (int e = 0; e < KA_EXPERTS; ++e) score[e] /= sum;
