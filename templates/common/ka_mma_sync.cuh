@@ -4,9 +4,9 @@
 // accumulators for bfloat16 and float16 operands. Usable from nvcc and NVRTC.
 //
 // Fragment layouts (PTX ISA, "mma.m16n8k16"), g = lane / 4, t = lane % 4:
-//   A (16 x 16, row):  a0 = (g, 2t..2t+1)  a1 = (g+8, 2t..2t+1)  a2 = (g, 2t+8..)  a3 = (g+8, 2t+8..)
-//   B (16 x 8, col):   b0 = (k 2t..2t+1, n g)  b1 = (k 2t+8..2t+9, n g)
-//   C/D (16 x 8):      c0, c1 = (g, 2t + {0, 1})  c2, c3 = (g + 8, 2t + {0, 1})
+//   A (16 x 16, row):  a0 = (g, 2t..2t+1)  a1 = (g+8, 2t..2t+1)  a2 = (g, 2t+8..)  a3 = (g+8,
+//   2t+8..) B (16 x 8, col):   b0 = (k 2t..2t+1, n g)  b1 = (k 2t+8..2t+9, n g) C/D (16 x 8): c0,
+//   c1 = (g, 2t + {0, 1})  c2, c3 = (g + 8, 2t + {0, 1})
 // ldmatrix.x4: lanes 8q..8q+7 give the row addresses of matrix q; each lane receives, from every
 // matrix q, the two elements (row lane / 4, cols 2 * (lane % 4) + {0, 1}) as register q.
 #ifndef KA_MMA_SYNC_CUH

@@ -73,9 +73,10 @@ int prepare_device(int& multiprocessors) {
       status = cudaFuncSetAttribute(kGemm2, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     Gemm2::kSharedBytes);
     if (status != cudaSuccess)
-      return fail("moe_grouped: preparing the kernels on device %d: %s (%d and %d bytes of "
-                  "shared memory)",
-                  device, cudaGetErrorString(status), Gemm1::kSharedBytes, Gemm2::kSharedBytes);
+      return fail(
+          "moe_grouped: preparing the kernels on device %d: %s (%d and %d bytes of "
+          "shared memory)",
+          device, cudaGetErrorString(status), Gemm1::kSharedBytes, Gemm2::kSharedBytes);
     state.ready = true;
   }
   multiprocessors = state.multiprocessors;
@@ -229,7 +230,7 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   const long long combine_blocks =
       (combine_threads + ka_moe::kCombineThreads - 1) / ka_moe::kCombineThreads;
   if (combine_blocks > INT_MAX) return fail("moe_grouped: %lld tokens are too many", tokens);
-  ka_moe::combine_kernel<<<static_cast<unsigned>(combine_blocks), ka_moe::kCombineThreads, 0,
-                           s>>>(ka, ws, tokens);
+  ka_moe::combine_kernel<<<static_cast<unsigned>(combine_blocks), ka_moe::kCombineThreads, 0, s>>>(
+      ka, ws, tokens);
   return check_launch("combine");
 }

@@ -57,10 +57,18 @@ struct alignas(4) Pack2 {
   T v[2];
 };
 
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(double x) { return static_cast<float>(x); }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(float x) {
+  return x;
+}
+__device__ __forceinline__ float to_float(double x) {
+  return static_cast<float>(x);
+}
+__device__ __forceinline__ float to_float(__half x) {
+  return __half2float(x);
+}
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
 
 /// Eight elements at p (16-byte aligned for 16-bit types, 32-byte for float) as floats, through
 /// the read-only path.

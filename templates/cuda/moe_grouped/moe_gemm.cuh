@@ -43,12 +43,12 @@ __device__ __forceinline__ const T* opaque(const T* p) {
 template <int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, int kStages, bool kGated>
 struct GemmConfig {
   static constexpr int kThreads = kWarpsM * kWarpsN * 32;
-  static constexpr int kNB = kGated ? 2 : 1;        // B sub-tiles (gate, up) or (down)
+  static constexpr int kNB = kGated ? 2 : 1;            // B sub-tiles (gate, up) or (down)
   static constexpr int kN = kGated ? kInter : kHidden;  // output columns
   static constexpr int kK = kGated ? kHidden : kInter;  // reduction length
-  static constexpr int kLd = kBK + 8;                // shared row pitch, elements
-  static constexpr int kAStage = kBM * kLd;          // elements
-  static constexpr int kBStage = kNB * kBN * kLd;    // elements
+  static constexpr int kLd = kBK + 8;                   // shared row pitch, elements
+  static constexpr int kAStage = kBM * kLd;             // elements
+  static constexpr int kBStage = kNB * kBN * kLd;       // elements
   static constexpr int kPipeBytes = kStages * (kAStage + kBStage) * 2;
   static constexpr int kSharedBytes = kPipeBytes + kBM * 8;  // + A-row pointers
   static constexpr int kWarpTileM = kBM / kWarpsM;
@@ -60,8 +60,9 @@ struct GemmConfig {
   static constexpr int kACopies = (kBM + kRowStep - 1) / kRowStep;
   static constexpr int kBCopies = (kNB * kBN + kRowStep - 1) / kRowStep;
 
-  static_assert(kWarpTileM % 16 == 0 && kWarpTileN % 16 == 0,
-                "warp tile sides must be multiples of 16 (BM % (WARPS_M * 16), BN % (WARPS_N * 16))");
+  static_assert(
+      kWarpTileM % 16 == 0 && kWarpTileN % 16 == 0,
+      "warp tile sides must be multiples of 16 (BM % (WARPS_M * 16), BN % (WARPS_N * 16))");
   static_assert(kBK % 16 == 0, "BK is a multiple of the mma's k16");
   static_assert(kThreads % kChunksPerRow == 0, "a copy round covers whole rows");
   static_assert(kRowStep > kBN || kBN % kRowStep == 0, "copy rounds tile the B sub-tiles");
@@ -70,7 +71,7 @@ struct GemmConfig {
 
 template <int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, int kStages, bool kGated,
           int kMGroup>
-__global__ void __launch_bounds__(kWarpsM * kWarpsN * 32)
+__global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
     grouped_gemm_kernel(KaArgs ka, Workspace ws, int m_tiles) {
   using C = GemmConfig<kBM, kBN, kBK, kWarpsM, kWarpsN, kStages, kGated>;
   using elem_t = ka_act_t;  // == ka_w_t (moe_common.cuh)
@@ -186,8 +187,8 @@ __global__ void __launch_bounds__(kWarpsM * kWarpsN * 32)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s)
     if (s < k_tiles) load_a(s, s);
-  // One group holds the whole prologue; the other kStages - 2 groups are empty, so that the
-  // wait in iteration kt always finds tile kt complete.
+      // One group holds the whole prologue; the other kStages - 2 groups are empty, so that the
+      // wait in iteration kt always finds tile kt complete.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) ka_cp_async_commit();
 
@@ -208,7 +209,8 @@ __global__ void __launch_bounds__(kWarpsM * kWarpsN * 32)
   // matrices (n0-7, k0-7), (n0-7, k8-15), (n8-15, k0-7), (n8-15, k8-15) = b[j][0], b[j][1],
   // b[j+1][0], b[j+1][1].
   const int a_lane = (warp_m * C::kWarpTileM + lane % 16) * kLd + (lane / 16) * 8;
-  const int b_lane = (warp_n * C::kWarpTileN + lane % 8 + (lane / 16) * 8) * kLd + ((lane / 8) % 2) * 8;
+  const int b_lane =
+      (warp_n * C::kWarpTileN + lane % 8 + (lane / 16) * 8) * kLd + ((lane / 8) % 2) * 8;
   // m16 tiles of this warp that hold real rows (the rest of the tile is zero-filled): warps skip
   // the mma of the others, which matters for decode-sized segments.
   const int live_m = min(C::kMmaM, max(0, (rows - warp_m * C::kWarpTileM + 15) / 16));

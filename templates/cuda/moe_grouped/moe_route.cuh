@@ -175,8 +175,7 @@ __global__ void __launch_bounds__(kCombineThreads)
     const long long slot = t * kTopK + k;
     const long long pos = ws.pos_of_slot[slot];
     const float weight = ws.topk_weights[slot];
-    const Pack8<ka_act_t> y =
-        *reinterpret_cast<const Pack8<ka_act_t>*>(ws.y + pos * kHidden + c);
+    const Pack8<ka_act_t> y = *reinterpret_cast<const Pack8<ka_act_t>*>(ws.y + pos * kHidden + c);
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[j] += weight * ka_to_float(y.v[j]);
   }
