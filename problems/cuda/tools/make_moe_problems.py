@@ -383,8 +383,21 @@ def definition(p):
             "op_params": op_params(p),
             "flops": flops(p),
             "bytes": bytes_(p),
+            **baseline(p),
         },
     }
+
+
+def baseline(p):
+    """{"baseline": source} where the reference's router product runs in float32 but a user's
+    runs in the weights' dtype (a 16-bit router weight), else {}: the timed baseline is then the
+    code a user runs, not the more accurate oracle."""
+    if not p["router_weight"] or p["dtype"] == "float32":
+        return {}
+    user_router = ("    # The router as a user runs it: the product in the weights' dtype.\n"
+                   "    logits = torch.matmul(hidden_states, gate_weight.t()).float()\n")
+    float_router = RUN_ROUTER.split("    ids, weights")[0]
+    return {"baseline": reference_source(p).replace(float_router, user_router)}
 
 
 BF16_TOL_NOTE = ("Tolerance 2e-2 absolute and relative with 99% of the elements matched: "
