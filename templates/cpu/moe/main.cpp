@@ -97,8 +97,8 @@ struct CallBuffers {
   std::vector<long long> order;  // the slots (t * top_k + k) grouped by expert
   std::vector<long long> start;  // kExperts + 1: each expert's range of order
   std::vector<Task> tasks;
-  std::vector<ka_act_t> h;       // (split passes) slots in `order` x kInter
-  std::vector<ka_act_t> y;       // slots (t * top_k + k) x kHidden: each expert's output
+  std::vector<ka_act_t> h;  // (split passes) slots in `order` x kInter
+  std::vector<ka_act_t> y;  // slots (t * top_k + k) x kHidden: each expert's output
 };
 
 CallBuffers& call_buffers() {
@@ -192,8 +192,9 @@ void project(const float* a, int rows, const W* rows_of, int cols, int depth, fl
         for (int d = 0; d < chunk; ++d) dst[d] = ka_to_float(src[d]);
       }
       block_dot<float>(
-          a + d0, depth, rows, [&](int j) { return stage + static_cast<long long>(j) * kStageDepth; },
-          cols, chunk, c, ldc, d0 > 0);
+          a + d0, depth, rows,
+          [&](int j) { return stage + static_cast<long long>(j) * kStageDepth; }, cols, chunk, c,
+          ldc, d0 > 0);
     } else {
       block_dot<W>(
           a + d0, depth, rows,
@@ -338,9 +339,9 @@ static void ka_compute(const KaArgs& ka) {
   buf.y.resize(static_cast<size_t>(slots) * kHidden);
 
   const int threads = ka_thread_count();
-  const long long work = slots * 3LL * kHidden * kInter +
-                         (KA_ROUTER_WEIGHT ? tokens * static_cast<long long>(kExperts) * kHidden
-                                           : 0LL);
+  const long long work =
+      slots * 3LL * kHidden * kInter +
+      (KA_ROUTER_WEIGHT ? tokens * static_cast<long long>(kExperts) * kHidden : 0LL);
   const bool parallel = threads > 1 && work >= PARALLEL_MIN_WORK;
   const long long route_blocks = (tokens + kTokenBlock - 1) / kTokenBlock;
   int split = 1;  // column chunks per task; 1: gate/up and down fused in one task

@@ -53,7 +53,9 @@ float dot(const float* a, const float* b, int64_t n) {
 
 }  // namespace
 
-extern "C" const char* ka_last_error(void) { return g_error; }
+extern "C" const char* ka_last_error(void) {
+  return g_error;
+}
 
 // Inputs: hidden_states [T, H], router_logits [T, E], e_score_correction_bias [E],
 // w13 [E, 2I, H] (gate rows, then up rows), w2 [E, H, I]. Output: output [T, H]. All float32.
@@ -143,7 +145,8 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
         const float u = dot(xrow, up + i * hidden, hidden);
         h[i] = g / (1.0f + std::exp(-g)) * u;
       }
-      for (int64_t j = 0; j < hidden; ++j) acc[j] += weights[k] * dot(h.data(), down + j * inter, inter);
+      for (int64_t j = 0; j < hidden; ++j)
+        acc[j] += weights[k] * dot(h.data(), down + j * inter, inter);
     }
     for (int64_t j = 0; j < hidden; ++j) od[t * hidden + j] = acc[j];
   }

@@ -49,7 +49,9 @@ float dot(const float* a, const float* b, int64_t n) {
 
 }  // namespace
 
-extern "C" const char* ka_last_error(void) { return g_error; }
+extern "C" const char* ka_last_error(void) {
+  return g_error;
+}
 
 // Inputs: hidden_states [T, H], gate_weight [E, H] (the router), w1 [E, I, H] (gate),
 // w3 [E, I, H] (up), w2 [E, H, I] (down). Output: output [T, H]. All float32.
@@ -116,7 +118,8 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
         h[i] = g / (1.0f + std::exp(-g)) * u;
       }
       const float weight = score[ids[k]];
-      for (int64_t j = 0; j < hidden; ++j) acc[j] += weight * dot(h.data(), down + j * inter, inter);
+      for (int64_t j = 0; j < hidden; ++j)
+        acc[j] += weight * dot(h.data(), down + j * inter, inter);
     }
     for (int64_t j = 0; j < hidden; ++j) od[t * hidden + j] = acc[j];
   }
