@@ -12,60 +12,15 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 
 #include "decode_kernel.cuh"
+#include "ka_cuda_entry.h"
 #include "ka_problem.h"
 #include "kernelarc/abi.h"
 
 namespace {
-
-char g_error[512];
-
-int fail(const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(g_error, sizeof g_error, format, args);
-  va_end(args);
-  return 1;
-}
-
-constexpr int kMaxDevices = 64;
-
-struct DeviceState {
-  bool ready = false;
-  int multiprocessors = 0;
-};
-DeviceState g_devices[kMaxDevices];
-
-int prepare_device(int& multiprocessors) {
-  int device = 0;
-  cudaError_t status = cudaGetDevice(&device);
-  if (status != cudaSuccess) return fail("cudaGetDevice: %s", cudaGetErrorString(status));
-  if (device < 0 || device >= kMaxDevices)
-    return fail("device %d: at most %d devices", device, kMaxDevices);
-  DeviceState& state = g_devices[device];
-  if (!state.ready) {
-    status = cudaDeviceGetAttribute(&state.multiprocessors, cudaDevAttrMultiProcessorCount, device);
-    if (status == cudaSuccess)
-      status = cudaFuncSetAttribute(ka_attn::decode_split_kernel,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    ka_attn::kSharedBytes);
-    if (status != cudaSuccess)
-      return fail("attention_decode: preparing the kernels on device %d: %s (%d bytes of shared "
-                  "memory)",
-                  device, cudaGetErrorString(status), ka_attn::kSharedBytes);
-    state.ready = true;
-  }
-  multiprocessors = state.multiprocessors;
-  return 0;
-}
-
-size_t align256(size_t bytes) {
-  return (bytes + 255) / 256 * 256;
-}
 
 /// The workspace layout for `splits` splits: counters, then lse, then o, each 256-aligned.
 struct Layout {
@@ -75,8 +30,9 @@ struct Layout {
 Layout layout_for(long long batch, int splits) {
   const size_t heads = static_cast<size_t>(batch) * ka_attn::kQHeads;
   Layout layout;
-  layout.lse_offset = align256(static_cast<size_t>(batch) * ka_attn::kKvHeads * sizeof(unsigned));
-  layout.o_offset = layout.lse_offset + align256(heads * splits * sizeof(float));
+  layout.lse_offset =
+      ka_align256(static_cast<size_t>(batch) * ka_attn::kKvHeads * sizeof(unsigned));
+  layout.o_offset = layout.lse_offset + ka_align256(heads * splits * sizeof(float));
   layout.total = layout.o_offset + heads * splits * ka_attn::kHeadDim * sizeof(float);
   return layout;
 }
@@ -105,30 +61,35 @@ bool float_dtype(int dtype) {
 
 }  // namespace
 
-extern "C" const char* ka_last_error(void) {
-  return g_error;
-}
-
 extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
                       void* stream, void* workspace, size_t workspace_bytes) {
   KaArgs ka;
   if (const char* message = ka_bind(inputs, n_inputs, outputs, n_outputs, &ka))
-    return fail("%s", message);
+    return ka_fail("%s", message);
   // The kernel reads q, k and v rows as 16-byte chunks; the rows are 16-byte aligned when the
   // tensors' bases are (HEAD_DIM * element size is a multiple of 16).
   for (int i = 0; i < n_inputs; ++i)
     if (inputs[i].ndim >= 3 && float_dtype(inputs[i].dtype) && !aligned16(inputs[i].data))
-      return fail("attention_decode: input %d is not 16-byte aligned", i);
+      return ka_fail("attention_decode: input %d is not 16-byte aligned", i);
   const long long batch = ka.batch();
   if (batch <= 0) return 0;
 
   int multiprocessors = 0;
-  if (prepare_device(multiprocessors) != 0) return 1;
+  if (ka_prepare_device(multiprocessors, [](int device) {
+        const cudaError_t status = cudaFuncSetAttribute(ka_attn::decode_split_kernel,
+                                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                        ka_attn::kSharedBytes);
+        if (status == cudaSuccess) return 0;
+        return ka_fail(
+            "attention_decode: preparing the kernels on device %d: %s (%d bytes of shared memory)",
+            device, cudaGetErrorString(status), ka_attn::kSharedBytes);
+      }) != 0)
+    return 1;
   const int splits = plan_splits(batch, multiprocessors, workspace, workspace_bytes);
   const long long split_ctas = batch * ka_attn::kKvHeads * splits;
   const long long combine_ctas = batch * ka_attn::kQHeads;
   if (split_ctas > INT32_MAX || combine_ctas > INT32_MAX)
-    return fail("attention_decode: batch %lld is too large for the grid", batch);
+    return ka_fail("attention_decode: batch %lld is too large for the grid", batch);
 
   ka_attn::Workspace ws{nullptr, nullptr, nullptr, splits};
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
@@ -144,7 +105,7 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
           ws.counters, 0, static_cast<size_t>(batch) * ka_attn::kKvHeads * sizeof(unsigned),
           cuda_stream);
       if (status != cudaSuccess)
-        return fail("attention_decode: clearing the counters: %s", cudaGetErrorString(status));
+        return ka_fail("attention_decode: clearing the counters: %s", cudaGetErrorString(status));
     }
   }
 
@@ -152,13 +113,13 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
                                  ka_attn::kSharedBytes, cuda_stream>>>(ka, ws);
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess)
-    return fail("attention_decode: split kernel launch: %s", cudaGetErrorString(status));
+    return ka_fail("attention_decode: split kernel launch: %s", cudaGetErrorString(status));
   if (splits > 1 && COMBINE == KA_COMBINE_kernel) {
     ka_attn::combine_kernel<<<static_cast<unsigned>(combine_ctas), ka_attn::kCombineThreads, 0,
                               cuda_stream>>>(ka, ws);
     status = cudaGetLastError();
     if (status != cudaSuccess)
-      return fail("attention_decode: combine kernel launch: %s", cudaGetErrorString(status));
+      return ka_fail("attention_decode: combine kernel launch: %s", cudaGetErrorString(status));
   }
   return 0;
 }

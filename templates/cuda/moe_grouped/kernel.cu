@@ -13,10 +13,10 @@
 #include <cuda_runtime.h>
 
 #include <climits>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 
+#include "ka_cuda_entry.h"
 #include "ka_problem.h"
 #include "kernelarc/abi.h"
 #include "moe_gemm.cuh"
@@ -38,55 +38,6 @@ constexpr auto kGemm2 =
 using Gemm1 = ka_moe::GemmConfig<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true>;
 using Gemm2 = ka_moe::GemmConfig<BM, BN2, BK2, WARPS_M, WARPS_N2, STAGES2, false>;
 
-char g_error[512];
-
-int fail(const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(g_error, sizeof g_error, format, args);
-  va_end(args);
-  return 1;
-}
-
-constexpr int kMaxDevices = 64;
-
-struct DeviceState {
-  bool ready = false;
-  int multiprocessors = 0;
-};
-DeviceState g_devices[kMaxDevices];
-
-/// Opts the GEMMs in to their dynamic shared memory (over 48 KB) once per device.
-int prepare_device(int& multiprocessors) {
-  int device = 0;
-  cudaError_t status = cudaGetDevice(&device);
-  if (status != cudaSuccess) return fail("cudaGetDevice: %s", cudaGetErrorString(status));
-  if (device < 0 || device >= kMaxDevices)
-    return fail("device %d: at most %d devices", device, kMaxDevices);
-  DeviceState& state = g_devices[device];
-  if (!state.ready) {
-    status = cudaDeviceGetAttribute(&state.multiprocessors, cudaDevAttrMultiProcessorCount, device);
-    if (status == cudaSuccess)
-      status = cudaFuncSetAttribute(kGemm1, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    Gemm1::kSharedBytes);
-    if (status == cudaSuccess)
-      status = cudaFuncSetAttribute(kGemm2, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    Gemm2::kSharedBytes);
-    if (status != cudaSuccess)
-      return fail(
-          "moe_grouped: preparing the kernels on device %d: %s (%d and %d bytes of "
-          "shared memory)",
-          device, cudaGetErrorString(status), Gemm1::kSharedBytes, Gemm2::kSharedBytes);
-    state.ready = true;
-  }
-  multiprocessors = state.multiprocessors;
-  return 0;
-}
-
-size_t align256(size_t bytes) {
-  return (bytes + 255) / 256 * 256;
-}
-
 /// Byte offsets of the workspace's arrays, each 256-aligned, for T tokens. template.json's
 /// workspace_bytes, TOKENS * TOP_K * (24 + (INTER + HIDDEN) * ELEM_BYTES) + ROUTER_WEIGHT *
 /// TOKENS * EXPERTS * 4 + EXPERTS * 12 + 4096, bounds `total` (11 arrays, under 256 bytes of
@@ -102,7 +53,7 @@ Layout layout_for(long long tokens) {
   size_t at = 0;
   auto take = [&at](size_t bytes) {
     const size_t offset = at;
-    at = align256(at + bytes);
+    at = ka_align256(at + bytes);
     return offset;
   };
   l.counts = take(sizeof(int) * kExperts);
@@ -127,50 +78,58 @@ bool aligned16(const void* pointer) {
 int check_launch(const char* what) {
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess)
-    return fail("moe_grouped: %s launch: %s", what, cudaGetErrorString(status));
+    return ka_fail("moe_grouped: %s launch: %s", what, cudaGetErrorString(status));
   return 0;
 }
 
 }  // namespace
 
-extern "C" const char* ka_last_error(void) {
-  return g_error;
-}
-
 extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
                       void* stream, void* workspace, size_t workspace_bytes) {
   KaArgs ka;
   if (const char* message = ka_bind(inputs, n_inputs, outputs, n_outputs, &ka))
-    return fail("%s", message);
+    return ka_fail("%s", message);
   const long long tokens = ka.tokens();
   if (tokens <= 0) return 0;
   const long long slots = tokens * kTopK;
   if (slots > INT_MAX / 2)
-    return fail("moe_grouped: %lld tokens x top_k %d is too many (positions are int)", tokens,
-                kTopK);
+    return ka_fail("moe_grouped: %lld tokens x top_k %d is too many (positions are int)", tokens,
+                   kTopK);
 
   // Rows are copied in 16-byte chunks: every row start must be 16-byte aligned (HIDDEN and
   // INTER are multiples of 8, so the bases decide).
   if (!aligned16(ka.x_row(0)) || !aligned16(ka.out_row(0)))
-    return fail("moe_grouped: the hidden states and the output must be 16-byte aligned");
+    return ka_fail("moe_grouped: the hidden states and the output must be 16-byte aligned");
   for (int e = 0; e < kExperts; ++e) {
     if (!aligned16(ka.gate_rows(e)) || !aligned16(ka.up_rows(e)) || !aligned16(ka.down_rows(e)))
-      return fail("moe_grouped: expert %d's weights are not 16-byte aligned", e);
+      return ka_fail("moe_grouped: expert %d's weights are not 16-byte aligned", e);
 #if KA_ROUTER_WEIGHT
     if (!aligned16(ka.router_row(e)))
-      return fail("moe_grouped: router row %d is not 16-byte aligned", e);
+      return ka_fail("moe_grouped: router row %d is not 16-byte aligned", e);
 #endif
   }
 
   const Layout layout = layout_for(tokens);
   if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 256 != 0)
-    return fail("moe_grouped: the workspace must be 256-byte aligned (got %p)", workspace);
+    return ka_fail("moe_grouped: the workspace must be 256-byte aligned (got %p)", workspace);
   if (workspace_bytes < layout.total)
-    return fail("moe_grouped: the workspace has %zu bytes, %zu are needed for %lld tokens",
-                workspace_bytes, layout.total, tokens);
+    return ka_fail("moe_grouped: the workspace has %zu bytes, %zu are needed for %lld tokens",
+                   workspace_bytes, layout.total, tokens);
 
   int multiprocessors = 0;
-  if (prepare_device(multiprocessors) != 0) return 1;
+  if (ka_prepare_device(multiprocessors, [](int device) {
+        cudaError_t status = cudaFuncSetAttribute(
+            kGemm1, cudaFuncAttributeMaxDynamicSharedMemorySize, Gemm1::kSharedBytes);
+        if (status == cudaSuccess)
+          status = cudaFuncSetAttribute(kGemm2, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        Gemm2::kSharedBytes);
+        if (status == cudaSuccess) return 0;
+        return ka_fail(
+            "moe_grouped: preparing the kernels on device %d: %s (%d and %d bytes of shared "
+            "memory)",
+            device, cudaGetErrorString(status), Gemm1::kSharedBytes, Gemm2::kSharedBytes);
+      }) != 0)
+    return 1;
 
   unsigned char* base = static_cast<unsigned char*>(workspace);
   ka_moe::Workspace ws;
@@ -190,7 +149,7 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   // The counts start from zero every call: the workspace's contents are unknown.
   cudaError_t status = cudaMemsetAsync(ws.counts, 0, sizeof(int) * kExperts, s);
   if (status != cudaSuccess)
-    return fail("moe_grouped: clearing the counts: %s", cudaGetErrorString(status));
+    return ka_fail("moe_grouped: clearing the counts: %s", cudaGetErrorString(status));
 
 #if KA_ROUTER_WEIGHT
   {
@@ -218,7 +177,7 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   const long long ctas1 = m_tiles * ((kInter + BN - 1) / BN);
   const long long ctas2 = m_tiles * ((kHidden + BN2 - 1) / BN2);
   if (ctas1 > INT_MAX || ctas2 > INT_MAX)
-    return fail("moe_grouped: %lld tokens are too many for the GEMM grids", tokens);
+    return ka_fail("moe_grouped: %lld tokens are too many for the GEMM grids", tokens);
   kGemm1<<<static_cast<unsigned>(ctas1), Gemm1::kThreads, Gemm1::kSharedBytes, s>>>(
       ka, ws, static_cast<int>(m_tiles));
   if (check_launch("gate/up GEMM") != 0) return 1;
@@ -229,7 +188,7 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   const long long combine_threads = tokens * (kHidden / 8);
   const long long combine_blocks =
       (combine_threads + ka_moe::kCombineThreads - 1) / ka_moe::kCombineThreads;
-  if (combine_blocks > INT_MAX) return fail("moe_grouped: %lld tokens are too many", tokens);
+  if (combine_blocks > INT_MAX) return ka_fail("moe_grouped: %lld tokens are too many", tokens);
   ka_moe::combine_kernel<<<static_cast<unsigned>(combine_blocks), ka_moe::kCombineThreads, 0, s>>>(
       ka, ws, tokens);
   return check_launch("combine");
