@@ -46,11 +46,21 @@ std::optional<bool> assigned_flag(const std::string& reference, const char* name
   return to_lower(value) == "true";
 }
 
+/// "sigmoid" or "softmax": an assignment (`scoring_func = "sigmoid"`, `SCORING = "softmax"`)
+/// decides; else the one of the two the reference calls, when it calls only one; else softmax.
+std::string scoring_of(const std::string& reference) {
+  const std::string assigned =
+      to_lower(first_capture(reference, R"(scoring(?:_func)?\s*=\s*["'](softmax|sigmoid)["'])"));
+  if (!assigned.empty()) return assigned;
+  const bool sigmoid = std::regex_search(reference, std::regex(R"(sigmoid\()"));
+  const bool softmax = std::regex_search(reference, std::regex(R"(softmax\()"));
+  return sigmoid && !softmax ? "sigmoid" : "softmax";
+}
+
 OrderedJson routing_params(const Definition& def, int64_t top_k) {
   const std::string& ref = def.reference;
   OrderedJson params = {{"top_k", top_k}};
-  const bool sigmoid = std::regex_search(ref, std::regex(R"(sigmoid)", std::regex::icase));
-  params["scoring"] = sigmoid ? "sigmoid" : "softmax";
+  params["scoring"] = scoring_of(ref);
   const std::optional<bool> flag = assigned_flag(ref, "norm_topk_prob|renormalize");
   // A division of the chosen weights by their sum: `w / w.sum(`, `w /= w.sum(`, `/ (w.sum(`.
   const bool divides = std::regex_search(ref, std::regex(R"(/=?\s*\(?\s*[\w\.\[\]]+\.sum\()")) ||

@@ -85,6 +85,17 @@ def run(hidden_states, router_logits, e_score_correction_bias, w13, w2):
   EXPECT_EQ(from_name->match.op_params.at("top_k"), 2);
   EXPECT_EQ(from_name->match.op_params.at("renormalize"), false);
   EXPECT_EQ(from_name->match.op_params.at("scoring"), "softmax");
+
+  // A reference with both scoring functions in its branches: its assignment decides.
+  const auto assigned = match_moe_signature(moe_definition(
+      kSeparateInputs,
+      "SCORING = \"softmax\"\nTOP_K = 2\n"
+      "def run(x, gate_weight, up_proj, gate_proj, down_proj):\n"
+      "    l = x @ gate_weight.T\n"
+      "    s = torch.sigmoid(l) if SCORING == \"sigmoid\" else torch.softmax(l, -1)\n",
+      "qwen_moe"));
+  ASSERT_TRUE(assigned.has_value());
+  EXPECT_EQ(assigned->match.op_params.at("scoring"), "softmax");
 }
 
 }  // namespace
