@@ -171,6 +171,23 @@ def unique_names(wanted, taken):
     return names
 
 
+# Tensors a module keeps as plain attributes (an RNN's initial hidden state, `self.h0 =
+# torch.randn(...)`) are state like buffers, but neither named_buffers() nor functional_call
+# sees them. Registered as buffers, they become inputs too. The same text runs here and in the
+# reference that import writes, so both name them alike.
+PROMOTE_TENSOR_ATTRIBUTES = '''
+def _promote_tensor_attributes(model):
+    import torch
+    for module in model.modules():
+        for name, value in list(vars(module).items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                delattr(module, name)
+                module.register_buffer(name, value)
+    return model
+'''
+exec(PROMOTE_TENSOR_ATTRIBUTES)  # noqa: S102 (our own text, defines _promote_tensor_attributes)
+
+
 def model_state(model):
     """(dotted path, tensor, is_buffer) for every parameter and buffer, parameters first."""
     return ([(path, tensor, False) for path, tensor in model.named_parameters()] +
@@ -244,10 +261,11 @@ def reference_source(source, path, forward, parameters, buffers, custom):
         "    sys.modules[module.__name__] = module\n"
         f"    exec(compile(KERNELBENCH_SOURCE, {os.path.basename(path)!r}, \"exec\"), module.__dict__)\n"
         "    return module.__dict__\n\n\n"
+        f"{PROMOTE_TENSOR_ATTRIBUTES}\n\n"
         "def _build(namespace):\n"
         "    \"\"\"Model(*get_init_inputs()), in training mode as KernelBench runs it.\"\"\"\n"
         "    init = namespace.get(\"get_init_inputs\", list)()\n"
-        "    return namespace[\"Model\"](*init)\n\n\n"
+        "    return _promote_tensor_attributes(namespace[\"Model\"](*init))\n\n\n"
         "# Built when the reference loads, not in run(): a tracer of run() sees only the forward.\n"
         "# Under a fixed seed, apart from the global random state: loading draws nothing.\n"
         "with torch.random.fork_rng(devices=[]):\n"
@@ -295,7 +313,8 @@ def run_file(torch, module, on_meta):
         init = call("get_init_inputs()", getattr(module, "get_init_inputs", list))
         if not isinstance(init, (list, tuple)):
             raise BadFile(f"get_init_inputs() returned a {type(init).__name__}; expected a list")
-        model = call("Model(*get_init_inputs())", module.Model, *init)
+        model = _promote_tensor_attributes(
+            call("Model(*get_init_inputs())", module.Model, *init))
         values = call("get_inputs()", module.get_inputs)
     if not isinstance(values, (list, tuple)):
         raise BadFile(f"get_inputs() returned a {type(values).__name__}; expected a list")

@@ -254,6 +254,13 @@ void lower_node(Lowering& lowering, const GraphNode& node) {
     return;
   }
   std::string_view name = node.base_name();
+  if (name == "copy_") {
+    // What functionalize_in_place_copies left: the old contents are still read.
+    throw Unsupported(
+        fmt::format("{} (op {}) writes in place, and a view made before the write "
+                    "is read after it; such aliasing is not lowered",
+                    node.op, node.id));
+  }
   if (name.find("convolution") != std::string_view::npos || name.starts_with("conv")) {
     throw Unsupported(fmt::format("{}: convolutions are not lowered (op {})", node.op, node.id));
   }

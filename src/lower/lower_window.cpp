@@ -428,7 +428,8 @@ struct Convolution {
   int64_t groups = 1;
 };
 
-Json operand_load(const StoredAt& view, const Coords& coords) {
+/// A LOAD of `view`; unlike a product operand's, coords that are the constant 0 are dropped too.
+Json window_operand_load(const StoredAt& view, const Coords& coords) {
   Json strides = Json::array(), coords_json = Json::array();
   for (std::size_t d = 0; d < view.strides.size(); ++d) {
     if (view.strides[d].is_zero() || coords[d] == ilit(0)) continue;
@@ -466,8 +467,8 @@ int lower_pointwise_convolution(Lowering& l, const Convolution& conv, const Shap
                               {"m", out[1].text()},
                               {"n", product(spatial).text()},
                               {"k", x_shape[1].text()},
-                              {"a", operand_load(w_view, w_coords)},
-                              {"b", operand_load(x_view, x_coords)}},
+                              {"a", window_operand_load(w_view, w_coords)},
+                              {"b", window_operand_load(x_view, x_coords)}},
                              "matmul");
   Coords at = {idx(0), idx(1)};
   at.insert(at.end(), positions.begin(), positions.end());

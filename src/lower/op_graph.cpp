@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "lower/functionalize.h"
 
 namespace kernelarc {
 namespace {
@@ -561,6 +562,7 @@ OpGraph parse_op_graph(const OrderedJson& json, std::string_view where) {
       producer = static_cast<int64_t>(i);
     }
   }
+  functionalize_in_place_copies(graph);
   return graph;
 }
 

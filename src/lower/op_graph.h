@@ -3,7 +3,9 @@
 // parse_op_graph checks the whole document (every field's type, every value/buffer/node id it
 // refers to) and raises InputError naming the JSON path ("nodes[3].args[1]: ...") on malformed
 // input, so the lowering and the family matchers can rely on a consistent graph. It does not
-// judge whether the ops are supported: that is the lowering's business.
+// judge whether the ops are supported: that is the lowering's business. It does rewrite the
+// in-place copies that are pure copies in effect (lower/functionalize.h), so that every reader
+// of the graph sees them as such.
 #pragma once
 
 #include <cstdint>

@@ -248,6 +248,30 @@ TEST_F(ImportKernelBenchTest, BatchNormBuffersAreInputsAndTrainingModeUsesBatchS
   }
 }
 
+TEST_F(ImportKernelBenchTest, APlainTensorAttributeIsAnInputLikeABuffer) {
+  // `self.hidden = torch.randn(...)` in __init__, reassigned by forward: the model's state
+  // though not a buffer. It is an input like a buffer, and the output is computed from it.
+  const Problem problem = import_sample("rnn_cell_state.py", "rnn_cell_state");
+  EXPECT_EQ(names_of(problem.definition.inputs),
+            (std::vector<std::string>{"x", "i2h_weight", "i2h_bias", "hidden"}));
+  const auto [inputs, expected] = reference(problem);
+  const HostTensor& x = inputs.at("x");
+  const HostTensor& hidden = inputs.at("hidden");
+  const HostTensor& weight = inputs.at("i2h_weight");
+  const HostTensor& out = expected.at("output");
+  const int64_t batch = 4, in = 6, width = 5;
+  ASSERT_EQ(out.shape, (std::vector<int64_t>{batch, width}));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t o = 0; o < width; ++o) {
+      double sum = inputs.at("i2h_bias").at(o);
+      for (int64_t i = 0; i < in; ++i) sum += x.at(b * in + i) * weight.at(o * (in + width) + i);
+      for (int64_t h = 0; h < width; ++h)
+        sum += hidden.at(b * width + h) * weight.at(o * (in + width) + in + h);
+      ASSERT_NEAR(out.at(b * width + o), 2 * std::max(sum, 0.0), 1e-5) << b << "," << o;
+    }
+  }
+}
+
 TEST_F(ImportKernelBenchTest, ScalarArgumentBecomesAScalarInputAndTupleOutputsAreNumbered) {
   const Problem problem = import_sample("scaled_softmax.py", "scaled_softmax");
   const Definition& def = problem.definition;
@@ -284,16 +308,16 @@ TEST_F(ImportKernelBenchTest, DirectoryImportsEveryFileAndABadOneFailsAlone) {
   const CommandResult result = run("import kernelbench " + sample("").string() + " " +
                                    (temp_ / "out").string() + " --report " + report.string());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("imported 5 of 7 files"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("2 of 7 files could not be imported"), std::string::npos)
+  EXPECT_NE(result.output.find("imported 6 of 8 files"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("2 of 8 files could not be imported"), std::string::npos)
       << result.output;
   // The interpreter killed by kills_interpreter.py is replaced for the files after it.
-  for (const char* name :
-       {"batch_norm", "linear_gelu", "linear_relu", "matmul_relu", "scaled_softmax"}) {
+  for (const char* name : {"batch_norm", "linear_gelu", "linear_relu", "matmul_relu",
+                           "rnn_cell_state", "scaled_softmax"}) {
     EXPECT_NO_THROW(load_problem(temp_ / "out" / name)) << name;
   }
   const OrderedJson entries = parse_json_text(read_text_file(report), report.string());
-  ASSERT_EQ(entries.size(), 7u);
+  ASSERT_EQ(entries.size(), 8u);
   std::map<std::string, std::string> errors;
   for (const OrderedJson& entry : entries) {
     if (entry.contains("error"))

@@ -1,5 +1,6 @@
 // Regressions found by running plan_check over SOL-ExecBench and KernelBench problems: one case
 // per class of lowering bug, each on a graph as the tracer writes it (tests/data/lower/<case>).
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -167,6 +168,33 @@ TEST(LowerRegression, BitwiseOpsOnBoolsAndAScalarInputSlope) {
     }
     return PlanBuffers{{"output", out}};
   });
+}
+
+TEST(LowerRegression, InPlaceOpsAreReadAsTheValuesTheyWrite) {
+  // `relu(y, inplace=True)`, `y += bias`, `y.mul_(3)`: torch._decomp makes each a functional op
+  // and a copy_ back into y (KernelBench's ResNets, VGGs and MobileNets are full of them).
+  const Case c = lower_case("in_place_chain");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  for (const GraphNode& node : c.graph.nodes) EXPECT_NE(node.op, "aten.copy_.default");
+  const int64_t width = 5;
+  check_semantics(c, {{"batch_size", 3}}, [&](const PlanBuffers& in) {
+    std::vector<double> out;
+    const auto& x = in.at("x");
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      out.push_back((std::max(2 * x[i], 0.0) + in.at("bias")[i % width]) * 3);
+    }
+    return PlanBuffers{{"output", out}};
+  });
+}
+
+TEST(LowerRegression, AnInPlaceWriteUnderAViewReadLaterIsRefusedNotMisread) {
+  // `first = y[:, 0]; y.add_(1); return first`: first sees the addition in memory; a graph
+  // that kept first's old value would compute 2x instead of 2x + 1.
+  const Case c = lower_case("in_place_stale_view");
+  EXPECT_FALSE(c.lowering.ok);
+  EXPECT_NE(c.lowering.reason.find("a view made before the write is read after it"),
+            std::string::npos)
+      << c.lowering.reason;
 }
 
 }  // namespace

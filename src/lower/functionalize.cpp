@@ -1,0 +1,65 @@
+#include "lower/functionalize.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace kernelarc {
+namespace {
+
+bool reads_value(const GraphArg& arg, const std::function<bool(int64_t)>& matches) {
+  if (const auto id = arg.as_value(); id && matches(*id)) return true;
+  return std::any_of(arg.items.begin(), arg.items.end(),
+                     [&](const GraphArg& item) { return reads_value(item, matches); });
+}
+
+/// True when a node after `write` or a graph output uses a value of `buffer` made before the
+/// write's result `written`: in memory that value now holds the written data, in the graph it
+/// would still hold the old.
+bool stale_value_is_read(const OpGraph& graph, const GraphNode& write, int64_t buffer,
+                         int64_t written) {
+  const auto stale = [&](int64_t id) {
+    return id != written && id < written && graph.value(id).buffer == buffer;
+  };
+  for (const GraphNode& later : graph.nodes) {
+    if (later.id <= write.id) continue;
+    for (const GraphArg& arg : later.args) {
+      if (reads_value(arg, stale)) return true;
+    }
+    for (const auto& [name, arg] : later.kwargs) {
+      if (reads_value(arg, stale)) return true;
+    }
+  }
+  return std::any_of(graph.outputs.begin(), graph.outputs.end(),
+                     [&](const GraphOutput& output) { return stale(output.value); });
+}
+
+}  // namespace
+
+int functionalize_in_place_copies(OpGraph& graph) {
+  int rewritten = 0;
+  for (GraphNode& node : graph.nodes) {
+    if (node.op != "aten.copy_.default" || node.outputs.size() != 1 || node.outputs[0] < 0)
+      continue;
+    const auto target = node.args.empty() ? std::nullopt : node.args[0].as_value();
+    const int64_t written = node.outputs[0];
+    if (!target || graph.value(*target).buffer != graph.value(written).buffer) continue;
+    const int64_t old_buffer = graph.value(written).buffer;
+    if (stale_value_is_read(graph, node, old_buffer, written)) continue;
+
+    GraphBuffer fresh;
+    fresh.id = static_cast<int64_t>(graph.buffers.size());
+    fresh.source = GraphBuffer::Source::Node;
+    fresh.node = node.id;
+    graph.buffers.push_back(fresh);
+    // The written value and everything made from it later share the buffer: the values are
+    // numbered in the order the trace made them.
+    for (GraphValue& value : graph.values) {
+      if (value.id >= written && value.buffer == old_buffer) value.buffer = fresh.id;
+    }
+    node.op = "aten.copy.default";
+    ++rewritten;
+  }
+  return rewritten;
+}
+
+}  // namespace kernelarc

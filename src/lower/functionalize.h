@@ -1,0 +1,20 @@
+// Rewrites the in-place copies of a traced graph as pure copies where that changes nothing.
+//
+// torch._decomp turns every in-place op of a reference (`relu_`, `x += y`, `nn.ReLU(inplace=True)`)
+// into its functional form followed by `copy_(target, result)`. The graph records that write as
+// a new value on the target's buffer. Where nothing reads the target's earlier values after the
+// write (no view of it made before the write is used afterwards), the write is the same as a
+// fresh tensor holding the copied values: the node becomes `aten.copy.default` and the values it
+// and its later views make move to a buffer of their own. Family matchers and the lowering then
+// see a pure graph. A write whose stale views are read later stays in place, and the lowering
+// says so.
+#pragma once
+
+#include "lower/op_graph.h"
+
+namespace kernelarc {
+
+/// Rewrites every in-place `copy_` of `graph` that can be read as a pure copy. Returns how many.
+int functionalize_in_place_copies(OpGraph& graph);
+
+}  // namespace kernelarc
