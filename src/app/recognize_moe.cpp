@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 #include "core/text.h"
 #include "synth/family_moe.h"
+#include "synth/family_moe_backward.h"
 
 namespace kernelarc {
 
@@ -57,6 +58,24 @@ std::string scoring_of(const std::string& reference) {
   return sigmoid && !softmax ? "sigmoid" : "softmax";
 }
 
+/// op_params.activation from the reference: an assignment (`ACTIVATION = "silu"`, `hidden_act =
+/// "gelu_pytorch_tanh"`) decides; else a GELU (tanh-approximated or not) it calls; else nothing
+/// (SiLU, the families' default).
+void add_activation(const std::string& reference, OrderedJson& params) {
+  const std::string assigned = to_lower(first_capture(
+      reference,
+      R"((?:activation|hidden_act|act_fn|act)\s*=\s*["'](silu|swish|gelu|gelu_tanh|gelu_pytorch_tanh)["'])"));
+  if (assigned == "silu" || assigned == "swish") return;
+  if (assigned == "gelu") {
+    params["activation"] = "gelu";
+  } else if (!assigned.empty() ||
+             std::regex_search(reference, std::regex(R"(gelu[\s\S]{0,80}tanh|gelu_tanh)"))) {
+    params["activation"] = "gelu_tanh";
+  } else if (std::regex_search(reference, std::regex(R"(gelu)"))) {
+    params["activation"] = "gelu";
+  }
+}
+
 OrderedJson routing_params(const Definition& def, int64_t top_k) {
   const std::string& ref = def.reference;
   OrderedJson params = {{"top_k", top_k}};
@@ -74,10 +93,7 @@ OrderedJson routing_params(const Definition& def, int64_t top_k) {
       first_capture(ref, R"(routed_scaling_factor\s*=\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?))");
   if (!scaling.empty() && std::stod(scaling) > 0)
     params["routed_scaling_factor"] = std::stod(scaling);
-  if (std::regex_search(ref, std::regex(R"(gelu[\s\S]{0,80}tanh|gelu_tanh)")))
-    params["activation"] = "gelu_tanh";
-  else if (std::regex_search(ref, std::regex(R"(gelu)")))
-    params["activation"] = "gelu";
+  add_activation(ref, params);
   return params;
 }
 
@@ -104,11 +120,45 @@ std::string flops_expr(const MoeProblem& p) {
   return flops;
 }
 
+/// The experts' backward pass: the routing given as [T, K] ids and weights, gradients out.
+std::optional<FamilySignature> match_moe_backward(const Definition& def) {
+  Definition candidate = def;
+  candidate.ext.op_family = "moe_backward";
+  candidate.ext.op_params = OrderedJson::object();
+  add_activation(def.reference, candidate.ext.op_params);
+  MoeBackwardProblem p;
+  try {
+    p = read_moe_backward_problem(candidate);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  FamilySignature signature;
+  signature.match.ok = true;
+  signature.match.family = "moe_backward";
+  signature.match.op_params = candidate.ext.op_params;
+  signature.match.summary = fmt::format(
+      "the backward pass of a mixture of experts ({} experts, top {}, hidden {}, intermediate "
+      "{}) given its routing, by its tensors; the activation ({}) read from the reference",
+      p.experts, p.top_k, p.hidden_size, p.inter, moe_activation_name(p.activation));
+  const std::string t = p.tokens_axis;
+  // x, the output gradient and dx; ids, weights and their gradient; the weights read and their
+  // gradients written.
+  signature.bytes =
+      fmt::format("3 * {} * {} * {} + 3 * {} * {} * 8 + 2 * 3 * {} * {} * {} * {}", t,
+                  p.hidden_size, dtype_size(p.hidden.spec->dtype), t, p.top_k, p.experts,
+                  p.hidden_size, p.inter, dtype_size(p.w_down.spec->dtype));
+  // The forward's two products recomputed, and two backward products per weight.
+  signature.flops = fmt::format("{} * {} * {} * {} * {}", p.grad_topk_weights ? 18 : 16, t, p.top_k,
+                                p.hidden_size, p.inter);
+  return signature;
+}
+
 }  // namespace
 
 std::optional<FamilySignature> match_moe_signature(const Definition& def) {
   const std::string label = to_lower(def.op_type + " " + def.name);
   if (!mentions(label, {"moe", "expert", "mixture"})) return std::nullopt;
+  if (auto backward = match_moe_backward(def)) return backward;
   const std::optional<int64_t> top_k = top_k_of(def);
   if (!top_k || *top_k < 1) return std::nullopt;
   Definition candidate = def;

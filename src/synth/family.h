@@ -67,6 +67,7 @@ std::unique_ptr<FamilyBinder> make_fused_binder();        // fused (a kernel pla
 std::unique_ptr<FamilyBinder> make_attention_binder();    // attention
 std::unique_ptr<FamilyBinder> make_scaled_gemm_binder();  // scaled_gemm (FP8 with scales)
 std::unique_ptr<FamilyBinder> make_moe_binder();          // moe (mixture-of-experts forward)
+std::unique_ptr<FamilyBinder> make_moe_backward_binder();  // moe_backward (its experts' backward)
 
 /// The binder serving `family`, or nullptr.
 const FamilyBinder* find_family_binder(std::string_view family);

@@ -17,10 +17,20 @@ struct MoeTensor {
 
 enum class MoeActivation { Silu, Gelu, GeluTanh };
 
-struct MoeProblem {
-  MoeTensor hidden, logits, router_weight, bias, w13, w_gate, w_up, w_down;
+/// The experts' weights and their MLP, as the forward and backward families both read them.
+struct MoeExperts {
+  MoeTensor w13, w_gate, w_up, w_down;  ///< w13 (fused gate and up) or w_gate and w_up
+  int64_t experts = 0, inter = 0;
+  MoeActivation activation = MoeActivation::Silu;
+  bool up_first = false;  ///< a fused w13 holds the up rows first
+
+  bool fused_gate_up() const { return static_cast<bool>(w13); }
+};
+
+struct MoeProblem : MoeExperts {
+  MoeTensor hidden, logits, router_weight, bias;
   MoeTensor output;  ///< index into the outputs
-  int64_t experts = 0, hidden_size = 0, inter = 0, top_k = 0;
+  int64_t hidden_size = 0, top_k = 0;
   std::string tokens_axis;
   // The routing rule (op_params).
   bool sigmoid = false;
@@ -28,10 +38,6 @@ struct MoeProblem {
   int64_t n_group = 1, topk_group = 1;
   bool group_score_max = false;
   double routed_scaling = 1.0;
-  MoeActivation activation = MoeActivation::Silu;
-  bool up_first = false;  ///< a fused w13 holds the up rows first
-
-  bool fused_gate_up() const { return static_cast<bool>(w13); }
 };
 
 /// "silu", "gelu" or "gelu_tanh", as op_params.activation names it.

@@ -115,6 +115,25 @@ KA_HD float ka_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + ka_tanh(inner));
 }
 
+// The derivatives of the three activations above, for backward passes.
+KA_HD float ka_silu_grad(float x) {
+  const float s = ka_sigmoid(x);
+  return s * (1.0f + x * (1.0f - s));
+}
+
+KA_HD float ka_gelu_grad(float x) {
+  const float kRsqrt2 = 0.70710678118654752440f;
+  const float kRsqrt2Pi = 0.39894228040143267794f;  // 1 / sqrt(2 pi)
+  return 0.5f * (1.0f + KA_MATH_FN(erff, erf)(x * kRsqrt2)) + x * kRsqrt2Pi * ka_exp(-0.5f * x * x);
+}
+
+KA_HD float ka_gelu_tanh_grad(float x) {
+  const float kBeta = 0.79788456080286535588f;
+  const float kKappa = 0.044715f;
+  const float t = ka_tanh(kBeta * (x + kKappa * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kBeta * (1.0f + 3.0f * kKappa * x * x);
+}
+
 #undef KA_MATH_FN
 
 #endif  // KA_MATH_H

@@ -98,5 +98,45 @@ def run(hidden_states, router_logits, e_score_correction_bias, w13, w2):
   EXPECT_EQ(assigned->match.op_params.at("scoring"), "softmax");
 }
 
+TEST(MoeRecognition, TheExpertsBackwardByItsRoutingInputsAndGradients) {
+  const OrderedJson inputs = {
+      {"hidden_states", tensor({"T", "H"})}, {"topk_ids", tensor({"T", "K"}, "int64")},
+      {"topk_weights", tensor({"T", "K"})},  {"w13", tensor({"E", "I2", "H"})},
+      {"w2", tensor({"E", "H", "I"})},       {"grad_output", tensor({"T", "H"})}};
+  OrderedJson json = {{"name", "moe_experts_backward"},
+                      {"op_type", ""},
+                      {"axes",
+                       {{"T", {{"type", "var"}}},
+                        {"K", {{"type", "const"}, {"value", 2}}},
+                        {"E", {{"type", "const"}, {"value", 8}}},
+                        {"H", {{"type", "const"}, {"value", 16}}},
+                        {"I", {{"type", "const"}, {"value", 8}}},
+                        {"I2", {{"type", "const"}, {"value", 16}}}}},
+                      {"inputs", inputs},
+                      {"outputs",
+                       {{"grad_hidden_states", tensor({"T", "H"})},
+                        {"grad_w13", tensor({"E", "I2", "H"})},
+                        {"grad_w2", tensor({"E", "H", "I"})}}},
+                      {"reference",
+                       "ACTIVATION = \"silu\"\n"
+                       "def act(g):\n"
+                       "    return F.silu(g) if ACTIVATION == \"silu\" else F.gelu(g, "
+                       "approximate=\"tanh\")\n"
+                       "def run(hidden_states, topk_ids, topk_weights, w13, w2, grad_output):\n"
+                       "    pass\n"}};
+  const auto signature = match_moe_signature(parse_definition(json, "backward.json"));
+  ASSERT_TRUE(signature.has_value());
+  EXPECT_EQ(signature->match.family, "moe_backward");
+  // The assignment decides, though the reference also calls a tanh GELU.
+  EXPECT_FALSE(signature->match.op_params.contains("activation"))
+      << signature->match.op_params.dump();
+  EXPECT_EQ(signature->flops, "16 * T * 2 * 16 * 8");
+
+  json["reference"] = "def run(*args):\n    h = F.gelu(g, approximate='tanh') * u\n";
+  const auto gelu = match_moe_signature(parse_definition(json, "backward.json"));
+  ASSERT_TRUE(gelu.has_value());
+  EXPECT_EQ(gelu->match.op_params.at("activation"), "gelu_tanh");
+}
+
 }  // namespace
 }  // namespace kernelarc

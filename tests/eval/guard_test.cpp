@@ -76,7 +76,10 @@ int64_t elements(const Workload& workload) {
 TEST(GuardBundled, EveryCpuSolutionPassesItsSmallestWorkload) {
   int solutions = 0;
   for (const auto& problem_dir : std::filesystem::directory_iterator(kSource / "problems/cpu")) {
-    if (!std::filesystem::exists(problem_dir.path() / "definition.json")) continue;
+    // A problem may ship without a hand-written solution (moe_backward_gelu_tanh_f32).
+    if (!std::filesystem::exists(problem_dir.path() / "definition.json") ||
+        !std::filesystem::is_directory(problem_dir.path() / "solutions"))
+      continue;
     // The oracle prepares every workload of its problem: give it only the one evaluated.
     Problem problem = load_problem(problem_dir.path());
     problem.workloads = {*std::min_element(
