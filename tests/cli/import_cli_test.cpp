@@ -16,7 +16,6 @@
 #include "core/problem.h"
 #include "core/test_support.h"
 #include "oracle/oracle.h"
-#include "oracle/python_bridge.h"
 
 namespace kernelarc {
 namespace {
@@ -36,26 +35,11 @@ std::vector<std::string> names_of(const std::vector<TensorSpec>& specs) {
 class ImportKernelBenchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // Detected once: each detection starts an interpreter and imports torch.
-    static const std::string missing = [] {
-      TempDir scratch;
-      try {
-        PythonBridge bridge("", "cpu", std::chrono::seconds(120));
-        bridge.description(scratch / "detect");
-        interpreter() = bridge.interpreter();
-        return std::string();
-      } catch (const InputError& error) {
-        return std::string(error.what());
-      }
-    }();
-    if (!missing.empty()) GTEST_SKIP() << "no Python with torch: " << missing;
+    if (testing::torch_python().empty()) GTEST_SKIP() << "no Python with torch";
   }
 
-  /// The Python that imported torch.
-  static std::string& interpreter() {
-    static std::string path;
-    return path;
-  }
+  /// The Python that has torch.
+  static const std::string& interpreter() { return testing::torch_python(); }
 
   /// Imports tests/data/kernelbench/<file> and loads the problem it wrote.
   Problem import_sample(const std::string& file, const std::string& name) {

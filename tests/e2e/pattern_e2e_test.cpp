@@ -17,7 +17,6 @@
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "core/test_support.h"
-#include "oracle/python_bridge.h"
 
 namespace kernelarc {
 namespace {
@@ -54,17 +53,7 @@ OrderedJson printed_json(const CommandResult& result) {
 class PatternEndToEnd : public ::testing::TestWithParam<PatternCase> {
  protected:
   void SetUp() override {
-    // Detected once: each detection starts an interpreter and imports torch.
-    static const std::string missing = [] {
-      TempDir scratch;
-      try {
-        PythonBridge("", "cpu", std::chrono::seconds(120)).description(scratch / "detect");
-        return std::string();
-      } catch (const InputError& error) {
-        return std::string(error.what());
-      }
-    }();
-    if (!missing.empty()) GTEST_SKIP() << "no Python with torch: " << missing;
+    if (testing::torch_python().empty()) GTEST_SKIP() << "no Python with torch";
   }
 
   /// The problem directory: the SOL-ExecBench one as it is, the KernelBench file imported.
@@ -116,7 +105,8 @@ TEST_P(PatternEndToEnd, IsRecognizedAndItsFirstBindingTemplatePassesTheGuard) {
 
   const CommandResult tried =
       run("templates try " + dir.string() + " " + template_name + workspace() +
-          " --trials 2 --warmup 0 --iterations 3 --timing-budget 0.05 --no-baseline --workloads largest");
+          " --trials 2 --warmup 0 --iterations 3 --timing-budget 0.05 --no-baseline --workloads "
+          "largest");
   EXPECT_EQ(tried.exit_code, 0) << tried.output;
   EXPECT_NE(tried.output.find("workloads: 1 of 1 PASSED"), std::string::npos) << tried.output;
 }

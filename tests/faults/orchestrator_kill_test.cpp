@@ -20,7 +20,7 @@ TEST_F(FaultTest, OptimizeKilledMidSearchAndAgainDuringTheFinalsResumesWithNothi
                                        "--warmup",       "1",
                                        "--iterations",   "3",
                                        "--final-top",    "2",
-                                       "--final-rounds", "40",
+                                       "--final-rounds", "12",
                                        "--no-baseline",  "--no-skills",
                                        "--plain"};
   auto with = [&](std::vector<std::string> arguments) {

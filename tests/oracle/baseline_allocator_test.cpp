@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "../core/test_support.h"
 #include "oracle/oracle.h"
 #include "oracle/python_environment.h"
 #include "oracle_test_support.h"
@@ -18,14 +19,6 @@ namespace kernelarc {
 namespace {
 
 using namespace oracle_testing;
-
-std::string torch_python() {
-  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
-    const std::string command = std::string(candidate) + " -c 'import torch' >/dev/null 2>&1";
-    if (std::system(command.c_str()) == 0) return candidate;
-  }
-  return "";
-}
 
 TEST(BaselineAllocator, OracleEnvironmentSetsTheThresholdsAndKeepsTheUsers) {
   {
@@ -50,7 +43,7 @@ TEST(BaselineAllocator, OracleEnvironmentSetsTheThresholdsAndKeepsTheUsers) {
 }
 
 TEST(BaselineAllocator, RmsNormBaselineIsWithinTwiceAPlainLoop) {
-  const std::string python = torch_python();
+  const std::string python = testing::torch_python();
   if (python.empty()) GTEST_SKIP() << "no Python with torch";
   TempDir temp;
   const Problem problem =

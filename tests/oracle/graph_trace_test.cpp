@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include "../core/test_support.h"
 #include "oracle/graph_trace.h"
 #include "oracle_test_support.h"
 
@@ -22,28 +23,14 @@ Problem trace_problem(const std::string& name) {
 
 /// The interpreter the oracle would find (KERNELARC_PYTHON, python3, /usr/bin/python3), if one
 /// imports torch.
-const std::optional<std::string>& torch_python() {
-  static const std::optional<std::string> found = []() -> std::optional<std::string> {
-    std::vector<std::string> candidates = {"python3", "/usr/bin/python3"};
-    if (const char* env = std::getenv("KERNELARC_PYTHON"); env != nullptr && *env != '\0') {
-      candidates = {env};
-    }
-    for (const std::string& candidate : candidates) {
-      std::string command = "'" + candidate + "' -c 'import torch' >/dev/null 2>&1";
-      if (std::system(command.c_str()) == 0) return candidate;
-    }
-    return std::nullopt;
-  }();
-  return found;
-}
-
 class GraphTrace : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!torch_python()) GTEST_SKIP() << "no Python with torch (set KERNELARC_PYTHON)";
+    if (testing::torch_python().empty())
+      GTEST_SKIP() << "no Python with torch (set KERNELARC_PYTHON)";
     // Each run of the tracer leaves a line in runs_, so a cache hit is seen as no new line.
     python_ = write_script(temp_ / "python", "echo run >> '" + runs_.string() + "'\nexec '" +
-                                                 *torch_python() + "' \"$@\"")
+                                                 testing::torch_python() + "' \"$@\"")
                   .string();
   }
 
