@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kernelarc_oracle import describe_exception, load_reference, returned_values
 from kernelarc_oracle_tensors import ReferenceFault, torch_dtype, write_atomically
 from kernelarc_trace_merge import Monomials, merge_traces
-from kernelarc_trace_recorder import Recorder, TraceFailure, dtype_name
+from kernelarc_trace_recorder import Recorder, TraceFailure, dtype_name, literal_tensors
 
 CPU_FALLBACK_BYTES = 64 << 20
 GRAPH_VERSION = 1
@@ -89,7 +89,7 @@ class Tracer:
             arguments.append(tensor)
             inputs.append({"name": name, "value": recorder.add_input(name, tensor)})
         try:
-            with torch.no_grad(), recorder:
+            with torch.no_grad(), recorder, literal_tensors(torch, recorder):
                 result = self.module.run(*arguments)
         except TraceFailure:
             raise

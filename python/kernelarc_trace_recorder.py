@@ -91,6 +91,7 @@ class Recorder(TorchDispatchMode):
         self.runnable = {}  # id(constant tensor) -> the tensor the ops run on (meta copy)
         self.held = []
         self.decomposing = set()
+        self.paused = False  # while a literal tensor is built (LiteralTensors)
 
     # ── values and buffers ──────────────────────────────────────────────────────
 
@@ -187,6 +188,8 @@ class Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.paused:
+            return func(*args, **kwargs)
         namespace, name = str(func).split(".")[0], func.overloadpacket.__name__
         if namespace == "prims" and name == "convert_element_type":
             # Decompositions cast with this prim; the lowering knows the ATen form.
@@ -277,3 +280,42 @@ class Recorder(TorchDispatchMode):
         if isinstance(structure, dict):
             return [tensor for item in structure.values() for tensor in self.tensors_in(item)]
         return []
+
+
+LITERAL_FACTORIES = ("tensor", "as_tensor")
+
+
+def holds_tensors(torch, data):
+    if isinstance(data, torch.Tensor):
+        return True
+    if isinstance(data, (list, tuple)):
+        return any(holds_tensors(torch, item) for item in data)
+    return False
+
+
+def literal_tensors(torch, recorder):
+    """A mode in which torch.tensor(...) and torch.as_tensor(...) of Python numbers, which the
+    reference builds inside its forward (`torch.min(x, torch.tensor(0.5, device=x.device))`),
+    become the recorder's constants. Without it their values are lost: the factories do not
+    dispatch an op on torch 1.13, and on meta tensors there is no value to read."""
+    from torch.overrides import TorchFunctionMode
+
+    class LiteralTensors(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if getattr(func, "__name__", "") not in LITERAL_FACTORIES or not args or \
+                    holds_tensors(torch, args[0]):
+                return func(*args, **kwargs)
+            kwargs.pop("device", None)
+            kwargs.pop("pin_memory", None)
+            # Built on the CPU, with its data, and registered: nothing of it is an op of the
+            # reference, so the recorder lets these calls through unrecorded.
+            recorder.paused = True
+            try:
+                value = func(*args, **kwargs)
+                recorder.add_constant(value)
+            finally:
+                recorder.paused = False
+            return recorder.run_form(value)
+
+    return LiteralTensors()

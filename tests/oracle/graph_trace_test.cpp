@@ -21,8 +21,6 @@ Problem trace_problem(const std::string& name) {
                       name);
 }
 
-/// The interpreter the oracle would find (KERNELARC_PYTHON, python3, /usr/bin/python3), if one
-/// imports torch.
 class GraphTrace : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -168,6 +166,18 @@ TEST_F(GraphTrace, ReductionOverAMiddleDimensionKeepsIt) {
   EXPECT_EQ(graph["nodes"][0]["args"],
             OrderedJson::parse(R"([{"value": 0}, {"list": [{"int": "1"}]}, {"bool": true}])"));
   EXPECT_EQ(result_of(graph, "aten.sum.dim_IntList")["shape"], OrderedJson({"batch", "1", "64"}));
+}
+
+TEST_F(GraphTrace, TensorsBuiltFromNumbersInTheReferenceAreConstants) {
+  // torch.tensor(0.5, device=x.device) on meta tensors had no value to read.
+  const OrderedJson graph = traced("literal_tensors");
+  EXPECT_EQ(ops(graph), (Strings{"aten.minimum.default", "aten.mul.Tensor"}));
+  std::vector<OrderedJson> constants;
+  for (const OrderedJson& buffer : graph["buffers"])
+    if (buffer["source"] == "constant") constants.push_back(buffer["data"]);
+  EXPECT_EQ(constants, (std::vector<OrderedJson>{OrderedJson::array({0.5}),
+                                                 OrderedJson::array({1.0, 2.0, 3.0, 4.0})}))
+      << graph["buffers"].dump();
 }
 
 TEST_F(GraphTrace, AnIntScalarThatDiffersBetweenWorkloadsIsNotTraced) {
