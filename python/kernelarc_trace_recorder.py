@@ -26,7 +26,7 @@ maximum minimum fmax fmin fmod remainder atan2 xlogy where eq ne lt le gt ge log
 logical_or logical_xor logical_not bitwise_not isnan isinf isfinite nan_to_num masked_fill lerp
 addcmul addcdiv _to_copy to clone copy contiguous fill zeros_like ones_like full_like empty_like
 zeros ones full empty scalar_tensor arange tril triu diag diag_embed eye cat stack flip roll
-repeat constant_pad_nd index_select gather
+repeat constant_pad_nd index_select gather index
 sum mean amax amin max min prod argmax argmin var std var_mean std_mean norm linalg_vector_norm
 logsumexp all any
 _softmax _log_softmax native_layer_norm native_group_norm native_batch_norm

@@ -33,9 +33,36 @@ bool stale_value_is_read(const OpGraph& graph, const GraphNode& write, int64_t b
                      [&](const GraphOutput& output) { return stale(output.value); });
 }
 
+/// `as_strided_(x, size, stride)` that changes only the strides of size-1 dims (what the
+/// decomposition of an adaptive average pool leaves): every element stays where it was.
+bool is_noop_restride(const OpGraph& graph, const GraphNode& node) {
+  if (node.op != "aten.as_strided_.default" || node.args.size() < 3 || node.output() < 0)
+    return false;
+  const auto target = node.args[0].as_value();
+  const auto size = node.args[1].as_int_expr_list();
+  const auto stride = node.args[2].as_int_expr_list();
+  if (!target || !size || !stride) return false;
+  const GraphValue& value = graph.value(*target);
+  if (*size != value.shape || stride->size() != value.stride.size()) return false;
+  if (node.args.size() > 3 && !node.args[3].is_none()) {
+    const auto offset = node.args[3].as_int_expr();
+    if (!offset || !(*offset == value.offset)) return false;
+  }
+  for (std::size_t d = 0; d < stride->size(); ++d)
+    if (!value.shape[d].is_one() && !((*stride)[d] == value.stride[d])) return false;
+  return true;
+}
+
 }  // namespace
 
 int functionalize_in_place_copies(OpGraph& graph) {
+  for (GraphNode& node : graph.nodes) {
+    if (!is_noop_restride(graph, node)) continue;
+    // The same elements under new strides: a view of the same values.
+    node.op = "aten.alias.default";
+    node.args.resize(1);
+    node.view = true;
+  }
   int rewritten = 0;
   for (GraphNode& node : graph.nodes) {
     if (node.op != "aten.copy_.default" || node.outputs.size() != 1 || node.outputs[0] < 0)

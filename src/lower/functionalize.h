@@ -7,14 +7,16 @@
 // fresh tensor holding the copied values: the node becomes `aten.copy.default` and the values it
 // and its later views make move to a buffer of their own. Family matchers and the lowering then
 // see a pure graph. A write whose stale views are read later stays in place, and the lowering
-// says so.
+// says so. An `as_strided_` that restrides only size-1 dims (an adaptive pool's decomposition
+// leaves one) moves no element and becomes an alias.
 #pragma once
 
 #include "lower/op_graph.h"
 
 namespace kernelarc {
 
-/// Rewrites every in-place `copy_` of `graph` that can be read as a pure copy. Returns how many.
+/// Rewrites every no-op `as_strided_` as an alias, and every in-place `copy_` of `graph` that
+/// can be read as a pure copy. Returns how many copies.
 int functionalize_in_place_copies(OpGraph& graph);
 
 }  // namespace kernelarc

@@ -187,6 +187,28 @@ TEST(LowerRegression, InPlaceOpsAreReadAsTheValuesTheyWrite) {
   });
 }
 
+TEST(LowerRegression, IndexTensorsGatherWhereTheIndexedDimsWereOrFirstWhenApart) {
+  // x[:, i, j] keeps the batch dim first; x[i, :, j] puts the indexed positions first (a Swin
+  // block's relative-position table is read as table[index.view(-1)]).
+  const Case c = lower_case("advanced_index");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  const int64_t batch = 4, n = 5, m = 6, k = 3;
+  check_semantics(c, {{"batch_size", batch}}, [&](const PlanBuffers& in) {
+    const auto& x = in.at("x");
+    const auto at = [&](int64_t b, int64_t r, int64_t col) { return x[(b * n + r) * m + col]; };
+    std::vector<double> adjacent, apart;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t t = 0; t < k; ++t)
+        adjacent.push_back(
+            at(b, static_cast<int64_t>(in.at("i")[t]), static_cast<int64_t>(in.at("j")[t])));
+    for (int64_t t = 0; t < k; ++t)
+      for (int64_t r = 0; r < n; ++r)
+        apart.push_back(
+            at(static_cast<int64_t>(in.at("i")[t]), r, static_cast<int64_t>(in.at("j")[t])));
+    return PlanBuffers{{"adjacent", adjacent}, {"apart", apart}};
+  });
+}
+
 TEST(LowerRegression, AnInPlaceWriteUnderAViewReadLaterIsRefusedNotMisread) {
   // `first = y[:, 0]; y.add_(1); return first`: first sees the addition in memory; a graph
   // that kept first's old value would compute 2x instead of 2x + 1.
