@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "lower/lowering.h"
+
 namespace kernelarc {
 namespace {
 
@@ -17,9 +19,7 @@ bool reads_value(const GraphArg& arg, const std::function<bool(int64_t)>& matche
 /// would still hold the old.
 bool stale_value_is_read(const OpGraph& graph, const GraphNode& write, int64_t buffer,
                          int64_t written) {
-  const auto stale = [&](int64_t id) {
-    return id != written && id < written && graph.value(id).buffer == buffer;
-  };
+  const auto stale = [&](int64_t id) { return id < written && graph.value(id).buffer == buffer; };
   for (const GraphNode& later : graph.nodes) {
     if (later.id <= write.id) continue;
     for (const GraphArg& arg : later.args) {
@@ -55,7 +55,7 @@ bool is_noop_restride(const OpGraph& graph, const GraphNode& node) {
 
 }  // namespace
 
-int functionalize_in_place_copies(OpGraph& graph) {
+int functionalize_in_place_writes(OpGraph& graph) {
   for (GraphNode& node : graph.nodes) {
     if (!is_noop_restride(graph, node)) continue;
     // The same elements under new strides: a view of the same values.
@@ -70,7 +70,11 @@ int functionalize_in_place_copies(OpGraph& graph) {
     const auto target = node.args.empty() ? std::nullopt : node.args[0].as_value();
     const int64_t written = node.outputs[0];
     if (!target || graph.value(*target).buffer != graph.value(written).buffer) continue;
-    const int64_t old_buffer = graph.value(written).buffer;
+    // A write into part of a tensor (a slice) keeps its place: the values made from it later
+    // are laid out over the whole buffer.
+    const GraphValue& result = graph.value(written);
+    if (!result.offset.is_zero() || !lowering::is_contiguous(result.stride, result.shape)) continue;
+    const int64_t old_buffer = result.buffer;
     if (stale_value_is_read(graph, node, old_buffer, written)) continue;
 
     GraphBuffer fresh;

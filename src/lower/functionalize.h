@@ -5,7 +5,8 @@
 // a new value on the target's buffer. Where nothing reads the target's earlier values after the
 // write (no view of it made before the write is used afterwards), the write is the same as a
 // fresh tensor holding the copied values: the node becomes `aten.copy.default` and the values it
-// and its later views make move to a buffer of their own. Family matchers and the lowering then
+// and its later views make move to a buffer of their own. Only writes of a whole tensor (not a
+// slice of one) are rewritten. Family matchers and the lowering then
 // see a pure graph. A write whose stale views are read later stays in place, and the lowering
 // says so. An `as_strided_` that restrides only size-1 dims (an adaptive pool's decomposition
 // leaves one) moves no element and becomes an alias.
@@ -17,6 +18,6 @@ namespace kernelarc {
 
 /// Rewrites every no-op `as_strided_` as an alias, and every in-place `copy_` of `graph` that
 /// can be read as a pure copy. Returns how many copies.
-int functionalize_in_place_copies(OpGraph& graph);
+int functionalize_in_place_writes(OpGraph& graph);
 
 }  // namespace kernelarc

@@ -255,11 +255,11 @@ void lower_node(Lowering& lowering, const GraphNode& node) {
   }
   std::string_view name = node.base_name();
   if (name == "copy_") {
-    // What functionalize_in_place_copies left: the old contents are still read.
-    throw Unsupported(
-        fmt::format("{} (op {}) writes in place, and a view made before the write "
-                    "is read after it; such aliasing is not lowered",
-                    node.op, node.id));
+    // What functionalize_in_place_writes left: a slice written, or old contents still read.
+    throw Unsupported(fmt::format(
+        "{} (op {}) writes in place into a slice of a tensor, or under a view made before the "
+        "write and read after it; such aliasing is not lowered",
+        node.op, node.id));
   }
   if (name.find("convolution") != std::string_view::npos || name.starts_with("conv")) {
     throw Unsupported(fmt::format("{}: convolutions are not lowered (op {})", node.op, node.id));

@@ -562,7 +562,7 @@ OpGraph parse_op_graph(const OrderedJson& json, std::string_view where) {
       producer = static_cast<int64_t>(i);
     }
   }
-  functionalize_in_place_copies(graph);
+  functionalize_in_place_writes(graph);
   return graph;
 }
 
