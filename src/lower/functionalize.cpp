@@ -55,7 +55,7 @@ bool is_noop_restride(const OpGraph& graph, const GraphNode& node) {
 
 }  // namespace
 
-int functionalize_in_place_writes(OpGraph& graph) {
+void functionalize_in_place_writes(OpGraph& graph) {
   for (GraphNode& node : graph.nodes) {
     if (!is_noop_restride(graph, node)) continue;
     // The same elements under new strides: a view of the same values.
@@ -63,7 +63,6 @@ int functionalize_in_place_writes(OpGraph& graph) {
     node.args.resize(1);
     node.view = true;
   }
-  int rewritten = 0;
   for (GraphNode& node : graph.nodes) {
     if (node.op != "aten.copy_.default" || node.outputs.size() != 1 || node.outputs[0] < 0)
       continue;
@@ -88,9 +87,7 @@ int functionalize_in_place_writes(OpGraph& graph) {
       if (value.id >= written && value.buffer == old_buffer) value.buffer = fresh.id;
     }
     node.op = "aten.copy.default";
-    ++rewritten;
   }
-  return rewritten;
 }
 
 }  // namespace kernelarc

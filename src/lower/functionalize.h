@@ -17,7 +17,7 @@
 namespace kernelarc {
 
 /// Rewrites every no-op `as_strided_` as an alias, and every in-place `copy_` of `graph` that
-/// can be read as a pure copy. Returns how many copies.
-int functionalize_in_place_writes(OpGraph& graph);
+/// can be read as a pure copy.
+void functionalize_in_place_writes(OpGraph& graph);
 
 }  // namespace kernelarc

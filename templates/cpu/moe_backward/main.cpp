@@ -94,12 +94,16 @@ bool valid_expert(long long id) {
   return id >= 0 && id < kExperts;
 }
 
-/// Groups the valid slots by expert and cuts them into tasks, then lists the gradient tasks.
+/// Groups the valid slots by expert and cuts them into tasks, then lists the gradient tasks. A
+/// slot with no expert gets a zero routing-weight gradient here (its dx stays zero).
 void group_slots(const KaArgs& ka, long long slots, CallBuffers& buf) {
   buf.start.assign(kExperts + 1, 0);
   for (long long s = 0; s < slots; ++s) {
     const long long id = ka.expert(s / kTopK, static_cast<int>(s % kTopK));
-    if (valid_expert(id)) ++buf.start[id + 1];
+    if (valid_expert(id))
+      ++buf.start[id + 1];
+    else
+      ka.set_route_grad(s / kTopK, static_cast<int>(s % kTopK), 0.0f);
   }
   for (int e = 0; e < kExperts; ++e) buf.start[e + 1] += buf.start[e];
   buf.order.resize(buf.start[kExperts]);
@@ -274,11 +278,8 @@ static void ka_compute(const KaArgs& ka) {
   buf.h.resize(static_cast<size_t>(positions) * kInter);
   buf.dg.resize(buf.h.size());
   buf.du.resize(buf.h.size());
-  // Slots with no expert keep dx zero (and their routing weight's gradient too).
+  // Slots with no expert keep dx zero.
   buf.dx.assign(static_cast<size_t>(slots) * kHidden, 0.0f);
-  for (long long s = 0; s < slots; ++s)
-    if (!valid_expert(ka.expert(s / kTopK, static_cast<int>(s % kTopK))))
-      ka.set_route_grad(s / kTopK, static_cast<int>(s % kTopK), 0.0f);
 
   const int threads = ka_thread_count();
   const long long work = positions * 9LL * kHidden * kInter;
