@@ -83,6 +83,9 @@ class Problem:
         self.module = None
         self.load_error = None
         self.flusher = None
+        # One workload's shared parameters on the device, by parameters file: drawn or read
+        # once for all the trials of a job file (jobs come workload by workload).
+        self.parameters = {}
         try:
             self.module = load_reference(definition)
         except Exception as error:
@@ -95,10 +98,11 @@ class Problem:
         return None if spec["shape"] is None else [
             axis if isinstance(axis, int) else axes[axis] for axis in spec["shape"]]
 
-    def inputs(self, workload, axes, structure=None):
+    def inputs(self, workload, axes, structure=None, skip=()):
         """Input values in definition order (tensors, or Python numbers for scalars); with a
-        structure (kernelarc_oracle_inputs.STRUCTURES), its main random input takes it."""
-        values = self.plain_inputs(workload, axes)
+        structure (kernelarc_oracle_inputs.STRUCTURES), its main random input takes it. Names in
+        `skip` are not drawn (None in their place)."""
+        values = self.plain_inputs(workload, axes, skip)
         if structure is None:
             return values
         given = workload.get("inputs", {})
@@ -119,14 +123,17 @@ class Problem:
             values[index] = apply_structure(self.torch, structure, names[index], values[index])
         return values
 
-    def plain_inputs(self, workload, axes):
+    def plain_inputs(self, workload, axes, skip=()):
         torch = self.torch
         given = workload.get("inputs", {})
         custom = None
-        if any(entry.get("type") == "custom" for entry in given.values()):
+        if any(entry.get("type") == "custom" for name, entry in given.items() if name not in skip):
             custom = self.custom_inputs(given, axes)
         values = []
         for name, spec in self.definition["inputs"].items():
+            if name in skip:
+                values.append(None)
+                continue
             dtype = self.dtype(spec)
             shape = self.shape(spec, axes)
             entry = given.get(name, {"type": "random"})
@@ -186,10 +193,14 @@ class Problem:
             raise ReferenceFault(f"{entry_name} returned {type(result).__name__}, expected a dict")
         return result
 
-    def given_inputs(self, path):
-        """Input values in definition order from a safetensors file of saved_inputs' form."""
+    def given_inputs(self, path, shared=None):
+        """Input values in definition order from a safetensors file of saved_inputs' form; the
+        names in `shared` (tensors by name) are taken from it instead."""
         values = []
         for name, spec in self.definition["inputs"].items():
+            if shared and name in shared:
+                values.append(shared[name].clone())
+                continue
             tensor = read_safetensors_tensor(self.torch, path, name)
             values.append(tensor.item() if spec["shape"] is None else tensor.to(self.device))
         return values
@@ -285,31 +296,75 @@ def describe_exception(error):
 
 def trial_job(problem, job):
     """Inputs drawn from the job's seed, or read from job["inputs_in"] (written by kernelarc,
-    e.g. a twin of a trial); the inputs file is written only for drawn inputs."""
+    e.g. a twin of a trial); the inputs file is written only for drawn inputs. The workload's
+    shared parameters (job["shared"]) come from shared_parameters() and are not written."""
     torch = problem.torch
     problem.check_loaded()
+    shared = shared_parameters(problem, job) if job.get("shared") else {}
     if job.get("inputs_in"):
-        values = problem.given_inputs(job["inputs_in"])
+        values = problem.given_inputs(job["inputs_in"], shared)
         saved = None
         expected = run_reference(problem, values, job["axes"])
     else:
         structure = structure_for_trial(job.get("trial", 0))
         torch.manual_seed(job["seed"])
-        values = problem.inputs(job["workload"], job["axes"], structure)
+        values = with_shared(problem, problem.inputs(job["workload"], job["axes"], structure,
+                                                     shared), shared)
         expected = run_reference(problem, values, job["axes"])
         if structure and not all(bool(torch.isfinite(tensor.float()).all())
                                  for tensor in expected.values() if tensor.is_floating_point()):
             # The structure takes the reference outside its domain: a plain draw instead.
             torch.manual_seed(job["seed"])
-            values = problem.inputs(job["workload"], job["axes"])
+            values = with_shared(
+                problem, problem.inputs(job["workload"], job["axes"], skip=shared), shared)
             expected = run_reference(problem, values, job["axes"])
         saved = problem.saved_inputs(values, job["axes"])
+        for name in shared:
+            del saved[name]  # in the parameters file
     try:
         if saved is not None:
             write_safetensors(torch, job["inputs_out"], saved)
         write_safetensors(torch, job["expected_out"], expected)
     except OSError as error:
         raise StorageFault(f"cannot write the oracle cache: {error}") from error
+
+
+def shared_parameters(problem, job):
+    """The workload's shared parameters (large inputs of const-axis shape, src/oracle/
+    shared_parameters.h) on the device, by name: drawn once per workload from job["shared"]
+    ["seed"] and written to its "path", or read from there when a former process wrote it."""
+    torch = problem.torch
+    shared = job["shared"]
+    path, names = shared["path"], shared["names"]
+    if path in problem.parameters:
+        return problem.parameters[path]
+    problem.parameters = {}  # the former workload's are not needed again: free them first
+    tensors = None
+    if os.path.exists(path):
+        try:
+            tensors = {name: read_safetensors_tensor(torch, path, name).to(problem.device)
+                       for name in names}
+        except InputFault:
+            tensors = None  # torn or foreign: drawn again and replaced
+    if tensors is None:
+        torch.manual_seed(shared["seed"])
+        skip = [name for name in problem.definition["inputs"] if name not in names]
+        values = problem.plain_inputs(job["workload"], job["axes"], skip)
+        tensors = {name: value for name, value in zip(problem.definition["inputs"], values)
+                   if name in names}
+        try:
+            write_safetensors(torch, path, tensors)
+        except OSError as error:
+            raise StorageFault(f"cannot write the oracle cache: {error}") from error
+    problem.parameters[path] = tensors
+    return tensors
+
+
+def with_shared(problem, values, shared):
+    """`values` with the shared parameters in place of their skipped draws; copies, as a
+    reference may write to its inputs and the next trial must see the same parameters."""
+    return [shared[name].clone() if name in shared else value
+            for name, value in zip(problem.definition["inputs"], values)]
 
 
 def run_reference(problem, values, axes):

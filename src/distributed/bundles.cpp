@@ -99,6 +99,7 @@ std::string publish_oracle_draws(BlobExchange& blobs, Oracle& oracle, const Prob
   for (const auto& entry : fs::directory_iterator(problem_dir)) {
     const std::string name = entry.path().filename().string();
     const bool draw = name.ends_with(".inputs.safetensors") ||
+                      name.ends_with(".parameters.safetensors") ||
                       name.ends_with(".expected.safetensors") || name.ends_with(".error.json");
     if (entry.is_regular_file() && draw)
       files[fs::relative(entry.path(), cache_dir).generic_string()] =

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "core/error.h"
@@ -14,6 +15,7 @@
 #include "oracle/oracle_cache.h"
 #include "oracle/oracle_cache_bound.h"
 #include "oracle/python_bridge.h"
+#include "oracle/shared_parameters.h"
 
 namespace kernelarc {
 
@@ -21,6 +23,9 @@ namespace {
 
 // Bump when the C++ input generator changes what it draws: cached native entries then miss.
 constexpr std::string_view kNativeGeneratorVersion = "native-generator-1";
+
+// The "trial" a workload's shared parameters are drawn for: its seed is no trial's nor the twin's.
+constexpr int kParameterDraw = -2;
 
 bool has_native_reference(const Problem& problem) {
   return !problem.definition.ext.native_reference.empty();
@@ -73,10 +78,16 @@ struct Oracle::Entry {
   std::filesystem::path inputs;
   std::filesystem::path expected;
   std::filesystem::path error;
+  /// The workload's shared parameters, drawn from parameters_seed; empty when it shares none,
+  /// and for the twin, whose inputs file holds every input (it changes the parameters too).
+  std::filesystem::path parameters;
+  std::vector<std::string> shared;  ///< the inputs in `parameters`, not in `inputs`
   uint64_t seed = 0;
+  uint64_t parameters_seed = 0;
 
   bool complete() const {
-    return std::filesystem::exists(expected) && std::filesystem::exists(inputs);
+    return std::filesystem::exists(expected) && std::filesystem::exists(inputs) &&
+           (parameters.empty() || std::filesystem::exists(parameters));
   }
 };
 
@@ -111,21 +122,43 @@ std::filesystem::path Oracle::problem_cache_dir(const Problem& problem) const {
 }
 
 Oracle::Entry Oracle::entry(const Problem& problem, const Workload& workload, int trial) const {
-  std::string key = ContentHasher()
-                        .add("kernelarc-oracle-trial-1")
-                        .add(mode_tag(problem))
-                        .add(raw_or_parsed(problem))
-                        .add(workload_identity(workload))
-                        .add(std::to_string(trial))
-                        .add(std::to_string(options_.seed))
-                        .add(std::string(device_kind_name(options_.device)))
-                        .hex();
-  auto base = problem_cache_dir(problem) / key;
+  const std::vector<std::string> shared =
+      shared_parameter_inputs(problem.definition, workload, options_.shared_parameter_bytes);
+  std::string shared_names;
+  for (const std::string& name : shared) shared_names += name + "\n";
+  const std::string mode = mode_tag(problem);
+  const std::string seed = std::to_string(options_.seed);
+  const std::string device(device_kind_name(options_.device));
+  ContentHasher key;
+  key.add("kernelarc-oracle-trial-1")
+      .add(mode)
+      .add(raw_or_parsed(problem))
+      .add(workload_identity(workload))
+      .add(std::to_string(trial))
+      .add(seed)
+      .add(device);
+  // A trial drawn with shared parameters differs from a full draw: the schemes never mix.
+  if (!shared.empty()) key.add("shared parameters\n" + shared_names);
+  auto base = problem_cache_dir(problem) / key.hex();
   Entry entry;
   entry.inputs = base.string() + ".inputs.safetensors";
   entry.expected = base.string() + ".expected.safetensors";
   entry.error = base.string() + ".error.json";
   entry.seed = derive_seed(options_.seed, workload.uuid, trial);
+  if (!shared.empty() && trial != kTwinTrial) {
+    std::string parameters_key = ContentHasher()
+                                     .add("kernelarc-oracle-parameters-1")
+                                     .add(mode)
+                                     .add(raw_or_parsed(problem))
+                                     .add(workload_identity(workload))
+                                     .add(seed)
+                                     .add(device)
+                                     .add(shared_names)
+                                     .hex();
+    entry.parameters = problem_cache_dir(problem) / (parameters_key + ".parameters.safetensors");
+    entry.shared = shared;
+    entry.parameters_seed = derive_seed(options_.seed, workload.uuid, kParameterDraw);
+  }
   return entry;
 }
 
@@ -204,8 +237,17 @@ void Oracle::generate_twins(const Problem& problem, const std::vector<const Work
       }
       continue;
     }
-    jobs.push_back({"w" + std::to_string(jobs.size()), &workload, kTwinTrial, twin.seed,
-                    twin.inputs, twin.expected, twin.inputs});
+    // The twin's inputs file holds every input: its reference shares no parameters.
+    jobs.push_back({"w" + std::to_string(jobs.size()),
+                    &workload,
+                    kTwinTrial,
+                    twin.seed,
+                    twin.inputs,
+                    twin.expected,
+                    twin.inputs,
+                    {},
+                    0,
+                    {}});
   }
   if (jobs.empty()) return;
   auto outcomes = python_->run(problem, jobs, {}, scratch_path(options_.cache_dir));
@@ -245,7 +287,10 @@ void Oracle::generate_python(const Problem& problem, const std::vector<Missing>&
                     target.seed,
                     target.inputs,
                     target.expected,
-                    {}});
+                    {},
+                    target.shared,
+                    target.parameters_seed,
+                    target.parameters});
   }
   auto outcomes = python_->run(problem, jobs, {}, scratch_path(options_.cache_dir));
   for (const PythonTrialJob& job : jobs) {
@@ -268,6 +313,16 @@ void Oracle::generate_native(const Problem& problem, const std::vector<Missing>&
     TensorMap inputs;
     try {
       inputs = generate_inputs(problem, *workload, target.seed);
+      if (!target.parameters.empty()) {
+        if (!std::filesystem::exists(target.parameters)) {
+          TensorMap drawn = generate_inputs(problem, *workload, target.parameters_seed);
+          TensorMap parameters;
+          for (const std::string& name : target.shared) parameters[name] = std::move(drawn[name]);
+          write_safetensors(target.parameters, parameters);
+        }
+        auto parameters = read_parameters(problem, *workload, target);
+        for (const std::string& name : target.shared) inputs[name] = parameters->at(name);
+      }
     } catch (const InputError& error) {
       // A problem file is at fault, not the reference: report it, but do not cache it.
       record_error(problem, *workload, trial, error.what(), false);
@@ -278,6 +333,7 @@ void Oracle::generate_native(const Problem& problem, const std::vector<Missing>&
       record_error(problem, *workload, trial, *error, true);
       continue;
     }
+    for (const std::string& name : target.shared) inputs.erase(name);  // in the parameters file
     write_safetensors(target.inputs, inputs);
     // Written last: its presence marks the entry complete.
     write_safetensors(target.expected, std::get<TensorMap>(outputs));
@@ -311,8 +367,15 @@ std::shared_ptr<const TensorMap> Oracle::read_entry(const Problem& problem,
     }
   }
   AxisValues axes = resolve_axes(problem.definition, workload);
+  std::shared_ptr<const TensorMap> parameters;
+  if (want_inputs && !cached.parameters.empty())
+    parameters = read_parameters(problem, workload, cached);
   try {
     TensorMap tensors = read_safetensors(path);
+    // A copy per trial: a HostTensor owns its bytes, and the guard wants one map per trial.
+    if (parameters) {
+      for (const std::string& name : cached.shared) tensors[name] = parameters->at(name);
+    }
     check_tensors(tensors, want_inputs ? problem.definition.inputs : problem.definition.outputs,
                   axes, path);
     return memo_.put(path.string(), std::move(tensors));
@@ -321,6 +384,28 @@ std::shared_ptr<const TensorMap> Oracle::read_entry(const Problem& problem,
     std::filesystem::remove(cached.expected, ignored);
     std::filesystem::remove(cached.inputs, ignored);
     throw InputError("corrupt oracle cache file " + path.string() + " (" + error.what() +
+                     "); it was deleted and the next prepare regenerates it");
+  }
+}
+
+std::shared_ptr<const TensorMap> Oracle::read_parameters(const Problem& problem,
+                                                         const Workload& workload,
+                                                         const Entry& entry) {
+  const std::string key = entry.parameters.string();
+  if (auto kept = memo_.find(key)) return kept;
+  std::vector<TensorSpec> specs;
+  for (const TensorSpec& spec : problem.definition.inputs) {
+    if (std::find(entry.shared.begin(), entry.shared.end(), spec.name) != entry.shared.end())
+      specs.push_back(spec);
+  }
+  try {
+    TensorMap tensors = read_safetensors(entry.parameters);
+    check_tensors(tensors, specs, resolve_axes(problem.definition, workload), entry.parameters);
+    return memo_.put(key, std::move(tensors));
+  } catch (const InputError& error) {
+    std::error_code ignored;
+    std::filesystem::remove(entry.parameters, ignored);
+    throw InputError("corrupt oracle cache file " + key + " (" + error.what() +
                      "); it was deleted and the next prepare regenerates it");
   }
 }

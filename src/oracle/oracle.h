@@ -11,6 +11,10 @@
 // Cache layout: <cache_dir>/<problem name>/<key>.{inputs,expected}.safetensors, <key>.error.json
 // for a reference that failed, <key>.timing.json for a baseline. Every file is written
 // atomically; an entry counts only when its expected file exists, which is written last.
+// A workload whose inputs exceed OracleOptions::shared_parameter_bytes draws its parameters
+// (large random inputs of const-axis shape: weights) once, into <key>.parameters.safetensors,
+// shared by all its trials; each trial's inputs file then holds only the fresh activations
+// (oracle/shared_parameters.h). inputs() always returns every input.
 #pragma once
 
 #include <chrono>
@@ -63,6 +67,9 @@ struct OracleOptions {
   /// The cache on disk is kept within this many bytes by dropping other problems' draws, least
   /// recently prepared first (oracle/oracle_cache_bound.h); 0 = a quarter of its file system.
   std::uintmax_t max_cache_bytes = 0;
+  /// Above this many bytes of tensor inputs per draw, a workload's parameters are drawn once
+  /// and shared by its trials (oracle/shared_parameters.h); 0 = every trial draws everything.
+  std::uint64_t shared_parameter_bytes = std::uint64_t{256} << 20;
 };
 
 struct ReferenceTiming {
@@ -161,6 +168,10 @@ class Oracle {
                     const std::string& message, bool cache);
   std::shared_ptr<const TensorMap> read_entry(const Problem& problem, const Workload& workload,
                                               int trial, bool want_inputs);
+  /// The shared parameters of an entry that has some (Entry::parameters), read once into the
+  /// memo; a corrupt file is deleted (its trials then count as missing) and reported.
+  std::shared_ptr<const TensorMap> read_parameters(const Problem& problem, const Workload& workload,
+                                                   const Entry& entry);
   void time_python(const Problem& problem, Baseline baseline);
   /// Writes the timing (or why there is none) to `path`.
   void time_native(const Problem& problem, const Workload& workload, Baseline baseline,

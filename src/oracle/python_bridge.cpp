@@ -306,6 +306,10 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
                                   {"inputs_out", job.inputs_out.string()},
                                   {"expected_out", job.expected_out.string()},
                                   {"inputs_in", job.inputs_in.string()}});
+      if (!job.shared.empty()) {
+        job_file["jobs"].back()["shared"] = {
+            {"names", job.shared}, {"seed", job.shared_seed}, {"path", job.shared_path.string()}};
+      }
     }
     for (const auto& job : timings) {
       if (!remaining.contains(job.id)) continue;
