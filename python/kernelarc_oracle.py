@@ -331,14 +331,14 @@ def trial_job(problem, job):
 
 def shared_parameters(problem, job):
     """The workload's shared parameters (large inputs of const-axis shape, src/oracle/
-    shared_parameters.h) on the device, by name: drawn once per workload from job["shared"]
+    shared_parameters.h) on the device, by name: drawn once per problem from job["shared"]
     ["seed"] and written to its "path", or read from there when a former process wrote it."""
     torch = problem.torch
     shared = job["shared"]
     path, names = shared["path"], shared["names"]
     if path in problem.parameters:
         return problem.parameters[path]
-    problem.parameters = {}  # the former workload's are not needed again: free them first
+    problem.parameters = {}  # another file's are not needed again: free them first
     tensors = None
     if os.path.exists(path):
         try:
@@ -349,7 +349,10 @@ def shared_parameters(problem, job):
     if tensors is None:
         torch.manual_seed(shared["seed"])
         skip = [name for name in problem.definition["inputs"] if name not in names]
-        values = problem.plain_inputs(job["workload"], job["axes"], skip)
+        # Drawn as the source workload draws (the first that shares them), whichever workload
+        # asks: every process writes the same bytes to this path.
+        values = problem.plain_inputs(shared.get("workload", job["workload"]),
+                                      shared.get("axes", job["axes"]), skip)
         tensors = {name: value for name, value in zip(problem.definition["inputs"], values)
                    if name in names}
         try:

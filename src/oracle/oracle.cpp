@@ -83,6 +83,8 @@ struct Oracle::Entry {
   std::filesystem::path parameters;
   std::vector<std::string> shared;  ///< the inputs in `parameters`, not in `inputs`
   uint64_t seed = 0;
+  /// The workload whose draw (from parameters_seed) gives the parameters.
+  const Workload* parameters_source = nullptr;
   uint64_t parameters_seed = 0;
 
   bool complete() const {
@@ -121,6 +123,33 @@ std::filesystem::path Oracle::problem_cache_dir(const Problem& problem) const {
   return options_.cache_dir / cache_dir_name(problem.definition.name);
 }
 
+namespace {
+
+// A threshold every draw passes: which inputs a workload would share, whatever its size.
+constexpr std::uint64_t kAnyDrawShares = 1;
+
+// The first workload of the problem that shares the same inputs, drawn the same way, as
+// `workload`: its draw gives the parameters of all of them.
+const Workload& parameter_source(const Problem& problem, const Workload& workload,
+                                 const std::vector<std::string>& shared) {
+  auto kind = [](const Workload& of, const std::string& name) {
+    auto given = of.inputs.find(name);
+    return given == of.inputs.end() ? InputKind::Random : given->second.kind;
+  };
+  for (const Workload& candidate : problem.workloads) {
+    if (&candidate == &workload) break;
+    if (shared_parameter_inputs(problem.definition, candidate, kAnyDrawShares) != shared) continue;
+    if (std::all_of(shared.begin(), shared.end(), [&](const std::string& name) {
+          return kind(candidate, name) == kind(workload, name);
+        })) {
+      return candidate;
+    }
+  }
+  return workload;
+}
+
+}  // namespace
+
 Oracle::Entry Oracle::entry(const Problem& problem, const Workload& workload, int trial) const {
   const std::vector<std::string> shared =
       shared_parameter_inputs(problem.definition, workload, options_.shared_parameter_bytes);
@@ -146,18 +175,24 @@ Oracle::Entry Oracle::entry(const Problem& problem, const Workload& workload, in
   entry.error = base.string() + ".error.json";
   entry.seed = derive_seed(options_.seed, workload.uuid, trial);
   if (!shared.empty() && trial != kTwinTrial) {
+    // One draw serves every workload that shares the same parameters (their shapes use no var
+    // axis): the 2.8 GB of Mixtral's experts once per problem, not once per token count. It is
+    // drawn as the first such workload draws, so its content depends on the key alone and
+    // processes racing to write it write the same bytes.
+    const Workload& source = parameter_source(problem, workload, shared);
     std::string parameters_key = ContentHasher()
-                                     .add("kernelarc-oracle-parameters-1")
+                                     .add("kernelarc-oracle-parameters-2")
                                      .add(mode)
                                      .add(raw_or_parsed(problem))
-                                     .add(workload_identity(workload))
+                                     .add(workload_identity(source))
                                      .add(seed)
                                      .add(device)
                                      .add(shared_names)
                                      .hex();
     entry.parameters = problem_cache_dir(problem) / (parameters_key + ".parameters.safetensors");
     entry.shared = shared;
-    entry.parameters_seed = derive_seed(options_.seed, workload.uuid, kParameterDraw);
+    entry.parameters_source = &source;
+    entry.parameters_seed = derive_seed(options_.seed, source.uuid, kParameterDraw);
   }
   return entry;
 }
@@ -290,7 +325,8 @@ void Oracle::generate_python(const Problem& problem, const std::vector<Missing>&
                     {},
                     target.shared,
                     target.parameters_seed,
-                    target.parameters});
+                    target.parameters,
+                    target.parameters_source});
   }
   auto outcomes = python_->run(problem, jobs, {}, scratch_path(options_.cache_dir));
   for (const PythonTrialJob& job : jobs) {
@@ -315,7 +351,8 @@ void Oracle::generate_native(const Problem& problem, const std::vector<Missing>&
       inputs = generate_inputs(problem, *workload, target.seed);
       if (!target.parameters.empty()) {
         if (!std::filesystem::exists(target.parameters)) {
-          TensorMap drawn = generate_inputs(problem, *workload, target.parameters_seed);
+          TensorMap drawn =
+              generate_inputs(problem, *target.parameters_source, target.parameters_seed);
           TensorMap parameters;
           for (const std::string& name : target.shared) parameters[name] = std::move(drawn[name]);
           write_safetensors(target.parameters, parameters);

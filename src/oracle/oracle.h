@@ -12,8 +12,8 @@
 // for a reference that failed, <key>.timing.json for a baseline. Every file is written
 // atomically; an entry counts only when its expected file exists, which is written last.
 // A workload whose inputs exceed OracleOptions::shared_parameter_bytes draws its parameters
-// (large random inputs of const-axis shape: weights) once, into <key>.parameters.safetensors,
-// shared by all its trials; each trial's inputs file then holds only the fresh activations
+// (large drawn inputs of const-axis shape: weights) once per problem, into
+// <key>.parameters.safetensors, shared by all trials of the workloads that share them; each trial's inputs file then holds only the fresh activations
 // (oracle/shared_parameters.h). inputs() always returns every input.
 #pragma once
 

@@ -307,8 +307,12 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
                                   {"expected_out", job.expected_out.string()},
                                   {"inputs_in", job.inputs_in.string()}});
       if (!job.shared.empty()) {
-        job_file["jobs"].back()["shared"] = {
-            {"names", job.shared}, {"seed", job.shared_seed}, {"path", job.shared_path.string()}};
+        const Workload& source = job.shared_source ? *job.shared_source : *job.workload;
+        job_file["jobs"].back()["shared"] = {{"names", job.shared},
+                                             {"seed", job.shared_seed},
+                                             {"path", job.shared_path.string()},
+                                             {"workload", workload_json(source)},
+                                             {"axes", resolve_axes(problem.definition, source)}};
       }
     }
     for (const auto& job : timings) {

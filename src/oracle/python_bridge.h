@@ -3,7 +3,7 @@
 //
 // Job file (JSON): {definition: <path of a definition in the parsed form below>, problem_dir,
 // device, results: <path>, jobs: [{id, workload, axes, trial, seed, inputs_out, expected_out,
-// inputs_in, shared?: {names, seed, path}}],
+// inputs_in, shared?: {names, seed, path, workload, axes}}],
 // timing: [{id, workload, axes, baseline: "eager"|"compiled", warmup, iterations, seed, out}]}.
 // `axes` holds every resolved axis value, so the script never evaluates axis expressions.
 #pragma once
@@ -32,11 +32,13 @@ struct PythonTrialJob {
   std::filesystem::path expected_out;
   /// Set: the inputs are read from this file instead of drawn (inputs_out is then not written).
   std::filesystem::path inputs_in;
-  /// The workload's shared parameters (oracle/shared_parameters.h): drawn from shared_seed, or
-  /// read from shared_path when it exists, else written there; neither inputs file holds them.
+  /// The workload's shared parameters (oracle/shared_parameters.h): drawn as shared_source
+  /// draws from shared_seed, or read from shared_path when it exists, else written there;
+  /// neither inputs file holds them.
   std::vector<std::string> shared;
   uint64_t shared_seed = 0;
   std::filesystem::path shared_path;
+  const Workload* shared_source = nullptr;
 };
 
 struct PythonTimingJob {

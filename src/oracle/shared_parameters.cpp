@@ -1,5 +1,7 @@
 #include "oracle/shared_parameters.h"
 
+#include <cctype>
+
 #include "core/error.h"
 #include "core/tensor.h"
 
@@ -7,11 +9,36 @@ namespace kernelarc {
 
 namespace {
 
+// Whether an axis has one value for every workload: a const axis, or an expression over such
+// axes (the MoE problems' gate_up_size = 2 * intermediate_size). `depth` bounds a cyclic
+// definition, which resolve_axes reports anyway.
+bool axis_is_constant(const Definition& definition, const Axis& axis, int depth = 0) {
+  if (axis.kind == AxisKind::Const) return true;
+  if (axis.kind == AxisKind::Var || depth > 16) return false;
+  const std::string& text = axis.expression;
+  for (std::size_t at = 0; at < text.size();) {
+    if (!std::isalpha(static_cast<unsigned char>(text[at])) && text[at] != '_') {
+      ++at;
+      continue;
+    }
+    std::size_t end = at;
+    while (end < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) {
+      ++end;
+    }
+    // A name that is no axis is a function of the expression language (min, max, ...).
+    const Axis* used = definition.find_axis(text.substr(at, end - at));
+    if (used != nullptr && !axis_is_constant(definition, *used, depth + 1)) return false;
+    at = end;
+  }
+  return true;
+}
+
 bool shape_is_constant(const Definition& definition, const TensorSpec& spec) {
   for (const std::string& entry : *spec.shape) {
     if (literal_size(entry)) continue;
     const Axis* axis = definition.find_axis(entry);
-    if (axis == nullptr || axis->kind != AxisKind::Const) return false;
+    if (axis == nullptr || !axis_is_constant(definition, *axis)) return false;
   }
   return true;
 }

@@ -81,6 +81,14 @@ TEST(SharedParameterInputs, ChoosesLargeRandomConstShapedInputsAboveTheThreshold
   ASSERT_NO_THROW(resolve_axes(all_constant, without_axes));
   EXPECT_TRUE(shared_parameter_inputs(all_constant, without_axes, 1 << 20).empty());
 
+  Definition expression = definition;  // an expression over const axes is constant too
+  expression.axes.push_back(
+      {.name = "twice", .kind = AxisKind::Expr, .expression = "2 * in_features"});
+  expression.inputs[1].shape = std::vector<std::string>{"twice", "in_features"};
+  EXPECT_EQ(shared_parameter_inputs(expression, workload, 1 << 20), std::vector<std::string>{"w"});
+  expression.axes.back().expression = "rows + out_features";  // but not one over a var axis
+  EXPECT_TRUE(shared_parameter_inputs(expression, workload, 1 << 20).empty());
+
   Definition small = definition;  // under 1 MiB a parameter stays fresh
   small.inputs[1].dtype = DType::BFloat16;
   EXPECT_TRUE(shared_parameter_inputs(small, workload, 1 << 10).empty());
@@ -121,14 +129,15 @@ TEST_F(SharedParametersTest, TrialsShareTheWeightsAndDrawFreshActivations) {
     const auto twin = oracle.inputs(problem, workload, kTwinTrial);
     EXPECT_TRUE(twin->contains("x") && twin->contains("w"));
   }
-  EXPECT_NE(oracle.inputs(problem, problem.workloads[0], 0)->at("w").bytes,
+  // One draw of the weights serves both workloads (their shape has no var axis).
+  EXPECT_EQ(oracle.inputs(problem, problem.workloads[0], 0)->at("w").bytes,
             oracle.inputs(problem, problem.workloads[1], 0)->at("w").bytes);
 
-  // On disk: one parameters file per workload, holding w alone; the trials' files hold x alone,
-  // the twins' both (a twin changes an element of w too).
+  // On disk: one parameters file for the problem, holding w alone; the trials' files hold x
+  // alone, the twins' both (a twin changes an element of w too).
   const auto dir = temp_ / "oracle" / "shared_linear";
   const auto parameter_files = files_ending(dir, ".parameters.safetensors");
-  ASSERT_EQ(parameter_files.size(), 2u);
+  ASSERT_EQ(parameter_files.size(), 1u);
   for (const auto& file : parameter_files) {
     const TensorMap stored = read_safetensors(file);
     EXPECT_EQ(stored.size(), 1u);
@@ -186,8 +195,9 @@ TEST_F(SharedParametersTest, CustomInputsShareTheWeightsToo) {
                      R"("custom_inputs_entrypoint": "make_inputs",
   "reference": "import torch\ndef make_inputs(axes, device):\n    return {'x': torch.randn(axes['rows'], 512, device=device), 'w': 0.1 * torch.randn(512, 512, device=device)}\ndef run(x, w):\n    return x @ w.T\n")");
   temp_.write("custom/definition.json", definition);
-  temp_.write("custom/workload.jsonl",
-              R"({"uuid":"c","axes":{"rows":4},"inputs":{"x":{"type":"custom"},"w":{"type":"custom"}}}
+  temp_.write(
+      "custom/workload.jsonl",
+      R"({"uuid":"c","axes":{"rows":4},"inputs":{"x":{"type":"custom"},"w":{"type":"custom"}}}
 )");
   Problem problem = load_problem(temp_ / "custom");
   const Workload& workload = problem.workloads.front();
@@ -209,9 +219,9 @@ TEST_F(SharedParametersTest, CustomInputsShareTheWeightsToo) {
     for (int64_t i = 0; i < 512; ++i) want += x.at(3 * 512 + i) * w.at(7 * 512 + i);
     EXPECT_NEAR(out.at(3 * 512 + 7), want, 1e-3 * (1 + std::abs(want))) << "trial " << trial;
   }
-  EXPECT_EQ(files_ending(temp_ / "custom-oracle" / "shared_linear", ".parameters.safetensors")
-                .size(),
-            1u);
+  EXPECT_EQ(
+      files_ending(temp_ / "custom-oracle" / "shared_linear", ".parameters.safetensors").size(),
+      1u);
 }
 
 // A native reference draws in C++ and shares the same way: tests/data/oracle/native_scale with
