@@ -123,6 +123,40 @@ extern "C" int ka_run(const ka_tensor* in, int, ka_tensor* out, int, void*, void
   dlclose(library);
 }
 
+// Two candidates loaded into one worker keep their own statics, also a template's static that
+// both define alike (a kernel's "prepared" flag in a shared header): with GCC's default GNU
+// unique symbols the second library would count on from the first's value.
+TEST(CpuCompiler, LibrariesKeepTheirOwnTemplateStatics) {
+  TempDir cache;
+  auto counting = [](const std::string& tag) {
+    return test::make_solution({{"entry.cpp", R"(#include <kernelarc/abi.h>
+template <int N> int& calls() { static int count = 0; return count; }
+// )" + tag + R"(
+extern "C" int ka_run(const ka_tensor*, int, ka_tensor* out, int, void*, void*, size_t) {
+  static_cast<float*>(out[0].data)[0] = static_cast<float>(++calls<7>());
+  return 0;
+})"}});
+  };
+  std::vector<void*> libraries;
+  for (const std::string tag : {"first", "second"}) {
+    CompileResult built =
+        compile_cpu_solution(counting(tag), test::test_compile_options(cache.path()));
+    ASSERT_TRUE(built.ok) << built.log;
+    void* library = dlopen(built.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(library, nullptr) << dlerror();
+    libraries.push_back(library);
+  }
+  for (void* library : libraries) {
+    auto run = reinterpret_cast<ka_run_fn>(dlsym(library, "ka_run"));
+    ASSERT_NE(run, nullptr);
+    float calls = 0;
+    ka_tensor out{&calls, KA_FLOAT32, 0, {}, {}};
+    ASSERT_EQ(run(nullptr, 0, &out, 1, nullptr, nullptr, 0), 0);
+    EXPECT_EQ(calls, 1) << "the second library saw the first one's static";
+  }
+  for (void* library : libraries) dlclose(library);
+}
+
 TEST(CpuCompiler, ConcurrentBuildsOfOneKeyAgree) {
   TempDir cache;
   std::vector<CompileResult> results(4);

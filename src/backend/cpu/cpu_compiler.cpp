@@ -32,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 // A compile log keeps its head: the first errors explain the rest.
 constexpr std::size_t kLogLines = 60;
 // Bumped when the build recipe changes, so old cache entries are not reused.
-constexpr std::string_view kRecipeVersion = "kernelarc-cpu-build-1";
+constexpr std::string_view kRecipeVersion = "kernelarc-cpu-build-2";  // 2: -fno-gnu-unique
 
 std::vector<std::string> split_words(const std::string& text) {
   std::istringstream stream(text);
@@ -62,6 +62,12 @@ std::string compiler_version(const std::vector<std::string>& command) {
   argv.push_back("--version");
   CommandResult result = run_command(argv, std::chrono::seconds(30));
   return versions[command] = result.output;
+}
+
+bool is_gcc(const std::vector<std::string>& command) {
+  const std::string version = compiler_version(command);
+  return version.find("Free Software Foundation") != std::string::npos &&
+         version.find("clang") == std::string::npos;
 }
 
 enum class Language { Cxx, C, Other };
@@ -134,6 +140,10 @@ std::optional<std::string> build(const Solution& solution, const CpuCompileOptio
 
   std::vector<std::string> link = compiler;
   link.insert(link.end(), {"-std=c++20", "-shared", "-fPIC"});
+  // Each candidate keeps its own statics: GCC would export a template's function-local static
+  // as a GNU unique symbol, shared by every library the worker has loaded despite RTLD_LOCAL
+  // (see cuda_compiler.cpp). Clang emits no such symbols and rejects the flag.
+  if (is_gcc(compiler)) link.push_back("-fno-gnu-unique");
   link.insert(link.end(), common.begin(), common.end());
   int objects = 0;
   for (const SourceFile& source : solution.sources) {

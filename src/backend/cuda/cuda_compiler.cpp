@@ -108,7 +108,14 @@ CompileResult compile_with_nvcc(const Solution& solution, const CudaCompileOptio
     result.log = *error;
     return result;
   }
-  std::vector<std::string> argv = {*nvcc, "-shared", "-Xcompiler", "-fPIC"};
+  // -fno-gnu-unique: GCC exports a template's function-local static (a kernel's "shared memory
+  // opted in" flag) as a GNU unique symbol, which the loader unifies across every library of
+  // the process despite RTLD_LOCAL. A worker that had loaded one candidate then skipped the next
+  // candidate's opt-in for its own kernel and launched it with "invalid argument" (seen on the
+  // H100: scaled_gemm_mma after scaled_gemm_cublaslt's fallback to the same kernel). nvcc's host
+  // compiler on Linux is GCC.
+  std::vector<std::string> argv = {*nvcc,   "-shared",    "-Xcompiler",
+                                   "-fPIC", "-Xcompiler", "-fno-gnu-unique"};
   argv.insert(argv.end(), options.nvcc_flags.begin(), options.nvcc_flags.end());
   if (!names_architecture(options.nvcc_flags) && !names_architecture(solution.cuda_cflags)) {
     const std::string number = arch.substr(3);  // "90a" of "sm_90a"
