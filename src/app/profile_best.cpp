@@ -1,5 +1,8 @@
 #include "app/profile_best.h"
 
+#include <functional>
+#include <ostream>
+
 #include <fmt/format.h>
 
 #include "backend/backend.h"
@@ -37,6 +40,21 @@ std::string profile_best_trace(const ProfileFlags& flags, GuardSession& session,
   attach_profile(trace, record);
   return fmt::format("profile of {} on {}: {}", solution.name, format_axes(workload.axes),
                      profile_text(record));
+}
+
+bool evaluate_report_and_profile(const ProfileFlags& flags, GuardSession& session,
+                                 const Problem& problem, const Solution& solution,
+                                 std::ostream& out) {
+  std::string profile;
+  std::function<void(std::vector<Trace>&)> add_profile;
+  if (flags.enabled) {
+    add_profile = [&](std::vector<Trace>& traces) {
+      profile = profile_best_trace(flags, session, problem, solution, traces);
+    };
+  }
+  const bool passed = session.evaluate_and_report(problem, solution, out, add_profile);
+  if (!profile.empty()) out << profile << '\n';
+  return passed;
 }
 
 }  // namespace kernelarc

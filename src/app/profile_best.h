@@ -1,5 +1,6 @@
 // The best solution profiled with Nsight Compute on the largest workload it passed, stored in
-// that trace's extra["profile"] (diagnosis/ncu_runner.h): --profile on `eval` and `optimize`.
+// that trace's extra["profile"] (diagnosis/ncu_runner.h): --profile on `eval`, `templates try`
+// and `optimize`.
 #pragma once
 
 #include <string>
@@ -22,5 +23,12 @@ struct ProfileFlags {
 std::string profile_best_trace(const ProfileFlags& flags, GuardSession& session,
                                const Problem& problem, const Solution& solution,
                                std::vector<Trace>& traces);
+
+/// GuardSession::evaluate_and_report, then (with flags.enabled) profile_best_trace's record
+/// attached before the traces are written and its text printed after the report: `eval` and
+/// `templates try`. Whether every workload passed.
+bool evaluate_report_and_profile(const ProfileFlags& flags, GuardSession& session,
+                                 const Problem& problem, const Solution& solution,
+                                 std::ostream& out);
 
 }  // namespace kernelarc

@@ -44,16 +44,8 @@ CommandRunner add_eval_command(CLI::App& app) {
             .problem;
     const Solution solution = load_solution(flags->solution);
     GuardSession session(flags->guard);
-    std::string profile;
-    std::function<void(std::vector<Trace>&)> add_profile;
-    if (flags->profile.enabled) {
-      add_profile = [&](std::vector<Trace>& traces) {
-        profile = profile_best_trace(flags->profile, session, problem, solution, traces);
-      };
-    }
-    const bool passed = session.evaluate_and_report(problem, solution, std::cout, add_profile);
-    if (!profile.empty()) std::cout << profile << '\n';
-    return passed ? 0 : 1;
+    return evaluate_report_and_profile(flags->profile, session, problem, solution, std::cout) ? 0
+                                                                                              : 1;
   };
 }
 

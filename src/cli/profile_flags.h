@@ -1,4 +1,5 @@
-// --profile, --ncu, --profile-timeout (and --profile-top) for `eval` and `optimize`.
+// --profile, --ncu, --profile-timeout (and --profile-top) for `eval`, `templates try` and
+// `optimize`.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "cli/commands.h"
 #include "cli/guard_flags.h"
+#include "cli/profile_flags.h"
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "synth/bound_template.h"
@@ -36,6 +37,7 @@ struct TemplatesFlags {
   std::vector<std::string> files;
   std::string export_dir;
   GuardFlags guard;
+  ProfileFlags profile;
 };
 
 std::filesystem::path library_root(const TemplatesFlags& flags) {
@@ -162,7 +164,7 @@ int run_try(const TemplatesFlags& flags) {
     std::cout << "solution written to " << path.string() << '\n';
   }
   GuardSession session(flags.guard);
-  return session.evaluate_and_report(problem, solution, std::cout) ? 0 : 1;
+  return evaluate_report_and_profile(flags.profile, session, problem, solution, std::cout) ? 0 : 1;
 }
 
 }  // namespace
@@ -193,6 +195,7 @@ CommandRunner add_templates_command(CLI::App& app) {
                       "includes)");
   try_cmd->add_option("--export", flags->export_dir, "also write the solution.json here");
   add_guard_flags(*try_cmd, flags->guard);
+  add_profile_flags(*try_cmd, flags->profile, /*with_top=*/false);
 
   auto sweep = std::make_shared<SweepFlags>();
   auto* sweep_cmd = cmd->add_subcommand(

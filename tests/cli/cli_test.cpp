@@ -68,6 +68,25 @@ TEST_F(CliTest, FailingSolutionExitsOneWithStatus) {
   EXPECT_NE(result.output.find("COMPILE_ERROR"), std::string::npos) << result.output;
 }
 
+// `templates try --profile` attaches the profile record (on the CPU, why there is none) to the
+// trace of the largest passed workload, as `eval --profile` does.
+TEST_F(CliTest, TemplatesTryProfilesTheLargestPassedWorkload) {
+  const auto json_path = dir_ / "try.json";
+  const auto result = run("templates try " + (kSource / "problems/cpu/rmsnorm_f32").string() +
+                          " rowreduce_cpu --profile --no-baseline --trials 1 --iterations 3" +
+                          " --timing-budget 0.1 --workspace " + (dir_ / "ws").string() +
+                          " --json " + json_path.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("Nsight Compute is a CUDA feature"), std::string::npos)
+      << result.output;
+  std::ifstream file(json_path);
+  const auto traces = nlohmann::json::parse(file);
+  ASSERT_GE(traces.size(), 2u);
+  int profiled = 0;
+  for (const auto& trace : traces) profiled += trace["kernelarc"]["extra"].contains("profile");
+  EXPECT_EQ(profiled, 1) << traces.dump();
+}
+
 struct Malformed {
   const char* file;
   const char* content;
