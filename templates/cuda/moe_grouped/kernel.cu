@@ -89,6 +89,7 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   KaArgs ka;
   if (const char* message = ka_bind(inputs, n_inputs, outputs, n_outputs, &ka))
     return ka_fail("%s", message);
+  (void)cudaGetLastError();  // an earlier call's error is not this call's launch failure
   const long long tokens = ka.tokens();
   if (tokens <= 0) return 0;
   const long long slots = tokens * kTopK;
