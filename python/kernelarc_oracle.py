@@ -83,8 +83,8 @@ class Problem:
         self.module = None
         self.load_error = None
         self.flusher = None
-        # One workload's shared parameters on the device, by parameters file: drawn or read
-        # once for all the trials of a job file (jobs come workload by workload).
+        # The shared parameters on the device, by parameters file: drawn or read once for all
+        # the trials of a job file that share them (one file per problem).
         self.parameters = {}
         try:
             self.module = load_reference(definition)
@@ -351,8 +351,7 @@ def shared_parameters(problem, job):
         skip = [name for name in problem.definition["inputs"] if name not in names]
         # Drawn as the source workload draws (the first that shares them), whichever workload
         # asks: every process writes the same bytes to this path.
-        values = problem.plain_inputs(shared.get("workload", job["workload"]),
-                                      shared.get("axes", job["axes"]), skip)
+        values = problem.plain_inputs(shared["workload"], shared["axes"], skip)
         tensors = {name: value for name, value in zip(problem.definition["inputs"], values)
                    if name in names}
         try:

@@ -13,8 +13,9 @@
 // atomically; an entry counts only when its expected file exists, which is written last.
 // A workload whose inputs exceed OracleOptions::shared_parameter_bytes draws its parameters
 // (large drawn inputs of const-axis shape: weights) once per problem, into
-// <key>.parameters.safetensors, shared by all trials of the workloads that share them; each trial's inputs file then holds only the fresh activations
-// (oracle/shared_parameters.h). inputs() always returns every input.
+// <key>.parameters.safetensors, shared by the trials of every workload that shares them; each
+// trial's inputs file then holds only the fresh activations (oracle/shared_parameters.h).
+// inputs() always returns every input.
 #pragma once
 
 #include <chrono>
@@ -67,8 +68,8 @@ struct OracleOptions {
   /// The cache on disk is kept within this many bytes by dropping other problems' draws, least
   /// recently prepared first (oracle/oracle_cache_bound.h); 0 = a quarter of its file system.
   std::uintmax_t max_cache_bytes = 0;
-  /// Above this many bytes of tensor inputs per draw, a workload's parameters are drawn once
-  /// and shared by its trials (oracle/shared_parameters.h); 0 = every trial draws everything.
+  /// Above this many bytes of tensor inputs per draw, a workload's parameters are drawn once per
+  /// problem and shared by the trials (oracle/shared_parameters.h); 0 = every trial draws all.
   std::uint64_t shared_parameter_bytes = std::uint64_t{256} << 20;
 };
 

@@ -307,7 +307,7 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
                                   {"expected_out", job.expected_out.string()},
                                   {"inputs_in", job.inputs_in.string()}});
       if (!job.shared.empty()) {
-        const Workload& source = job.shared_source ? *job.shared_source : *job.workload;
+        const Workload& source = *job.shared_source;
         job_file["jobs"].back()["shared"] = {{"names", job.shared},
                                              {"seed", job.shared_seed},
                                              {"path", job.shared_path.string()},
