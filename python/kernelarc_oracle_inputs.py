@@ -79,9 +79,39 @@ def heuristic_tensor(torch, pattern, shape, dtype, device):
     raise AssertionError(pattern)
 
 
+# E2M1 magnitudes by code: 0, 0.5, 1, 1.5, 2, 3, 4, 6; a code's bit 3 is its sign.
+E2M1_MAGNITUDES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+
+
+def e2m1_codes(torch, values):
+    """SOL-ExecBench's _cast_to_fp4x2 before packing: the nearest E2M1 code, ties to the even
+    code, saturating past 6, small negatives to -0 (code 8), NaN to 0."""
+    magnitude = values.abs()
+    codes = torch.full(values.shape, 7, dtype=torch.uint8, device=values.device)
+    # From the top down, so that each value ends with the smallest code whose upper bound holds.
+    for code in range(6, -1, -1):
+        midpoint = (E2M1_MAGNITUDES[code] + E2M1_MAGNITUDES[code + 1]) / 2
+        below = magnitude <= midpoint if code % 2 == 0 else magnitude < midpoint
+        codes = torch.where(below, torch.full_like(codes, code), codes)
+    codes = codes + (values < 0).to(torch.uint8) * 8
+    return torch.where(torch.isnan(values), torch.zeros_like(codes), codes)
+
+
+def random_fp4x2(torch, shape, dtype, device):
+    """randn quantised to E2M1 and packed two a byte (the first value in the low nibble), as
+    SOL-ExecBench draws float4; `shape` counts bytes, so twice as many values are drawn."""
+    if not shape:
+        raise ValueError("a float4 tensor needs a dimension to pack along")
+    values = torch.randn(list(shape[:-1]) + [2 * shape[-1]], dtype=torch.float32, device=device)
+    codes = e2m1_codes(torch, values)
+    return (codes[..., 0::2] | (codes[..., 1::2] << 4)).contiguous().view(dtype)
+
+
 def random_tensor(torch, shape, dtype, device):
     if dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
         return torch.randn(shape, dtype=dtype, device=device)
+    if dtype == getattr(torch, "float4_e2m1fn_x2", None):
+        return random_fp4x2(torch, shape, dtype, device)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, dtype=torch.bool, device=device)
     ranges = {torch.int8: (-128, 128), torch.uint8: (0, 256), torch.int16: (-1024, 1024),

@@ -22,7 +22,12 @@ DTYPES = {
     "int8": ("int8", "I8"),
     "uint8": ("uint8", "U8"),
     "bool": ("bool", "BOOL"),
+    # Two E2M1 values a byte, the first in the low nibble. SOL-ExecBench reads both names as
+    # torch.float4_e2m1fn_x2, whose shape counts bytes; a safetensors header counts values.
+    "float4_e2m1fn_x2": ("float4_e2m1fn_x2", "F4"),
+    "float4_e2m1": ("float4_e2m1fn_x2", "F4"),
 }
+PACKED_ST_NAME = "F4"
 
 
 class InputFault(Exception):
@@ -37,14 +42,21 @@ class ReferenceFault(Exception):
 
 
 def torch_dtype(torch, name):
-    if name not in DTYPES:  # the packed float4 types: definitions may name them, nothing runs them
+    if name not in DTYPES:
         raise ReferenceFault(f"dtype {name} is not supported by kernelarc's oracle")
     attribute = DTYPES[name][0]
     if not hasattr(torch, attribute):
         if name.startswith("float8"):
             raise ReferenceFault(f"{name} needs torch >= 2.1 (this is torch {torch.__version__})")
+        if name.startswith("float4"):
+            raise ReferenceFault(f"{name} needs torch >= 2.8 (torch.float4_e2m1fn_x2; this is "
+                                 f"torch {torch.__version__})")
         raise ReferenceFault(f"dtype {name} is not supported by torch {torch.__version__}")
     return getattr(torch, attribute)
+
+
+def is_packed(torch, dtype):
+    return dtype == getattr(torch, "float4_e2m1fn_x2", None)
 
 
 def safetensors_name(torch, dtype):
@@ -52,6 +64,16 @@ def safetensors_name(torch, dtype):
         if getattr(torch, attribute, None) == dtype:
             return st_name
     raise ReferenceFault(f"cannot store dtype {dtype} in safetensors")
+
+
+def header_shape(torch, tensor):
+    """The shape a safetensors header records: F4 counts values, two per byte."""
+    shape = list(tensor.shape)
+    if is_packed(torch, tensor.dtype):
+        if not shape:
+            raise ReferenceFault(f"a 0-D {tensor.dtype} tensor has no dimension to pack along")
+        shape[-1] *= 2
+    return shape
 
 
 def tensor_bytes(tensor):
@@ -85,7 +107,7 @@ def write_safetensors(torch, path, tensors):
         blob = tensor_bytes(tensor)
         header[name] = {
             "dtype": safetensors_name(torch, tensor.dtype),
-            "shape": list(tensor.shape),
+            "shape": header_shape(torch, tensor),
             "data_offsets": [offset, offset + len(blob)],
         }
         blobs.append(blob)
@@ -115,9 +137,19 @@ def read_safetensors_tensor(torch, path, key):
     dtype = torch_dtype(torch, by_st_name[entry["dtype"]])
     begin, end = entry["data_offsets"]
     raw = bytearray(data[8 + length + begin : 8 + length + end])
-    shape = entry["shape"]
-    if len(raw) != math.prod(shape) * torch.empty((), dtype=dtype).element_size():
-        raise InputFault(f"{path}: tensor '{key}' has {len(raw)} bytes, its shape needs more")
+    shape = list(entry["shape"])
+    packed = entry["dtype"] == PACKED_ST_NAME
+    if packed:
+        if not shape or shape[-1] % 2:
+            raise InputFault(f"{path}: tensor '{key}' is F4, two values a byte along the last "
+                             f"dimension, so it needs an even last dimension, got {shape}")
+        shape[-1] //= 2
+    element_size = 1 if packed else torch.empty((), dtype=dtype).element_size()
+    if len(raw) != math.prod(shape) * element_size:
+        raise InputFault(f"{path}: tensor '{key}' has {len(raw)} bytes, its shape needs "
+                         f"{math.prod(shape) * element_size}")
     if not raw:
         return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(raw, dtype=dtype).reshape(shape)
+    # frombuffer and reshape through uint8, which every torch can, then reinterpret.
+    flat = torch.frombuffer(raw, dtype=torch.uint8 if packed else dtype)
+    return (flat.view(dtype) if packed else flat).reshape(shape)

@@ -112,6 +112,9 @@ class Tracer:
         torch = self.torch
         if device == "meta":
             return torch.empty(shape, dtype=dtype, device="meta")
+        if dtype == getattr(torch, "float4_e2m1fn_x2", None):
+            # torch casts nothing to float4; zero bytes are valid codes (+0, +0).
+            return torch.zeros(shape, dtype=torch.uint8).view(dtype)
         if dtype.is_floating_point:
             return torch.randn(shape, dtype=torch.float32).to(dtype)
         # Zeros are a valid index into any dimension and a valid class for any loss.

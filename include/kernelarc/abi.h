@@ -32,8 +32,7 @@ typedef enum {
   KA_UINT8 = 10,
   KA_BOOL = 11,
   /* 4-bit e2m1 floats (SOL-ExecBench's float4_e2m1 and float4_e2m1fn_x2), packed two to a
-   * byte along the innermost dimension. Definitions may name them; no backend allocates or
-   * passes them yet. */
+   * byte along the innermost dimension; shapes and strides count bytes, as torch's do. */
   KA_FLOAT4_E2M1 = 12,
   KA_FLOAT4_E2M1FN_X2 = 13
 } ka_dtype;

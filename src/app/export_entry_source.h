@@ -38,7 +38,7 @@ struct EntryPlan {
 std::string launcher_function_name(const ExportVariant& variant);
 
 /// main.cpp. Throws InputError naming the definition's field when it cannot be exported (a
-/// float4 tensor, a var axis that no tensor of the call carries).
+/// var axis that no tensor of the call carries).
 std::string generate_entry_source(const EntryPlan& plan);
 
 }  // namespace kernelarc

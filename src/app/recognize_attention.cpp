@@ -86,7 +86,7 @@ std::optional<FamilySignature> match_attention_signature(const Definition& def) 
   }
   FamilySignature signature;
   signature.match.ok = true;
-  signature.match.family = "attention";
+  signature.match.family = problem.kv_fp4 ? "attention_nvfp4" : "attention";
   signature.match.op_params = candidate.ext.op_params;
   signature.match.summary = fmt::format(
       "attention ({} {}, {} query / {} key-value heads of {}{}) by its tensors; causal and the "

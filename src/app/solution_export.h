@@ -39,8 +39,8 @@ std::optional<ExportFormat> export_format_from_name(std::string_view name);
 /// The solution in the other project's form: binding "torch", entry point main.cpp::run, every
 /// source inline. Throws InputError naming the solution's field when it cannot be exported (a
 /// language kernelarc does not build, an existing binding, FlashInfer-Bench and an
-/// architecture-specific target that its builder cannot be told) or the definition's field (a
-/// float4 tensor, an axis that no argument carries).
+/// architecture-specific target that its builder cannot be told) or the definition's field (an
+/// axis that no argument carries).
 Solution export_torch_solution(const Solution& solution, const Definition& definition,
                                const ExportOptions& options);
 

@@ -16,26 +16,28 @@ struct DTypeInfo {
   DType dtype;
   std::string_view name;
   std::string_view safetensors_name;
-  std::size_t size;  ///< 0 for the packed float4 types
+  std::size_t size;  ///< bytes per element; a float4 element is a byte of two values
   bool floating;
+  bool packed;
 };
 
-// The float4 types have no safetensors name: kernelarc never stores them.
+// float4_e2m1fn_x2 comes before float4_e2m1 so that "F4" reads back as the name torch and
+// safetensors use; SOL-ExecBench maps both definition names onto torch.float4_e2m1fn_x2.
 constexpr std::array<DTypeInfo, 14> kDTypes = {{
-    {DType::Float64, "float64", "F64", 8, true},
-    {DType::Float32, "float32", "F32", 4, true},
-    {DType::Float16, "float16", "F16", 2, true},
-    {DType::BFloat16, "bfloat16", "BF16", 2, true},
-    {DType::Float8E4M3FN, "float8_e4m3fn", "F8_E4M3", 1, true},
-    {DType::Float8E5M2, "float8_e5m2", "F8_E5M2", 1, true},
-    {DType::Int8, "int8", "I8", 1, false},
-    {DType::Int16, "int16", "I16", 2, false},
-    {DType::Int32, "int32", "I32", 4, false},
-    {DType::Int64, "int64", "I64", 8, false},
-    {DType::UInt8, "uint8", "U8", 1, false},
-    {DType::Bool, "bool", "BOOL", 1, false},
-    {DType::Float4E2M1, "float4_e2m1", "", 0, true},
-    {DType::Float4E2M1FNx2, "float4_e2m1fn_x2", "", 0, true},
+    {DType::Float64, "float64", "F64", 8, true, false},
+    {DType::Float32, "float32", "F32", 4, true, false},
+    {DType::Float16, "float16", "F16", 2, true, false},
+    {DType::BFloat16, "bfloat16", "BF16", 2, true, false},
+    {DType::Float8E4M3FN, "float8_e4m3fn", "F8_E4M3", 1, true, false},
+    {DType::Float8E5M2, "float8_e5m2", "F8_E5M2", 1, true, false},
+    {DType::Int8, "int8", "I8", 1, false, false},
+    {DType::Int16, "int16", "I16", 2, false, false},
+    {DType::Int32, "int32", "I32", 4, false, false},
+    {DType::Int64, "int64", "I64", 8, false, false},
+    {DType::UInt8, "uint8", "U8", 1, false, false},
+    {DType::Bool, "bool", "BOOL", 1, false, false},
+    {DType::Float4E2M1FNx2, "float4_e2m1fn_x2", "F4", 1, true, true},
+    {DType::Float4E2M1, "float4_e2m1", "F4", 1, true, true},
 }};
 
 const DTypeInfo& info(DType dtype) {
@@ -45,11 +47,11 @@ const DTypeInfo& info(DType dtype) {
   return kDTypes[1];  // unreachable for a valid enumerator
 }
 
-// A packed element has no address of its own, so neither a size nor an element access exists.
+// One element (a byte) holds two values, so no single double stands for it.
 [[noreturn]] void throw_packed(DType dtype) {
   throw InputError(fmt::format(
-      "{} packs two values per byte; kernelarc cannot yet allocate, generate, compare or run "
-      "tensors of this dtype",
+      "{} packs two values per byte; its elements cannot be read or written one value at a "
+      "time (only drawn as whole tensors, stored and passed to kernels)",
       info(dtype).name));
 }
 
@@ -119,13 +121,15 @@ std::string_view dtype_accepted_names() {
 }
 
 bool dtype_is_packed(DType dtype) {
-  return info(dtype).size == 0;
+  return info(dtype).packed;
+}
+
+bool dtype_same_storage(DType a, DType b) {
+  return a == b || (dtype_is_packed(a) && dtype_is_packed(b));
 }
 
 std::size_t dtype_size(DType dtype) {
-  const std::size_t size = info(dtype).size;
-  if (size == 0) throw_packed(dtype);
-  return size;
+  return info(dtype).size;
 }
 bool dtype_is_floating(DType dtype) {
   return info(dtype).floating;
@@ -246,6 +250,36 @@ uint8_t float_to_fp8_e5m2(float value) {
     result = static_cast<uint8_t>(f_bits >> 21);
   }
   return static_cast<uint8_t>(result | (sign >> 24));
+}
+
+namespace {
+
+// E2M1 magnitudes by their three low bits: 0, 0.5, 1, 1.5, 2, 3, 4, 6.
+constexpr std::array<float, 8> kE2M1Magnitudes = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+
+}  // namespace
+
+float e2m1_to_float(uint8_t code) {
+  const float magnitude = kE2M1Magnitudes[code & 7];
+  return (code & 8) != 0 ? -magnitude : magnitude;
+}
+
+// SOL-ExecBench's _cast_to_fp4x2: the nearest magnitude, ties to the even code (0.25 -> 0,
+// 0.75 -> 1, 2.5 -> 2, 5 -> 4), saturating beyond 6; a small negative becomes -0 (code 8) and
+// NaN becomes 0, since its ranges test x < 0 and match no NaN.
+uint8_t float_to_e2m1(float value) {
+  if (std::isnan(value)) return 0;
+  const uint8_t sign = value < 0.0f ? 8 : 0;
+  const float magnitude = std::fabs(value);
+  uint8_t code = 7;
+  for (uint8_t candidate = 0; candidate < 7; ++candidate) {
+    const float midpoint = 0.5f * (kE2M1Magnitudes[candidate] + kE2M1Magnitudes[candidate + 1]);
+    if (magnitude < midpoint || (magnitude == midpoint && candidate % 2 == 0)) {
+      code = candidate;
+      break;
+    }
+  }
+  return static_cast<uint8_t>(sign | code);
 }
 
 double load_element(DType dtype, const void* element) {

@@ -4,9 +4,11 @@
 // round-to-nearest-even, matching PyTorch's casts bit for bit, so the guard can compare and
 // generate tensors without a GPU or a compiler extension.
 //
-// The float4 types are read from definitions but hold two values per byte, so no element has a
-// byte of its own: dtype_size and the element accessors refuse them with an InputError, which
-// turns every attempt to allocate, generate or compare such a tensor into a clear message.
+// The float4 types hold two E2M1 values per byte, the first in the low nibble, as torch's
+// float4_e2m1fn_x2 does: an element is the byte, and a shape counts bytes (torch's shape), so
+// allocating, storing and passing such a tensor works like a one-byte type. A single value has
+// no byte of its own, so the element accessors refuse them with an InputError; comparing an
+// output of these types is refused the same way.
 #pragma once
 
 #include <cstddef>
@@ -39,17 +41,20 @@ enum class DType : int {
 std::string_view dtype_name(DType dtype);
 /// Inverse of dtype_name; nullopt for an unknown name.
 std::optional<DType> dtype_from_name(std::string_view name);
-/// Name in a safetensors header ("BF16", "F8_E4M3", ...); empty for the float4 types, which
-/// kernelarc does not store.
+/// Name in a safetensors header ("BF16", "F8_E4M3", ...); "F4" for both float4 types, whose
+/// header shape counts values (the last dimension twice the byte count, as safetensors writes
+/// torch.float4_e2m1fn_x2).
 std::string_view dtype_safetensors_name(DType dtype);
 std::optional<DType> dtype_from_safetensors_name(std::string_view name);
 /// The comma-separated list of accepted definition.json names, for error messages.
 std::string_view dtype_accepted_names();
 
-/// True for the float4 types, which pack two elements into one byte.
+/// True for the float4 types, whose one-byte elements each pack two values.
 bool dtype_is_packed(DType dtype);
-/// Bytes per element; InputError for a packed type ("float4_e2m1 packs two values per byte;
-/// kernelarc cannot yet allocate, generate, compare or run tensors of this dtype").
+/// Same bytes for the same values: equal types, or the two float4 names (SOL-ExecBench reads
+/// both as torch.float4_e2m1fn_x2, and a safetensors file calls both "F4").
+bool dtype_same_storage(DType a, DType b);
+/// Bytes per element (1 for the float4 types: a byte of two values).
 std::size_t dtype_size(DType dtype);
 bool dtype_is_floating(DType dtype);
 
@@ -63,6 +68,11 @@ uint8_t float_to_fp8_e4m3fn(float value);
 /// e5m2 has infinities: values beyond +-57344 become +-inf.
 float fp8_e5m2_to_float(uint8_t bits);
 uint8_t float_to_fp8_e5m2(float value);
+
+/// E2M1 (a 4-bit code: sign, 2 exponent bits, 1 mantissa bit) to float, and back with
+/// round-to-nearest-even in code space and saturation at +-6, as SOL-ExecBench quantises.
+float e2m1_to_float(uint8_t code);
+uint8_t float_to_e2m1(float value);
 
 /// Reads one element of the given type as a double (exact for every type but int64 beyond 2^53).
 /// The element accessors refuse the packed types as dtype_size does.

@@ -75,8 +75,8 @@ Entry parse_entry(const std::filesystem::path& path, const std::string& name, co
   const auto parsed = dtype_from_safetensors_name(dtype.get<std::string>());
   if (!parsed) {
     fail(path, field + ".dtype",
-         fmt::format("unknown dtype {} (expected one of F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I8, "
-                     "I16, I32, I64, U8, BOOL)",
+         fmt::format("unknown dtype {} (expected one of F64, F32, F16, BF16, F8_E4M3, F8_E5M2, F4, "
+                     "I8, I16, I32, I64, U8, BOOL)",
                      dtype.dump()));
   }
   entry.dtype = *parsed;
@@ -90,6 +90,16 @@ Entry parse_entry(const std::filesystem::path& path, const std::string& name, co
     if (dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) overflow = true;
     entry.shape.push_back(static_cast<int64_t>(dim));
     overflow = overflow || __builtin_mul_overflow(numel, dim, &numel);
+  }
+  if (dtype_is_packed(entry.dtype)) {
+    // The header counts 4-bit values; kernelarc's shape, like torch's, counts bytes of two.
+    if (entry.shape.empty() || entry.shape.back() % 2 != 0)
+      fail(path, field + ".shape",
+           fmt::format("F4 packs two values per byte along the last dimension, so it needs an "
+                       "even last dimension, got {}",
+                       shape_to_string(entry.shape)));
+    entry.shape.back() /= 2;
+    numel /= 2;
   }
   uint64_t expected_bytes = 0;
   overflow = overflow || __builtin_mul_overflow(numel, dtype_size(entry.dtype), &expected_bytes);
@@ -246,8 +256,15 @@ void write_safetensors(const std::filesystem::path& path, const TensorMap& tenso
       throw InternalError(fmt::format("{}: tensor \"{}\" holds {} bytes, its shape needs {}",
                                       path.string(), name, tensor.bytes.size(), expected));
     }
+    std::vector<int64_t> shape = tensor.shape;
+    if (dtype_is_packed(tensor.dtype)) {
+      if (shape.empty())
+        throw InternalError(fmt::format("{}: tensor \"{}\" of {} has no dimension to pack along",
+                                        path.string(), name, dtype_name(tensor.dtype)));
+      shape.back() *= 2;  // the header counts values, two per byte
+    }
     header[name] = {{"dtype", dtype_safetensors_name(tensor.dtype)},
-                    {"shape", tensor.shape},
+                    {"shape", shape},
                     {"data_offsets", {offset, offset + tensor.bytes.size()}}};
     offset += tensor.bytes.size();
   }

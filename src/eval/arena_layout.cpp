@@ -26,7 +26,7 @@ const HostTensor& find_input(const TensorMap& inputs, const TensorSpec& spec,
   if (it == inputs.end()) {
     throw InternalError("oracle data lacks input '" + spec.name + "'");
   }
-  if (it->second.dtype != slot.dtype || it->second.shape != slot.shape) {
+  if (!dtype_same_storage(it->second.dtype, slot.dtype) || it->second.shape != slot.shape) {
     throw InternalError("oracle data for input '" + spec.name + "' is " +
                         std::string(dtype_name(it->second.dtype)) +
                         shape_to_string(it->second.shape) + ", expected " +

@@ -32,14 +32,15 @@ double implicit_error_cap(const Tolerance& tolerance, double scale);
 /// matched ratio reaches required_matched_ratio, no error exceeds max_error_cap (when set) or, for
 /// floating outputs, implicit_error_cap(), and neither tensor holds NaN or Inf (matching -inf is
 /// allowed with allow_negative_inf). An all-zero output fails when the reference is not all zero;
-/// an output whose element count differs from the reference's fails unread.
+/// an output whose element count differs from the reference's fails unread, and so does a float4
+/// output (its bytes hold two values each; the guard refuses such problems before running).
 CompareResult compare_output(TensorView output, TensorView reference, const Tolerance& tolerance);
 
 /// Number of elements of `output` whose bytes still equal the poison element pattern.
 int64_t count_poisoned(TensorView output, const std::vector<uint8_t>& poison);
 
 /// The poison element for a dtype: a quiet NaN for floating types, 0xA5.. / 0x5A.. alternating
-/// with `variant` for integer types (so an unwritten integer output fails either way).
+/// with `variant` for integer and float4 types (so an unwritten output fails either way).
 std::vector<uint8_t> poison_pattern(DType dtype, int variant);
 
 }  // namespace kernelarc

@@ -152,6 +152,15 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
                       fmt::format("the solution is for '{}', but the problem is '{}'",
                                   solution.definition, problem.definition.name));
   }
+  for (const TensorSpec& output : problem.definition.outputs) {
+    if (dtype_is_packed(output.dtype)) {
+      throw_input_error(
+          problem.definition.path.string(), "outputs." + output.name + ".dtype",
+          fmt::format("{} outputs cannot be checked: the guard compares values within a "
+                      "tolerance, and each byte of this dtype packs two of them",
+                      dtype_name(output.dtype)));
+    }
+  }
   const auto selected = select_workloads(problem, workloads);
   calibration();
 

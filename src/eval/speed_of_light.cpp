@@ -30,7 +30,8 @@ namespace {
 /// families, and a fused kernel plan with matmul kernels on half-precision inputs.
 bool runs_on_tensor_cores(const Definition& def) {
   const std::string& family = def.ext.op_family;
-  if (family == "gemm" || family == "scaled_gemm" || family == "mlp" || family == "attention")
+  if (family == "gemm" || family == "scaled_gemm" || family == "mlp" || family == "attention" ||
+      family == "attention_nvfp4")
     return true;
   if (family != "fused" || def.inputs.empty()) return false;
   const DType dtype = def.inputs.front().dtype;

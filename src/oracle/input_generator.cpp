@@ -94,7 +94,7 @@ HostTensor input_from_blob(const Problem& problem, const TensorSpec& spec,
                            const WorkloadInput& input, const std::vector<int64_t>& shape) {
   auto path = problem.dir / input.path;
   HostTensor tensor = read_safetensors_tensor(path, input.tensor_key);
-  if (tensor.dtype != spec.dtype || tensor.shape != shape) {
+  if (!dtype_same_storage(tensor.dtype, spec.dtype) || tensor.shape != shape) {
     throw_input_error(path.string(), input.tensor_key,
                       "input '" + spec.name + "' needs " + std::string(dtype_name(spec.dtype)) +
                           " " + shape_to_string(shape) + ", the file holds " +
@@ -109,6 +109,15 @@ HostTensor input_from_blob(const Problem& problem, const TensorSpec& spec,
 HostTensor random_tensor(DType dtype, const std::vector<int64_t>& shape, InputPattern pattern,
                          Rng& rng) {
   HostTensor tensor(dtype, shape);
+  if (dtype_is_packed(dtype)) {
+    // SOL-ExecBench: randn quantised to E2M1, two values a byte, the first in the low nibble.
+    for (std::byte& byte : tensor.bytes) {
+      const uint8_t low = float_to_e2m1(static_cast<float>(rng.normal()));
+      const uint8_t high = float_to_e2m1(static_cast<float>(rng.normal()));
+      byte = static_cast<std::byte>(low | (high << 4));
+    }
+    return tensor;
+  }
   int64_t count = tensor.numel();
   int64_t length = row_length(tensor);
   if (pattern == InputPattern::CausalMask) {
@@ -145,6 +154,10 @@ TensorMap generate_inputs(const Problem& problem, const Workload& workload, uint
     std::vector<int64_t> shape = resolve_shape(spec, axes);
     switch (input.kind) {
       case InputKind::Scalar: {
+        if (dtype_is_packed(spec.dtype))
+          throw_input_error(def.path.string(), "inputs." + spec.name,
+                            std::string(dtype_name(spec.dtype)) +
+                                " packs two values per byte; a scalar input cannot fill it");
         HostTensor tensor(spec.dtype, shape);
         for (int64_t i = 0; i < tensor.numel(); ++i) tensor.set(i, input.scalar_value);
         inputs[spec.name] = std::move(tensor);

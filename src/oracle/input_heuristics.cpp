@@ -41,7 +41,8 @@ bool contains(std::string_view text, std::string_view word) {
 
 InputPattern classify_input(std::string_view name, const std::vector<int64_t>& shape,
                             std::string_view description, DType dtype) {
-  if (!dtype_is_floating(dtype) || dtype == DType::Float8E4M3FN || dtype == DType::Float8E5M2) {
+  if (!dtype_is_floating(dtype) || dtype == DType::Float8E4M3FN || dtype == DType::Float8E5M2 ||
+      dtype_is_packed(dtype)) {
     return InputPattern::Random;
   }
   std::string text(description);

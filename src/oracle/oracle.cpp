@@ -53,7 +53,7 @@ void check_tensors(const TensorMap& tensors, const std::vector<TensorSpec>& spec
     if (found == tensors.end()) {
       throw_input_error(path.string(), spec.name, "tensor missing");
     }
-    if (found->second.dtype != spec.dtype || found->second.shape != shape) {
+    if (!dtype_same_storage(found->second.dtype, spec.dtype) || found->second.shape != shape) {
       throw_input_error(path.string(), spec.name,
                         "expected " + std::string(dtype_name(spec.dtype)) + " " +
                             shape_to_string(shape) + ", found " +

@@ -3,10 +3,12 @@
 // attention").
 #include "synth/family_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "synth/family_support.h"
 
@@ -93,33 +95,100 @@ class AttentionProblemReader {
     p_.kv_indices = find_attention_tensor(def_.inputs, {"kv_indices"});
     p_.last_page_len = find_attention_tensor(def_.inputs, {"kv_last_page_len", "last_page_len"});
     p_.scale = find_attention_tensor(def_.inputs, {"sm_scale", "scale"});
+    p_.k_scale = find_attention_tensor(def_.inputs, {"k_scale", "k_scales", "key_scale"});
+    p_.v_scale = find_attention_tensor(def_.inputs, {"v_scale", "v_scales", "value_scale"});
     std::size_t known = 3;
-    for (const AttentionTensor* t :
-         {&p_.qo_indptr, &p_.kv_indptr, &p_.kv_indices, &p_.last_page_len, &p_.scale})
+    for (const AttentionTensor* t : {&p_.qo_indptr, &p_.kv_indptr, &p_.kv_indices,
+                                     &p_.last_page_len, &p_.scale, &p_.k_scale, &p_.v_scale})
       known += static_cast<bool>(*t);
     if (known != def_.inputs.size())
       for (const TensorSpec& input : def_.inputs)
         if (!is_known_input(input))
           mismatch(def_, "inputs." + input.name,
                    "not an attention input (q, k, v, qo_indptr, kv_indptr, kv_indices, "
-                   "kv_last_page_len, sm_scale)");
-    for (const AttentionTensor* t : {&p_.q, &p_.k, &p_.v}) {
+                   "kv_last_page_len, sm_scale, k_scale, v_scale)");
+    for (const AttentionTensor* t : {&p_.q, &p_.k, &p_.v})
       if (t->spec->is_scalar()) mismatch(def_, field(*t), "expected a tensor");
-      if (!is_packed_float_dtype(t->spec->dtype))
-        mismatch(def_, field(*t) + ".dtype",
-                 "expected float32, float16 or bfloat16, got " +
-                     std::string(dtype_name(t->spec->dtype)));
+    if (!is_packed_float_dtype(p_.q.spec->dtype))
+      mismatch(def_, field(p_.q) + ".dtype",
+               "expected float32, float16 or bfloat16, got " +
+                   std::string(dtype_name(p_.q.spec->dtype)));
+    p_.kv_fp4 = dtype_is_packed(p_.k.spec->dtype);
+    if (p_.kv_fp4) {
+      check_fp4_tensors();
+      return;
     }
     for (const AttentionTensor* t : {&p_.k, &p_.v})
       if (t->spec->dtype != p_.q.spec->dtype)
         mismatch(def_, field(*t) + ".dtype",
                  "expected the dtype of " + p_.q.spec->name + ", " +
-                     std::string(dtype_name(p_.q.spec->dtype)));
+                     std::string(dtype_name(p_.q.spec->dtype)) +
+                     " (or float4_e2m1fn_x2 with k_scale and v_scale), got " +
+                     std::string(dtype_name(t->spec->dtype)));
+    for (const AttentionTensor* t : {&p_.k_scale, &p_.v_scale})
+      if (*t)
+        mismatch(def_, field(*t),
+                 "block scales go with float4 keys and values; " + p_.k.spec->name + " is " +
+                     std::string(dtype_name(p_.k.spec->dtype)));
+  }
+
+  /// NVFP4 keys and values: both float4, each with its float8_e4m3fn block scales.
+  void check_fp4_tensors() {
+    if (!dtype_is_packed(p_.v.spec->dtype))
+      mismatch(def_, field(p_.v) + ".dtype",
+               "expected float4 like " + p_.k.spec->name + ", got " +
+                   std::string(dtype_name(p_.v.spec->dtype)));
+    for (const auto& [scale, of] : {std::pair{&p_.k_scale, &p_.k}, std::pair{&p_.v_scale, &p_.v}}) {
+      if (!*scale)
+        mismatch(def_, "inputs",
+                 "float4 " + of->spec->name +
+                     " needs its block scales (k_scale and v_scale, float8_e4m3fn, one per 16 "
+                     "values)");
+      if (scale->spec->is_scalar()) mismatch(def_, field(*scale), "expected a tensor");
+      if (scale->spec->dtype != DType::Float8E4M3FN)
+        mismatch(def_, field(*scale) + ".dtype",
+                 "expected float8_e4m3fn (NVFP4 block scales), got " +
+                     std::string(dtype_name(scale->spec->dtype)));
+    }
+  }
+
+  /// The last axis of a float4 row counts bytes (two values each) and its scales' last axis
+  /// counts blocks of 16 values; every other axis is the one the row would have.
+  void check_fp4_shapes() {
+    const std::vector<std::string>& k = shape(p_.k);
+    if (p_.head_dim % 16 != 0)
+      mismatch(def_, field(p_.q),
+               fmt::format("NVFP4 keys and values need a head dimension that is a multiple of "
+                           "16 (one scale per 16 values), got {}",
+                           p_.head_dim));
+    const int64_t bytes = static_value(p_.k, k.size() - 1, "packed head dimension");
+    if (bytes * 2 != p_.head_dim)
+      mismatch(def_, field(p_.k),
+               fmt::format("expected {} bytes (two float4 values each) on the last axis for the "
+                           "head dimension {}, got {} ({})",
+                           p_.head_dim / 2, p_.head_dim, bytes, k.back()));
+    for (const AttentionTensor* t : {&p_.k_scale, &p_.v_scale}) {
+      const std::vector<std::string>& s = shape(*t);
+      if (s.size() != k.size() || !std::equal(k.begin(), k.end() - 1, s.begin()))
+        mismatch(
+            def_, field(*t),
+            fmt::format("expected the shape of {} with scale blocks last, [{}, ...], got {}",
+                        p_.k.spec->name, fmt::join(k.begin(), k.end() - 1, ", "), shape_text(s)));
+      const int64_t blocks = static_value(*t, s.size() - 1, "scale block count");
+      if (blocks * 16 != p_.head_dim)
+        mismatch(def_, field(*t),
+                 fmt::format("expected {} scales (one per 16 values) on the last axis, got {} ({})",
+                             p_.head_dim / 16, blocks, s.back()));
+    }
+    if (!p_.decode)
+      mismatch(def_, field(p_.q),
+               "float4 keys and values are served for decode only (one query per sequence)");
   }
 
   bool is_known_input(const TensorSpec& input) const {
-    for (const AttentionTensor* t : {&p_.q, &p_.k, &p_.v, &p_.qo_indptr, &p_.kv_indptr,
-                                     &p_.kv_indices, &p_.last_page_len, &p_.scale})
+    for (const AttentionTensor* t :
+         {&p_.q, &p_.k, &p_.v, &p_.qo_indptr, &p_.kv_indptr, &p_.kv_indices, &p_.last_page_len,
+          &p_.scale, &p_.k_scale, &p_.v_scale})
       if (t->spec == &input) return true;
     return false;
   }
@@ -200,7 +269,9 @@ class AttentionProblemReader {
     if (shape(p_.v) != k)
       mismatch(def_, field(p_.v),
                "expected the shape of " + p_.k.spec->name + ", " + shape_text(k));
-    if (k.back() != shape(p_.q).back())
+    if (p_.kv_fp4)
+      check_fp4_shapes();
+    else if (k.back() != shape(p_.q).back())
       mismatch(def_, field(p_.k),
                "expected the head dimension " + shape(p_.q).back() + " of " + p_.q.spec->name);
     switch (p_.layout) {
@@ -315,7 +386,9 @@ std::string parenthesized(const std::string& expression) {
 
 class AttentionBinder : public FamilyBinder {
  public:
-  std::vector<std::string> families() const override { return {"attention"}; }
+  // NVFP4 keys and values are a family of their own, so that only the templates that dequantize
+  // them are offered such problems.
+  std::vector<std::string> families() const override { return {"attention", "attention_nvfp4"}; }
 
   FamilyBinding bind(const Definition& def, const KernelTemplate& kernel) const override {
     if (!kernel.serves(def.ext.op_family))
@@ -327,6 +400,16 @@ class AttentionBinder : public FamilyBinder {
                fmt::format("the CUDA templates need a head dimension that is a multiple of 8 "
                            "(16-byte rows), got {}",
                            p.head_dim));
+    const bool nvfp4_family = def.ext.op_family == "attention_nvfp4";
+    if (p.kv_fp4 != nvfp4_family)
+      mismatch(def, "kernelarc.op_family",
+               p.kv_fp4 ? "expected \"attention_nvfp4\" for float4 keys and values"
+                        : "\"attention_nvfp4\" needs float4 keys and values, but " +
+                              p.k.spec->name + " is " + std::string(dtype_name(p.k.spec->dtype)));
+    if (p.kv_fp4 && kernel.target != DeviceKind::Cuda)
+      mismatch(def, "inputs." + p.k.spec->name + ".dtype",
+               std::string(dtype_name(p.k.spec->dtype)) +
+                   " keys and values (NVFP4) are read only by the CUDA templates");
     FamilyBinding binding;
     binding.header = generate_attention_header(p, def, kernel);
     const bool dense = p.dense();
@@ -351,6 +434,7 @@ class AttentionBinder : public FamilyBinder {
     binding.constants["DECODE"] = p.decode ? 1 : 0;
     binding.constants["RAGGED_Q"] = p.ragged_q() ? 1 : 0;
     binding.constants["ELEM_BYTES"] = static_cast<int64_t>(dtype_size(p.q.spec->dtype));
+    binding.constants["KV_FP4"] = p.kv_fp4 ? 1 : 0;
     return binding;
   }
 };

@@ -24,9 +24,13 @@ struct AttentionProblem {
   bool decode = false;  ///< q has no sequence axis: one query per sequence
   bool causal = false;
   bool lse_base2 = true;
+  /// K and V are NVFP4: float4 codes (a row of head_dim / 2 bytes) with k_scale / v_scale, one
+  /// float8_e4m3fn per 16 values of a row (a row of head_dim / 16 scales).
+  bool kv_fp4 = false;
   AttentionTensor q, k, v, qo_indptr, kv_indptr, kv_indices, last_page_len, scale;
-  AttentionTensor output, lse;  ///< indices into the outputs
-  double scale_value = 0;       ///< used when there is no scale input
+  AttentionTensor k_scale, v_scale;  ///< the NVFP4 block scales; absent otherwise
+  AttentionTensor output, lse;       ///< indices into the outputs
+  double scale_value = 0;            ///< used when there is no scale input
   int64_t head_dim = 0, q_heads = 0, kv_heads = 0, page_size = 1;
   // Axis names (empty where the layout has none).
   std::string batch_axis;    ///< dense layouts and paged decode: q's first axis

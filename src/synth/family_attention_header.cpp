@@ -48,6 +48,8 @@ class AttentionHeaderWriter {
   bool dense() const { return p_.dense(); }
   bool ragged_q() const { return p_.ragged_q(); }
   std::string type(DType dtype) const { return header_element_type(dtype, cuda_); }
+  /// K and V rows: the problem's element type, or raw bytes of two E2M1 codes (low nibble first).
+  std::string kv_type() const { return p_.kv_fp4 ? "unsigned char" : "ka_qkv_t"; }
   static std::string axis(const std::string& name) { return "ka_axis_" + name; }
 
   void add_pointer(const AttentionTensor& t, const char* name, const std::string& element,
@@ -60,8 +62,10 @@ class AttentionHeaderWriter {
 
   void collect_members() {
     add_pointer(p_.q, "q", "ka_qkv_t", false);
-    add_pointer(p_.k, "k", "ka_qkv_t", false);
-    add_pointer(p_.v, "v", "ka_qkv_t", false);
+    add_pointer(p_.k, "k", kv_type(), false);
+    add_pointer(p_.v, "v", kv_type(), false);
+    add_pointer(p_.k_scale, "k_scale", "unsigned char", false);
+    add_pointer(p_.v_scale, "v_scale", "unsigned char", false);
     add_pointer(p_.output, "o", "ka_o_t", true);
     add_pointer(p_.lse, "lse", "float", true);
     for (const auto& [t, name] :
@@ -98,6 +102,15 @@ class AttentionHeaderWriter {
     }
     out_ += fmt::format("typedef {} ka_qkv_t;\ntypedef {} ka_o_t;\n", type(p_.q.spec->dtype),
                         type(p_.output.spec->dtype));
+    out_ += fmt::format("#define KA_KV_FP4 {}\n", p_.kv_fp4 ? 1 : 0);
+    if (p_.kv_fp4) {
+      out_ +=
+          "// NVFP4 keys and values: a row is KA_KV_ROW_BYTES bytes of two E2M1 codes (the first\n"
+          "// value in the low nibble) and KA_KV_SCALES_PER_ROW float8_e4m3fn scales, one per 16\n"
+          "// consecutive values.\n";
+      out_ += fmt::format("#define KA_KV_ROW_BYTES {}\n#define KA_KV_SCALES_PER_ROW {}\n",
+                          p_.head_dim / 2, p_.head_dim / 16);
+    }
   }
 
   std::string scale_code() const {
@@ -125,21 +138,22 @@ class AttentionHeaderWriter {
         pages);
   }
 
-  std::string kv_row_code(const char* tensor) const {
+  /// The row of (sequence b, key j, kv head kvh) in `tensor`, whose rows are `row` elements.
+  std::string kv_row_code(const char* tensor, const char* row = "KA_HEAD_DIM") const {
     switch (p_.layout) {
       case AttentionLayout::Bhsd:
-        return fmt::format("{} + ((b * KA_KV_HEADS + kvh) * kv_seq_ + j) * KA_HEAD_DIM", tensor);
+        return fmt::format("{} + ((b * KA_KV_HEADS + kvh) * kv_seq_ + j) * {}", tensor, row);
       case AttentionLayout::Bshd:
-        return fmt::format("{} + ((b * kv_seq_ + j) * KA_KV_HEADS + kvh) * KA_HEAD_DIM", tensor);
+        return fmt::format("{} + ((b * kv_seq_ + j) * KA_KV_HEADS + kvh) * {}", tensor, row);
       case AttentionLayout::Ragged:
-        return fmt::format("{} + ((kv_indptr[b] + j) * KA_KV_HEADS + kvh) * KA_HEAD_DIM", tensor);
+        return fmt::format("{} + ((kv_indptr[b] + j) * KA_KV_HEADS + kvh) * {}", tensor, row);
       case AttentionLayout::Paged:
         break;
     }
     return fmt::format(
         "{} + ((static_cast<long long>(kv_indices[kv_indptr[b] + j / KA_PAGE_SIZE]) * "
-        "KA_PAGE_SIZE + j % KA_PAGE_SIZE) * KA_KV_HEADS + kvh) * KA_HEAD_DIM",
-        tensor);
+        "KA_PAGE_SIZE + j % KA_PAGE_SIZE) * KA_KV_HEADS + kvh) * {}",
+        tensor, row);
   }
 
   /// The offset of (query i of sequence b, head h) counted in heads: q's and the output's row
@@ -191,17 +205,30 @@ class AttentionHeaderWriter {
           "  KA_HD long long causal_limit(long long b, long long i) const {\n"
           "    (void)i;\n    return kv_len(b);\n  }\n";
     }
+    const char* kv_row = p_.kv_fp4 ? "KA_KV_ROW_BYTES" : "KA_HEAD_DIM";
     out_ += fmt::format(
-        "  // Rows of KA_HEAD_DIM contiguous elements.\n"
+        "  // Rows of KA_HEAD_DIM contiguous elements{}.\n"
         "  KA_HD const ka_qkv_t* q_row(long long b, long long i, int h) const {{\n"
         "    return q + ({}) * KA_HEAD_DIM;\n  }}\n"
-        "  KA_HD const ka_qkv_t* k_row(long long b, long long j, int kvh) const {{\n"
+        "  KA_HD const {}* k_row(long long b, long long j, int kvh) const {{\n"
         "    return {};\n  }}\n"
-        "  KA_HD const ka_qkv_t* v_row(long long b, long long j, int kvh) const {{\n"
+        "  KA_HD const {}* v_row(long long b, long long j, int kvh) const {{\n"
         "    return {};\n  }}\n"
         "  KA_HD ka_o_t* o_row(long long b, long long i, int h) const {{\n"
         "    return o + ({}) * KA_HEAD_DIM;\n  }}\n",
-        query_head_index(), kv_row_code("k"), kv_row_code("v"), query_head_index());
+        p_.kv_fp4 ? " (k and v: KA_KV_ROW_BYTES bytes of packed codes)" : "", query_head_index(),
+        kv_type(), kv_row_code("k", kv_row), kv_type(), kv_row_code("v", kv_row),
+        query_head_index());
+    if (p_.kv_fp4) {
+      out_ += fmt::format(
+          "  // The raw float8_e4m3fn block scales of k_row / v_row (KA_KV_SCALES_PER_ROW).\n"
+          "  KA_HD const unsigned char* k_scale_row(long long b, long long j, int kvh) const {{\n"
+          "    return {};\n  }}\n"
+          "  KA_HD const unsigned char* v_scale_row(long long b, long long j, int kvh) const {{\n"
+          "    return {};\n  }}\n",
+          kv_row_code("k_scale", "KA_KV_SCALES_PER_ROW"),
+          kv_row_code("v_scale", "KA_KV_SCALES_PER_ROW"));
+    }
     if (p_.lse) {
       out_ += fmt::format(
           "  // lse_natural is the natural-log log-sum-exp of the scaled logits.\n"

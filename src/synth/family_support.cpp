@@ -110,6 +110,10 @@ std::string header_element_type(DType dtype, bool cuda) {
       return cuda ? "int" : "int32_t";
     case DType::Int64:
       return cuda ? "long long" : "int64_t";
+    case DType::Float4E2M1:
+    case DType::Float4E2M1FNx2:
+      // The bytes, each two E2M1 codes (the first in the low nibble); no C++ type holds one.
+      return cuda ? "unsigned char" : "uint8_t";
     default:
       return "void";
   }

@@ -123,6 +123,20 @@ TEST(WorkerProtocol, RequestAndResultRoundTrip) {
   EXPECT_THROW(result_from_json({{"outcome", "sideways"}}), std::exception);
 }
 
+TEST(WorkerProtocol, EveryElementTypeCrossesAndOthersAreRefused) {
+  for (int value = KA_FLOAT64; value <= KA_FLOAT4_E2M1FN_X2; ++value) {
+    ExecuteRequest request;
+    request.inputs = {{static_cast<DType>(value), {4, 8}, 0}};
+    EXPECT_EQ(request_from_json(request_to_json(request)).inputs[0].dtype,
+              static_cast<DType>(value));
+  }
+  ExecuteRequest request;
+  request.inputs = {{DType::Float32, {1}, 0}};
+  Json json = request_to_json(request);
+  json["inputs"][0]["dtype"] = KA_FLOAT4_E2M1FN_X2 + 1;
+  EXPECT_THROW(request_from_json(json), std::exception);
+}
+
 TEST(WorkerProtocol, KernelsAndDeviceStatusRoundTrip) {
   ExecuteResult cpu = result_from_json(result_to_json(ExecuteResult{}));
   EXPECT_EQ(cpu.kernels, Json::array());

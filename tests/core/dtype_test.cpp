@@ -36,27 +36,69 @@ TEST(DType, NamesRoundTrip) {
   EXPECT_FALSE(dtype_is_floating(DType::UInt8));
 }
 
-TEST(DType, Float4IsReadButRefusedWhereBytesAreNeeded) {
+TEST(DType, Float4IsAByteOfTwoValues) {
+  const std::string fn_x2_message =
+      "float4_e2m1fn_x2 packs two values per byte; its elements cannot be read or written one "
+      "value at a time (only drawn as whole tensors, stored and passed to kernels)";
   for (const DType dtype : {DType::Float4E2M1, DType::Float4E2M1FNx2}) {
     EXPECT_EQ(dtype_from_name(dtype_name(dtype)), dtype);
     EXPECT_NE(dtype_accepted_names().find(dtype_name(dtype)), std::string_view::npos);
     EXPECT_TRUE(dtype_is_packed(dtype));
     EXPECT_TRUE(dtype_is_floating(dtype));
-    EXPECT_EQ(dtype_safetensors_name(dtype), "");  // never stored
-    const std::string message = input_error_of([&] { dtype_size(dtype); });
-    EXPECT_EQ(message, std::string(dtype_name(dtype)) +
-                           " packs two values per byte; kernelarc cannot yet allocate, generate, "
-                           "compare or run tensors of this dtype");
+    EXPECT_EQ(dtype_size(dtype), 1u);  // torch's shape: one element per byte
+    EXPECT_EQ(dtype_safetensors_name(dtype), "F4");
+    EXPECT_TRUE(dtype_same_storage(dtype, DType::Float4E2M1FNx2));
+    EXPECT_FALSE(dtype_same_storage(dtype, DType::UInt8));
     uint8_t byte = 0x21;
     double value = 0;
-    EXPECT_EQ(input_error_of([&] { load_element(dtype, &byte); }), message);
+    const std::string message = input_error_of([&] { load_element(dtype, &byte); });
+    EXPECT_NE(message.find(std::string(dtype_name(dtype)) + " packs two values per byte"),
+              std::string::npos)
+        << message;
     EXPECT_EQ(input_error_of([&] { load_elements(dtype, &byte, 1, &value); }), message);
     EXPECT_EQ(input_error_of([&] { store_element(dtype, &byte, 1.0); }), message);
+    EXPECT_EQ(byte, 0x21);
   }
+  EXPECT_EQ(input_error_of([&] {
+              uint8_t byte = 0;
+              load_element(DType::Float4E2M1FNx2, &byte);
+            }),
+            fn_x2_message);
+  // Both names are stored as F4, which reads back as torch's name.
+  EXPECT_EQ(dtype_from_safetensors_name("F4"), DType::Float4E2M1FNx2);
   EXPECT_EQ(dtype_name(DType::Float4E2M1), "float4_e2m1");
   EXPECT_EQ(dtype_name(DType::Float4E2M1FNx2), "float4_e2m1fn_x2");
   EXPECT_FALSE(dtype_is_packed(DType::Float8E4M3FN));
+  EXPECT_FALSE(dtype_same_storage(DType::Float8E4M3FN, DType::UInt8));
+  EXPECT_TRUE(dtype_same_storage(DType::BFloat16, DType::BFloat16));
   EXPECT_EQ(dtype_from_safetensors_name(""), std::nullopt);
+}
+
+TEST(DType, E2M1CodesAndSolExecBenchRounding) {
+  const float magnitudes[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  for (uint8_t code = 0; code < 16; ++code) {
+    const float expected = code < 8 ? magnitudes[code] : -magnitudes[code - 8];
+    EXPECT_EQ(e2m1_to_float(code), expected) << int(code);
+    EXPECT_EQ(std::signbit(e2m1_to_float(code)), code >= 8) << int(code);
+    if (code != 8) EXPECT_EQ(float_to_e2m1(expected), code) << int(code);  // -0 reads as 0
+  }
+  // Ties go to the even code, as SOL-ExecBench's _cast_to_fp4x2 ranges put them.
+  EXPECT_EQ(float_to_e2m1(0.25f), 0);
+  EXPECT_EQ(float_to_e2m1(0.2501f), 1);
+  EXPECT_EQ(float_to_e2m1(0.75f), 2);
+  EXPECT_EQ(float_to_e2m1(1.25f), 2);
+  EXPECT_EQ(float_to_e2m1(1.75f), 4);
+  EXPECT_EQ(float_to_e2m1(2.5f), 4);
+  EXPECT_EQ(float_to_e2m1(3.5f), 6);
+  EXPECT_EQ(float_to_e2m1(5.0f), 6);
+  EXPECT_EQ(float_to_e2m1(5.01f), 7);
+  EXPECT_EQ(float_to_e2m1(1000.0f), 7);  // saturates
+  EXPECT_EQ(float_to_e2m1(kInf), 7);
+  EXPECT_EQ(float_to_e2m1(-0.1f), 8);  // a small negative is -0
+  EXPECT_EQ(float_to_e2m1(-0.0f), 0);  // x >= 0 holds for -0.0
+  EXPECT_EQ(float_to_e2m1(-1.75f), 12);
+  EXPECT_EQ(float_to_e2m1(-7.0f), 15);
+  EXPECT_EQ(float_to_e2m1(kNaN), 0);
 }
 
 TEST(DType, BFloat16KnownBits) {

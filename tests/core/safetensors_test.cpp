@@ -148,6 +148,41 @@ TEST(Safetensors, CorruptFilesRaiseInputErrorNamingTheFile) {
   expect_corrupt(dir / "absent.safetensors", "cannot open");
 }
 
+// safetensors' F4 header counts 4-bit values, as the Python package writes a
+// torch.float4_e2m1fn_x2 tensor; kernelarc's shape, like torch's, counts bytes of two.
+TEST(Safetensors, Float4IsStoredAsF4WithTheHeaderCountingValues) {
+  TempDir dir;
+  const auto path = dir / "fp4.safetensors";
+  TensorMap tensors;
+  HostTensor packed(DType::Float4E2M1FNx2, {2, 3});
+  for (std::size_t i = 0; i < packed.bytes.size(); ++i)
+    packed.bytes[i] = static_cast<std::byte>(0x10 * i + 0x0F - i);
+  tensors["k"] = packed;
+  tensors["alias"] = HostTensor(DType::Float4E2M1, {4});
+  write_safetensors(path, tensors);
+  std::ifstream file(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(bytes.find(R"("k":{"dtype":"F4","shape":[2,6],"data_offsets":[4,10]})"),
+            std::string::npos)
+      << bytes.substr(8, 120);
+  EXPECT_NE(bytes.find(R"("alias":{"dtype":"F4","shape":[8])"), std::string::npos);
+
+  const TensorMap read = read_safetensors(path);
+  EXPECT_EQ(read.at("k").dtype, DType::Float4E2M1FNx2);
+  EXPECT_EQ(read.at("k").shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(read.at("k").bytes, packed.bytes);
+  EXPECT_EQ(read.at("alias").dtype, DType::Float4E2M1FNx2);  // F4 reads back as torch's name
+  EXPECT_EQ(read.at("alias").shape, (std::vector<int64_t>{4}));
+
+  expect_corrupt(write_raw(dir, "odd.safetensors",
+                           R"({"x":{"dtype":"F4","shape":[2,3],"data_offsets":[0,3]}})", 3),
+                 "tensor \"x\".shape: F4 packs two values per byte along the last dimension, so "
+                 "it needs an even last dimension, got [2, 3]");
+  expect_corrupt(write_raw(dir, "fp4size.safetensors",
+                           R"({"x":{"dtype":"F4","shape":[8],"data_offsets":[0,8]}})", 8),
+                 "holds 8 bytes, but shape [4] of float4_e2m1fn_x2 needs 4");
+}
+
 TEST(Safetensors, OverwriteReplacesTheFile) {
   TempDir dir;
   const auto path = dir / "t.safetensors";

@@ -166,6 +166,23 @@ TEST(Compare, PoisonIsNanForFloatsAndCountable) {
   EXPECT_EQ(count_poisoned(tensor, poison), 1);
 }
 
+// A float4 byte holds two values, and the tolerance applies to values: comparing such outputs
+// fails with the reason (the guard refuses the problem before running), never reads a value.
+TEST(Compare, Float4OutputsAreRefusedNotRead) {
+  HostTensor output(DType::Float4E2M1FNx2, {4});
+  const HostTensor reference = output;
+  const auto result = compare_output(output, reference, Tolerance{});
+  EXPECT_FALSE(result.passed);
+  EXPECT_EQ(result.reason,
+            "float4_e2m1fn_x2 outputs cannot be compared: a byte holds two values, and "
+            "SOL-ExecBench's tolerance applies to values");
+  EXPECT_FALSE(
+      compare_output(make({1, 2, 3, 4}), HostTensor(DType::Float4E2M1, {4}), Tolerance{}).passed);
+  // Unwritten float4 outputs are still countable: the poison is one byte, alternating.
+  EXPECT_EQ(poison_pattern(DType::Float4E2M1FNx2, 0), std::vector<uint8_t>{0xA5});
+  EXPECT_EQ(poison_pattern(DType::Float4E2M1FNx2, 1), std::vector<uint8_t>{0x5A});
+}
+
 TEST(Stats, MedianIntervalAndPercentiles) {
   std::vector<double> samples;
   for (int i = 1; i <= 101; ++i) samples.push_back(i);

@@ -57,6 +57,34 @@ TEST(RandomTensor, IntegerAndLowPrecisionRanges) {
   }
 }
 
+// SOL-ExecBench draws float4 as randn quantised to E2M1, two values a byte: the codes follow
+// the normal's mass (about 20% round to +-0, 1 in 2 million reach 6), both nibbles drawn.
+TEST(RandomTensor, Float4IsQuantisedRandnPackedTwoPerByte) {
+  Rng rng(3);
+  const HostTensor tensor =
+      random_tensor(DType::Float4E2M1FNx2, {64, 64}, InputPattern::Random, rng);
+  EXPECT_EQ(tensor.bytes.size(), 64u * 64u);
+  int counts[2][16] = {};
+  for (const std::byte byte : tensor.bytes) {
+    const auto bits = static_cast<uint8_t>(byte);
+    ++counts[0][bits & 15];
+    ++counts[1][bits >> 4];
+  }
+  for (const auto& nibble : counts) {
+    const double n = 64 * 64;
+    const double zero = (nibble[0] + nibble[8]) / n;  // |x| <= 0.25: 0.197
+    const double one = (nibble[2] + nibble[10]) / n;  // 0.75 <= |x| <= 1.25: 0.242
+    const double six = (nibble[7] + nibble[15]) / n;  // |x| > 5
+    EXPECT_NEAR(zero, 0.197, 0.03);
+    EXPECT_NEAR(one, 0.242, 0.03);
+    EXPECT_EQ(six, 0.0);
+    EXPECT_NEAR((nibble[0] + nibble[1] + nibble[2] + nibble[3] + nibble[4] + nibble[5]) / n, 0.5,
+                0.03);  // signs balanced
+  }
+  EXPECT_EQ(classify_input("k_cache", {64, 64}, "", DType::Float4E2M1FNx2), InputPattern::Random);
+  EXPECT_EQ(classify_input("rms_norm_weight", {64}, "", DType::Float4E2M1), InputPattern::Random);
+}
+
 TEST(ClassifyInput, FollowsSolExecBenchNames) {
   auto classify = [](std::string_view name, std::vector<int64_t> shape = {8, 8},
                      std::string_view description = "", DType dtype = DType::Float32) {

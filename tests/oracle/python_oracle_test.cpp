@@ -224,6 +224,36 @@ TEST_F(PythonOracleTest, Float8NeedsARecentTorch) {
   EXPECT_EQ(values(oracle.expected(problem, workload, 0)->at("y")), x);
 }
 
+// torch < 2.8 has no float4_e2m1fn_x2: the oracle says which torch it needs. Newer torch draws
+// the bytes (randn quantised to E2M1, two a byte) and stores them as safetensors "F4", whose
+// header counts values; they come back here as n bytes whose nibbles the reference decoded.
+TEST_F(PythonOracleTest, Float4InputsRoundTripOrNeedARecentTorch) {
+  Problem problem = fixture_problem("py_fp4");
+  Oracle oracle(options());
+  oracle.prepare(problem, 1);
+  const Workload& workload = problem.workloads.front();
+  if (auto error = oracle.reference_error(problem, workload)) {
+    EXPECT_NE(error->find("float4_e2m1fn_x2 needs torch >= 2.8"), std::string::npos) << *error;
+    return;
+  }
+  const HostTensor x = oracle.inputs(problem, workload, 0)->at("x");
+  ASSERT_EQ(x.dtype, DType::Float4E2M1FNx2);
+  ASSERT_EQ(x.shape, (std::vector<int64_t>{512}));
+  std::vector<double> decoded;
+  int zeros = 0;
+  for (const std::byte byte : x.bytes) {
+    const auto bits = static_cast<uint8_t>(byte);
+    for (const uint8_t code : {static_cast<uint8_t>(bits & 15), static_cast<uint8_t>(bits >> 4)}) {
+      decoded.push_back(e2m1_to_float(code));
+      zeros += (code & 7) == 0;
+    }
+  }
+  EXPECT_EQ(values(oracle.expected(problem, workload, 0)->at("y")), decoded);
+  // randn rounds to +-0 for |x| <= 0.25: about 20% of 1024 values, never all or none.
+  EXPECT_GT(zeros, 100);
+  EXPECT_LT(zeros, 330);
+}
+
 TEST_F(PythonOracleTest, CrashingReferenceFailsAloneAndWrongShapeIsReported) {
   Problem problem = fixture_problem("py_crash");
   Oracle oracle(options());

@@ -25,6 +25,11 @@ KernelTemplate attention_template(const std::string& target = "cuda",
   return testing::stub_template("attention_test", {"attention"}, target, build);
 }
 
+KernelTemplate nvfp4_template(const std::string& target = "cuda") {
+  return testing::stub_template("attention_nvfp4_test", {"attention_nvfp4"}, target,
+                                TemplateBuild::SharedObject);
+}
+
 OrderedJson tensor(const std::vector<std::string>& shape, const std::string& dtype = "bfloat16") {
   return {{"shape", shape}, {"dtype", dtype}};
 }
@@ -35,7 +40,8 @@ OrderedJson scalar(const std::string& dtype = "float32") {
 
 /// An attention definition with 8 query heads over 2 key/value heads of 16 dims, page size 2.
 Definition make_definition(const OrderedJson& inputs, const OrderedJson& outputs,
-                           const OrderedJson& op_params = OrderedJson::object()) {
+                           const OrderedJson& op_params = OrderedJson::object(),
+                           const std::string& family = "attention") {
   std::string parameters;
   for (const auto& [name, spec] : inputs.items())
     parameters += (parameters.empty() ? "" : ", ") + name;
@@ -52,11 +58,14 @@ Definition make_definition(const OrderedJson& inputs, const OrderedJson& outputs
                         {"num_qo_heads", {{"type", "const"}, {"value", 8}}},
                         {"num_kv_heads", {{"type", "const"}, {"value", 2}}},
                         {"head_dim", {{"type", "const"}, {"value", 16}}},
-                        {"page_size", {{"type", "const"}, {"value", 2}}}}},
+                        {"page_size", {{"type", "const"}, {"value", 2}}},
+                        {"head_bytes", {{"type", "expr"}, {"expression", "head_dim // 2"}}},
+                        {"scale_blocks", {{"type", "expr"}, {"expression", "head_dim // 16"}}},
+                        {"four", {{"type", "const"}, {"value", 4}}}}},
                       {"inputs", inputs},
                       {"outputs", outputs},
                       {"reference", "def run(" + parameters + "):\n    pass\n"},
-                      {"kernelarc", {{"op_family", "attention"}, {"op_params", op_params}}}};
+                      {"kernelarc", {{"op_family", family}, {"op_params", op_params}}}};
   return parse_definition(json, "attention_case.json");
 }
 
@@ -183,6 +192,135 @@ TEST(AttentionBinder, RejectsWhatTheTemplatesCannotServe) {
                                               {"kv_indptr", tensor({"L"}, "int32")}},
                                              {{"output", tensor({"T", "S", "head_dim"})}})),
                        "inputs.q: the query head count (S) must be a const or expr axis"));
+}
+
+// NVFP4 decode: float4 K/V rows of head_dim / 2 bytes with a float8_e4m3fn scale per 16 values.
+const OrderedJson kNvfp4DecodeInputs = {
+    {"q", tensor({"B", "num_qo_heads", "head_dim"})},
+    {"k_cache", tensor({"B", "S", "num_kv_heads", "head_bytes"}, "float4_e2m1fn_x2")},
+    {"v_cache", tensor({"B", "S", "num_kv_heads", "head_bytes"}, "float4_e2m1fn_x2")},
+    {"k_scale", tensor({"B", "S", "num_kv_heads", "scale_blocks"}, "float8_e4m3fn")},
+    {"v_scale", tensor({"B", "S", "num_kv_heads", "scale_blocks"}, "float8_e4m3fn")}};
+const OrderedJson kDecodeOutputs = {{"output", tensor({"B", "num_qo_heads", "head_dim"})}};
+
+TEST(AttentionBinder, BindsNvfp4KeysAndValuesWithTheirScaleRows) {
+  const Definition def =
+      make_definition(kNvfp4DecodeInputs, kDecodeOutputs, {{"decode", true}}, "attention_nvfp4");
+  const AttentionProblem p = read_attention_problem(def);
+  EXPECT_TRUE(p.kv_fp4);
+  EXPECT_EQ(p.layout, AttentionLayout::Bshd);
+  EXPECT_EQ(p.head_dim, 16);
+  EXPECT_EQ(p.k_scale.spec->name, "k_scale");
+  EXPECT_EQ(p.v_scale.index, 4);
+  const FamilyBinding binding = make_attention_binder()->bind(def, nvfp4_template());
+  EXPECT_EQ(binding.constants.at("KV_FP4"), 1);
+  EXPECT_EQ(binding.constants.at("DECODE"), 1);
+  EXPECT_EQ(binding.sizes.at("MAX_KV_LEN"), "S");
+  const std::string& header = binding.header;
+  EXPECT_TRUE(contains(header, "#define KA_KV_FP4 1\n")) << header;
+  EXPECT_TRUE(contains(header, "#define KA_KV_ROW_BYTES 8\n#define KA_KV_SCALES_PER_ROW 1\n"));
+  EXPECT_TRUE(contains(header, "const unsigned char* k;"));
+  EXPECT_TRUE(contains(header, "const unsigned char* v_scale;"));
+  EXPECT_TRUE(contains(header,
+                       "KA_HD const unsigned char* k_row(long long b, long long j, int kvh) const "
+                       "{\n    return k + ((b * kv_seq_ + j) * KA_KV_HEADS + kvh) * "
+                       "KA_KV_ROW_BYTES;"))
+      << header;
+  EXPECT_TRUE(contains(header,
+                       "KA_HD const unsigned char* v_scale_row(long long b, long long j, int kvh) "
+                       "const {\n    return v_scale + ((b * kv_seq_ + j) * KA_KV_HEADS + kvh) * "
+                       "KA_KV_SCALES_PER_ROW;"))
+      << header;
+  // ka_bind checks the packed dtype by its ABI name and the byte shape.
+  EXPECT_TRUE(contains(header, "KA_FLOAT4_E2M1FN_X2")) << header;
+  EXPECT_TRUE(contains(header, "KA_FLOAT8_E4M3FN")) << header;
+
+  // The bf16 problems say they are not NVFP4, so the bf16 templates can exclude the float4 ones.
+  const Definition bf16 =
+      load_definition(kSource / "problems/cuda/gqa_decode_bf16_q32_kv8_d128/definition.json");
+  const FamilyBinding plain =
+      make_attention_binder()->bind(bf16, attention_template("cuda", TemplateBuild::SharedObject));
+  EXPECT_EQ(plain.constants.at("KV_FP4"), 0);
+  EXPECT_TRUE(contains(plain.header, "#define KA_KV_FP4 0\n"));
+  EXPECT_FALSE(contains(plain.header, "k_scale_row"));
+
+  const Definition bundled =
+      load_definition(kSource / "problems/cuda/gqa_decode_nvfp4kv_q32_kv8_d128/definition.json");
+  const AttentionProblem built_in = read_attention_problem(bundled);
+  EXPECT_TRUE(built_in.kv_fp4);
+  EXPECT_EQ(built_in.q_heads, 32);
+  EXPECT_EQ(built_in.kv_heads, 8);
+  EXPECT_EQ(built_in.head_dim, 128);
+}
+
+TEST(AttentionBinder, RejectsNvfp4ThatTheTemplatesCannotServe) {
+  const auto error = [](const OrderedJson& inputs,
+                        const KernelTemplate& kernel = nvfp4_template()) {
+    return input_error_of([&] {
+      make_attention_binder()->bind(
+          make_definition(inputs, kDecodeOutputs, {{"decode", true}}, "attention_nvfp4"), kernel);
+    });
+  };
+  OrderedJson inputs = kNvfp4DecodeInputs;
+  inputs.erase("v_scale");
+  EXPECT_TRUE(contains(error(inputs), "inputs: float4 v_cache needs its block scales"))
+      << error(inputs);
+  inputs = kNvfp4DecodeInputs;
+  inputs["k_scale"] = tensor({"B", "S", "num_kv_heads", "scale_blocks"}, "float32");
+  EXPECT_TRUE(contains(error(inputs),
+                       "inputs.k_scale.dtype: expected float8_e4m3fn (NVFP4 block "
+                       "scales), got float32"));
+  inputs = kNvfp4DecodeInputs;
+  inputs["v_cache"] = tensor({"B", "S", "num_kv_heads", "head_dim"});
+  EXPECT_TRUE(contains(error(inputs),
+                       "inputs.v_cache.dtype: expected float4 like k_cache, got "
+                       "bfloat16"));
+  inputs = kNvfp4DecodeInputs;
+  inputs["k_cache"] = tensor({"B", "S", "num_kv_heads", "head_dim"}, "float4_e2m1fn_x2");
+  inputs["v_cache"] = inputs["k_cache"];
+  EXPECT_TRUE(contains(error(inputs),
+                       "inputs.k_cache: expected 8 bytes (two float4 values each) "
+                       "on the last axis for the head dimension 16, got 16"));
+  inputs = kNvfp4DecodeInputs;
+  inputs["v_scale"] = tensor({"B", "S", "num_kv_heads", "four"}, "float8_e4m3fn");
+  EXPECT_TRUE(contains(error(inputs),
+                       "inputs.v_scale: expected 1 scales (one per 16 values) on "
+                       "the last axis, got 4"));
+  inputs = kNvfp4DecodeInputs;
+  inputs["k_scale"] = tensor({"S", "B", "num_kv_heads", "scale_blocks"}, "float8_e4m3fn");
+  EXPECT_TRUE(contains(error(inputs),
+                       "inputs.k_scale: expected the shape of k_cache with scale "
+                       "blocks last, [B, S, num_kv_heads, ...]"));
+  // Scales without float4 keys, and float4 where no template reads it.
+  OrderedJson bf16 = kNvfp4DecodeInputs;
+  bf16["k_cache"] = tensor({"B", "S", "num_kv_heads", "head_dim"});
+  bf16["v_cache"] = bf16["k_cache"];
+  EXPECT_TRUE(contains(error(bf16), "inputs.k_scale: block scales go with float4 keys and values"));
+  bf16.erase("k_scale");
+  bf16.erase("v_scale");
+  EXPECT_TRUE(contains(error(bf16),
+                       "kernelarc.op_family: \"attention_nvfp4\" needs float4 keys "
+                       "and values, but k_cache is bfloat16"));
+  EXPECT_TRUE(contains(input_error_of([&] {
+                         make_attention_binder()->bind(
+                             make_definition(kNvfp4DecodeInputs, kDecodeOutputs),
+                             attention_template());
+                       }),
+                       "kernelarc.op_family: expected \"attention_nvfp4\" for float4 keys and "
+                       "values"));
+  EXPECT_TRUE(contains(error(kNvfp4DecodeInputs, nvfp4_template("cpu")),
+                       "inputs.k_cache.dtype: float4_e2m1fn_x2 keys and values (NVFP4) are read "
+                       "only by the CUDA templates"));
+  OrderedJson prefill = kNvfp4DecodeInputs;
+  prefill["q"] = tensor({"B", "T", "num_qo_heads", "head_dim"});
+  EXPECT_TRUE(contains(
+      input_error_of([&] {
+        make_attention_binder()->bind(
+            make_definition(prefill, {{"output", tensor({"B", "T", "num_qo_heads", "head_dim"})}},
+                            OrderedJson::object(), "attention_nvfp4"),
+            nvfp4_template());
+      }),
+      "float4 keys and values are served for decode only"));
 }
 
 // The CPU header of a paged prefill problem, compiled with a driver that binds a hand-made page

@@ -415,3 +415,138 @@ dense("attention_prefill_bf16_h28_kv4_d128_noncausal", 28, 4, 128, False, "Qwen2
     {"batch_size": b, "q_len": q, "kv_len": k} for b, q, k in
     [(1, 1, 1), (3, 7, 7), (2, 33, 500), (8, 128, 128), (2, 511, 511), (1, 1000, 2047),
      (1, 2047, 2047), (2, 1024, 4096), (4, 4096, 4096)]])
+
+
+# ---- NVFP4 key/value cache decode ------------------------------------------------------------
+
+NVFP4_DEQUANTIZE = '''import torch
+
+# E2M1 values by 4-bit code: bit 3 is the sign, bits 2..0 index the magnitudes.
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def dequantize(packed, scale):
+    """[..., head_dim // 2] float4_e2m1fn_x2 (first value in the low nibble) times its
+    [..., head_dim // 16] float8_e4m3fn block scales, as float32 [..., head_dim]."""
+    codes = packed.view(torch.uint8)
+    table = torch.tensor(E2M1, dtype=torch.float32, device=packed.device)
+    values = torch.stack([table[(codes & 15).long()], table[(codes >> 4).long()]], dim=-1)
+    return values.flatten(-2) * scale.float().repeat_interleave(16, dim=-1)
+'''
+
+NVFP4_MAKE_INPUTS = '''
+
+def make_inputs(axes, device):
+    batch, kv_len = axes["batch_size"], axes["kv_len"]
+    q_heads, kv_heads, head_dim = axes["num_q_heads"], axes["num_kv_heads"], axes["head_dim"]
+    cache = (batch, kv_len, kv_heads)
+    # Every byte value is a valid pair of codes, so uniform bytes cover all 16 codes (-0
+    # included) in both nibbles; the block scales are positive, finite and spread over three
+    # octaves (2^-4 to 2^-1), so a kernel that drops or misplaces one is caught.
+    def codes():
+        return torch.randint(0, 256, cache + (head_dim // 2,), dtype=torch.uint8,
+                             device=device).view(torch.float4_e2m1fn_x2)
+
+    def scales():
+        exponent = torch.rand(cache + (head_dim // 16,), device=device) * 3.0 - 4.0
+        return torch.exp2(exponent).to(torch.float8_e4m3fn)
+
+    return {
+        "q": torch.randn(batch, q_heads, head_dim, dtype=torch.bfloat16, device=device),
+        "k_cache": codes(),
+        "v_cache": codes(),
+        "k_scale": scales(),
+        "v_scale": scales(),
+    }
+'''
+
+NVFP4_RUN = '''
+
+@torch.no_grad()
+def run(q, k_cache, v_cache, k_scale, v_scale):
+    batch, q_heads, head_dim = q.shape
+    kv_heads = k_cache.shape[2]
+    k = dequantize(k_cache, k_scale).transpose(1, 2)  # [batch, kv_heads, kv_len, head_dim]
+    v = dequantize(v_cache, v_scale).transpose(1, 2)
+    qg = q.to(torch.float32).view(batch, kv_heads, q_heads // kv_heads, head_dim)
+    scores = torch.matmul(qg, k.transpose(-1, -2)) * head_dim ** -0.5
+    probs = torch.softmax(scores, dim=-1)
+    out = torch.matmul(probs, v)
+    return out.reshape(batch, q_heads, head_dim).to(q.dtype)
+'''
+
+NVFP4_BASELINE = '''import torch.nn.functional as F
+
+
+@torch.no_grad()
+def run(q, k_cache, v_cache, k_scale, v_scale):
+    # The cache dequantized to bfloat16 once, then SDPA's fused GQA decode.
+    k = dequantize(k_cache, k_scale).to(q.dtype).transpose(1, 2)
+    v = dequantize(v_cache, v_scale).to(q.dtype).transpose(1, 2)
+    out = F.scaled_dot_product_attention(q.unsqueeze(2), k, v, enable_gqa=True)
+    return out.squeeze(2)
+'''
+
+
+def nvfp4_decode(dirname, q_heads, kv_heads, head_dim, model, workloads):
+    cache = ["batch_size", "kv_len", "num_kv_heads"]
+    definition = {
+        "name": dirname,
+        "op_type": "attention",
+        "description": (
+            f"Grouped-query attention for one decode step over an NVFP4 key/value cache, {model} "
+            f"geometry: {q_heads} query heads share {kv_heads} key/value heads "
+            f"({q_heads // kv_heads} per group), {head_dim} dims. The cache is "
+            "[batch, kv_len, kv_heads, head_dim] in NVFP4: E2M1 values packed two per byte "
+            "(float4_e2m1fn_x2, the first value in the low nibble; the last axis counts bytes) "
+            "with one float8_e4m3fn scale per 16 consecutive values of a head row. q and the "
+            "output are bfloat16. output = softmax(q k^T / sqrt(head_dim)) v per query head, k "
+            "and v dequantized (code value x block scale); the reference works in float32. "
+            "Hopper has no FP4 tensor cores, so a kernel dequantizes in registers. Batch and "
+            "cache length are irregular (kv_len 1 to 8192); tolerance 2e-2 absolute and "
+            "relative. Needs torch >= 2.8 (torch.float4_e2m1fn_x2)."),
+        "axes": {
+            "batch_size": axis_var("sequences decoding one token each"),
+            "kv_len": axis_var("cached positions per sequence"),
+            "num_q_heads": axis_const(q_heads, "query heads"),
+            "num_kv_heads": axis_const(kv_heads, "key/value heads"),
+            "head_dim": axis_const(head_dim, "dims per head"),
+            "head_dim_packed": {"type": "expr", "expression": "head_dim // 2",
+                                "description": "bytes per cached head row, two values each"},
+            "scale_blocks": {"type": "expr", "expression": "head_dim // 16",
+                             "description": "block scales per cached head row"},
+        },
+        "inputs": {
+            "q": tensor(["batch_size", "num_q_heads", "head_dim"], "bfloat16",
+                        "the new token's queries"),
+            "k_cache": tensor(cache + ["head_dim_packed"], "float4_e2m1fn_x2",
+                              "cached keys, E2M1 codes two per byte"),
+            "v_cache": tensor(cache + ["head_dim_packed"], "float4_e2m1fn_x2",
+                              "cached values, E2M1 codes two per byte"),
+            "k_scale": tensor(cache + ["scale_blocks"], "float8_e4m3fn",
+                              "one positive scale per 16 key values"),
+            "v_scale": tensor(cache + ["scale_blocks"], "float8_e4m3fn",
+                              "one positive scale per 16 value values"),
+        },
+        "outputs": {
+            "output": tensor(["batch_size", "num_q_heads", "head_dim"], "bfloat16",
+                             "attention output"),
+        },
+        "reference": NVFP4_DEQUANTIZE + NVFP4_MAKE_INPUTS + NVFP4_RUN,
+        "custom_inputs_entrypoint": "make_inputs",
+        "kernelarc": {
+            "op_family": "attention_nvfp4",
+            "op_params": {"causal": False, "decode": True, "layout": "bshd"},
+            "flops": "4 * batch_size * num_q_heads * kv_len * head_dim",
+            "bytes": ("4 * batch_size * num_q_heads * head_dim"
+                      " + 2 * batch_size * kv_len * num_kv_heads * (head_dim_packed + scale_blocks)"),
+            "baseline": NVFP4_DEQUANTIZE + "\n\n" + NVFP4_BASELINE,
+        },
+    }
+    write(dirname, definition, workloads, custom=True)
+
+
+nvfp4_decode("gqa_decode_nvfp4kv_q32_kv8_d128", 32, 8, 128, "Llama-3-8B", [
+    {"batch_size": b, "kv_len": k} for b, k in
+    [(1, 1), (1, 7), (8, 33), (16, 128), (32, 511), (64, 1000), (4, 2047), (8, 4096),
+     (2, 8192)]])

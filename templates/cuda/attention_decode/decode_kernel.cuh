@@ -8,7 +8,9 @@
 // softmax state (running max m, sum l, unnormalised acc[D]) per head in log2 units; at the end
 // the warps' states are merged through shared memory. With one split the CTA writes the output
 // and lse; otherwise it writes (lse2, acc / l) for its split to the workspace, and the splits
-// are merged by combine_kernel or by the last CTA of the (sequence, kv head) to finish.
+// are merged by the combine kernel or by the last CTA of the (sequence, kv head) to finish. The
+// split bookkeeping, the warps' merge and the combine are ka_split_kv.cuh's, shared with
+// attention_decode_nvfp4.
 //
 // Two ways to do the arithmetic on a tile:
 //  - MMA (bfloat16/float16, HEAD_DIM % 16 == 0): the GROUP heads are the rows of an m16
@@ -29,6 +31,7 @@
 #include <type_traits>
 
 #include "ka_problem.h"
+#include "ka_split_kv.cuh"
 
 namespace ka_attn {
 
@@ -49,14 +52,11 @@ constexpr int kChunks = kHeadDim / kChunkElems;  // 16-byte chunks per head row
 constexpr int kRowPitch = kHeadDim * kElemBytes + 16;
 constexpr int kStageBytes = 2 * kTile * kRowPitch;  // K tile, then V tile
 constexpr int kPipeBytes = kWarps * kStages * kStageBytes;
-// The warps' final states (m, l per head; acc per head and dim), float32, written over the
-// rings once every warp is done with them.
-constexpr int kCombineBytes = kWarps * kGroup * (kHeadDim + 2) * 4;
-constexpr int kSharedBytes = kPipeBytes > kCombineBytes ? kPipeBytes : kCombineBytes;
-constexpr int kMaxSplits = 128;  // splits per sequence (the workspace expression assumes it)
-constexpr int kCombineThreads = 128;
+// The warps' final states are written over the rings once every warp is done with them.
+using WarpStates = ka_split_kv::WarpStates<kWarps, kGroup>;
+constexpr int kSharedBytes = kPipeBytes > WarpStates::kBytes ? kPipeBytes : WarpStates::kBytes;
+constexpr int kSplitStep = 16;  // keys per split in whole 16-key steps (tidier tiles only)
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 
 constexpr bool kSixteenBit = std::is_same<ka_qkv_t, __nv_bfloat16>::value ||
                              std::is_same<ka_qkv_t, __half>::value;
@@ -90,12 +90,7 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/// 2^x, with 2^-inf = 0 (MUFU.EX2; the arguments are <= 0 here).
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
+using ka_split_kv::fast_exp2;
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t address, uint32_t& r0, uint32_t& r1,
                                             uint32_t& r2, uint32_t& r3) {
@@ -148,41 +143,6 @@ __device__ __forceinline__ void chunk_to_float(const uint4& raw, float* out) {
   memcpy(elements, &raw, 16);
 #pragma unroll
   for (int i = 0; i < kChunkElems; ++i) out[i] = ka_to_float(elements[i]);
-}
-
-__device__ __forceinline__ float warp_max(float x) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
-  return x;
-}
-__device__ __forceinline__ float warp_sum(float x) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
-  return x;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Splits and the workspace.
-
-/// Where the partial results go. `splits` is the host's split bound S (the stride of the
-/// partials); counters (one per (sequence, kv head)) are used by COMBINE=last_cta only.
-struct Workspace {
-  unsigned* counters;
-  float* lse;  // [B][Q_HEADS][S]: log2-domain lse of the split's scaled logits, -inf if empty
-  float* o;    // [B][Q_HEADS][S][HEAD_DIM]: the split's normalised output acc / l
-  int splits;
-};
-
-/// How many splits sequence b with `len` keys gets, and the keys per split. Both kernels call
-/// this with the same arguments, so they agree. chunk >= ceil(len / max_splits), hence the
-/// result is <= max_splits; every split s < result has at least one key (s * chunk < len)
-/// unless len == 0, where the single split is empty.
-__device__ __forceinline__ int splits_of(long long len, int max_splits, long long& chunk) {
-  long long c = (len + max_splits - 1) / max_splits;
-  if (c < MIN_SPLIT_TOKENS) c = MIN_SPLIT_TOKENS;
-  c = (c + 15) / 16 * 16;  // whole 16-key steps (tidier tiles; not needed for correctness)
-  chunk = c;
-  return len <= c ? 1 : static_cast<int>((len + c - 1) / c);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -458,19 +418,19 @@ constexpr int lanes_per_row(int n) {
   return lanes;
 }
 
-template <int kUnused = 0>
-struct SimtState {
-  static constexpr int kLanes = lanes_per_row(kChunks);  // lanes sharing one row
-  static constexpr int kVecs = kChunks / kLanes;          // 16-byte chunks per lane per row
-  static constexpr int kRows = 32 / kLanes;               // rows a warp works on at once
-  static constexpr int kElems = kVecs * kChunkElems;      // row elements per lane
-
-  // Lane (gi, gl) = (lane / kLanes, lane % kLanes) holds chunks gl + kLanes * v of a row
-  // (neighbouring lanes read neighbouring chunks), for every head of the group.
-  float q[kGroup][kElems];  // q * scale * log2(e)
-  float acc[kGroup][kElems];
-  float m[kGroup];
-  float l[kGroup];
+// Lane (gi, gl) = (lane / kLanes, lane % kLanes) holds chunks gl + kLanes * v of a row
+// (neighbouring lanes read neighbouring chunks), for every head of the group. kLanes lanes share
+// a row; a template, so that only the path in use is instantiated.
+template <int kLanes = lanes_per_row(kChunks)>
+struct SimtState : ka_split_kv::LaneSoftmax<kLanes, kGroup, kChunks / kLanes * kChunkElems> {
+  static constexpr int kVecs = kChunks / kLanes;      // 16-byte chunks per lane per row
+  static constexpr int kRows = 32 / kLanes;           // rows a warp works on at once
+  static constexpr int kElems = kVecs * kChunkElems;  // row elements per lane
+  using Softmax = ka_split_kv::LaneSoftmax<kLanes, kGroup, kElems>;
+  using Softmax::acc;
+  using Softmax::l;
+  using Softmax::m;
+  using Softmax::q;
   int lane;
 
   __device__ __forceinline__ void init(const KaArgs& ka, long long b, int kvh, int lane_,
@@ -482,18 +442,13 @@ struct SimtState {
       const ka_qkv_t* q_row = ka.q_row(b, 0, kvh * kGroup + g);
 #pragma unroll
       for (int v = 0; v < kVecs; ++v) {
-        const uint4 raw =
-            *reinterpret_cast<const uint4*>(q_row + (gl + kLanes * v) * kChunkElems);
+        const uint4 raw = *reinterpret_cast<const uint4*>(q_row + (gl + kLanes * v) * kChunkElems);
         chunk_to_float(raw, &q[g][v * kChunkElems]);
       }
 #pragma unroll
-      for (int e = 0; e < kElems; ++e) {
-        q[g][e] *= scale_log2;
-        acc[g][e] = 0.f;
-      }
-      m[g] = -INFINITY;
-      l[g] = 0.f;
+      for (int e = 0; e < kElems; ++e) q[g][e] *= scale_log2;
     }
+    this->reset();
   }
 
   __device__ __forceinline__ void load_row(uint32_t stage, int row, float* out) const {
@@ -525,61 +480,18 @@ struct SimtState {
         for (int e = 0; e < kElems; ++e) k[e] = 0.f;
       }
       float dot[kGroup];
-#pragma unroll
-      for (int g = 0; g < kGroup; ++g) {
-        float sum = 0.f;
-#pragma unroll
-        for (int e = 0; e < kElems; ++e) sum = fmaf(q[g][e], k[e], sum);
-        dot[g] = sum;
-      }
-      // Sum over the kLanes lanes of the row (xor offsets < kLanes stay inside the group).
-#pragma unroll
-      for (int offset = kLanes / 2; offset > 0; offset /= 2)
-#pragma unroll
-        for (int g = 0; g < kGroup; ++g) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], offset);
+      this->logits(k, 1.f, dot);
       if (ok) {
         float v[kElems];
         load_row(v_stage, row, v);
-#pragma unroll
-        for (int g = 0; g < kGroup; ++g) {
-          const float s = dot[g];
-          if (s > m[g]) {  // new max: rescale (m = -inf gives alpha = 0, l and acc are 0)
-            const float alpha = fast_exp2(m[g] - s);
-            l[g] *= alpha;
-#pragma unroll
-            for (int e = 0; e < kElems; ++e) acc[g][e] *= alpha;
-            m[g] = s;
-          }
-          const float p = fast_exp2(s - m[g]);
-          l[g] += p;
-#pragma unroll
-          for (int e = 0; e < kElems; ++e) acc[g][e] = fmaf(p, v[e], acc[g][e]);
-        }
+        this->add(dot, v, 1.f);
       }
     }
   }
 
-  /// Merges the warp's lane groups (xor offsets >= kLanes pair lanes holding the same chunks)
-  /// and writes the merged state from lane group 0.
+  /// Merges the warp's lane groups and writes the merged state from lane group 0.
   __device__ __forceinline__ void store(float* cm, float* cl, float* cacc, int warp) {
-#pragma unroll
-    for (int offset = kLanes; offset < 32; offset *= 2) {
-#pragma unroll
-      for (int g = 0; g < kGroup; ++g) {
-        const float m2 = __shfl_xor_sync(0xffffffffu, m[g], offset);
-        const float l2 = __shfl_xor_sync(0xffffffffu, l[g], offset);
-        const float mx = fmaxf(m[g], m2);
-        const float w1 = m[g] == -INFINITY ? 0.f : fast_exp2(m[g] - mx);
-        const float w2 = m2 == -INFINITY ? 0.f : fast_exp2(m2 - mx);
-        l[g] = l[g] * w1 + l2 * w2;
-#pragma unroll
-        for (int e = 0; e < kElems; ++e) {
-          const float a2 = __shfl_xor_sync(0xffffffffu, acc[g][e], offset);
-          acc[g][e] = acc[g][e] * w1 + a2 * w2;
-        }
-        m[g] = mx;
-      }
-    }
+    this->merge_groups();
     if (lane >= kLanes) return;
     const int gl = lane;
 #pragma unroll
@@ -602,140 +514,50 @@ struct SimtState {
 using TileState = typename std::conditional<kUseMma, MmaState<>, SimtState<>>::type;
 
 // ---------------------------------------------------------------------------------------------
-// Merging splits.
-
-/// Combines the splits of query head h of sequence b from the workspace (log-sum-exp rule)
-/// and writes its output row and lse. Called by a whole CTA (any multiple of 32 threads);
-/// s_w holds kMaxSplits + 1 floats. Partials are read with ld.global.cg: with
-/// COMBINE=last_cta they were written by other CTAs of this kernel, and L1 is not coherent.
-__device__ __forceinline__ void combine_head(const KaArgs& ka, const Workspace& ws, long long b,
-                                             int h, int nsplit, float* s_w) {
-  const long long base = (b * kQHeads + h) * ws.splits;
-  if (threadIdx.x < 32) {
-    const int lane = threadIdx.x;
-    float mx = -INFINITY;
-    for (int s = lane; s < nsplit; s += 32) {
-      const float x = __ldcg(ws.lse + base + s);
-      s_w[s] = x;
-      mx = fmaxf(mx, x);
-    }
-    mx = warp_max(mx);
-    // Each lane rewrites only the entries it wrote itself: no race inside the warp.
-    float den = 0.f;
-    for (int s = lane; s < nsplit; s += 32) {
-      const float x = s_w[s];
-      const float w = x == -INFINITY ? 0.f : exp2f(x - mx);
-      s_w[s] = w;
-      den += w;
-    }
-    den = warp_sum(den);
-    const float inv = den > 0.f ? 1.f / den : 0.f;
-    for (int s = lane; s < nsplit; s += 32) s_w[s] *= inv;
-    if (lane == 0) s_w[kMaxSplits] = den > 0.f ? mx + log2f(den) : -INFINITY;
-  }
-  __syncthreads();
-  ka_o_t* out = ka.o_row(b, 0, h);
-  for (int d = threadIdx.x; d < kHeadDim; d += blockDim.x) {
-    float o = 0.f;
-    for (int s = 0; s < nsplit; ++s) o = fmaf(s_w[s], __ldcg(ws.o + (base + s) * kHeadDim + d), o);
-    out[d] = ka_from_float<ka_o_t>(o);
-  }
-  if (threadIdx.x == 0) {
-    const float lse2 = s_w[kMaxSplits];
-    ka.store_lse(b, 0, h, lse2 == -INFINITY ? -INFINITY : lse2 * kLn2);
-  }
-  __syncthreads();  // s_w is reused by the next head
-}
-
-// ---------------------------------------------------------------------------------------------
 // Kernels.
 
 /// blockIdx.x = (b * KV_HEADS + kvh) * ws.splits + s.
-__global__ void __launch_bounds__(kThreads) decode_split_kernel(const KaArgs ka, const Workspace ws) {
+__global__ void __launch_bounds__(kThreads)
+    decode_split_kernel(const KaArgs ka, const ka_split_kv::Workspace ws) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const int s = static_cast<int>(blockIdx.x % ws.splits);
-  const long long rest = blockIdx.x / ws.splits;
-  const int kvh = static_cast<int>(rest % kKvHeads);
-  const long long b = rest / kKvHeads;
-  const long long len = ka.kv_len(b);
-  long long chunk;
-  const int nsplit = splits_of(len, ws.splits, chunk);
-  if (s >= nsplit) return;  // the whole CTA leaves, before any barrier
-  const long long k0 = s * chunk;
-  const long long k1 = k0 + chunk < len ? k0 + chunk : len;  // k0 < k1 unless len == 0
+  ka_split_kv::Split split;
+  if (!ka_split_kv::find_split<kSplitStep>(ka, ws, split)) return;  // before any barrier
+  const long long b = split.b;
+  const int kvh = split.kvh;
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   TileState state;
   state.init(ka, b, kvh, lane, ka.scale() * kLog2e);
-  stream_tiles(ka, b, kvh, k0, k1, smem + warp * kStages * kStageBytes, warp, lane, state);
+  stream_tiles(ka, b, kvh, split.k0, split.k1, smem + warp * kStages * kStageBytes, warp, lane,
+               state);
 
   // Every warp is done with its ring (its own copies drained by cp_async_wait<0>), so the
-  // rings can be overwritten by the combine area.
+  // rings can be overwritten by the warps' states.
   __syncthreads();
-  float* cm = reinterpret_cast<float*>(smem);
-  float* cl = cm + kWarps * kGroup;
-  float* cacc = cl + kWarps * kGroup;
-  state.store(cm, cl, cacc, warp);
+  const WarpStates states(reinterpret_cast<float*>(smem));
+  state.store(states.m, states.l, states.acc, warp);
   __syncthreads();
-
-  // Merge the warps: weights 2^(m_w - M); a warp that saw no key has m = -inf and weight 0.
-  const bool direct = nsplit == 1;
-  for (int idx = threadIdx.x; idx < kGroup * kHeadDim; idx += kThreads) {
-    const int g = idx / kHeadDim;
-    const int d = idx % kHeadDim;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, cm[w * kGroup + g]);
-    float lsum = 0.f, a = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float mw = cm[w * kGroup + g];
-      const float weight = mw == -INFINITY ? 0.f : exp2f(mw - mx);
-      lsum = fmaf(cl[w * kGroup + g], weight, lsum);
-      a = fmaf(cacc[static_cast<long long>(w * kGroup + g) * kHeadDim + d], weight, a);
-    }
-    const float o = lsum > 0.f ? a / lsum : 0.f;
-    const float lse2 = lsum > 0.f ? mx + log2f(lsum) : -INFINITY;
-    const int h = kvh * kGroup + g;
-    if (direct) {
-      ka.o_row(b, 0, h)[d] = ka_from_float<ka_o_t>(o);
-      if (d == 0) ka.store_lse(b, 0, h, lse2 == -INFINITY ? -INFINITY : lse2 * kLn2);
-    } else {
-      const long long part = (b * kQHeads + h) * ws.splits + s;
-      ws.o[part * kHeadDim + d] = o;
-      if (d == 0) ws.lse[part] = lse2;
-    }
-  }
+  ka_split_kv::write_split(ka, ws, states, split);
 
 #if COMBINE == KA_COMBINE_last_cta
-  __shared__ float s_w[kMaxSplits + 1];
+  __shared__ float s_w[ka_split_kv::kMaxSplits + 1];
   __shared__ int s_last;
-  if (direct) return;
+  if (split.nsplit == 1) return;
   // Release: this thread's partials are visible device-wide before thread 0 takes a ticket
   // (the barrier orders every thread's fence before the atomic).
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned ticket = atomicAdd(ws.counters + (b * kKvHeads + kvh), 1u);
-    s_last = ticket == static_cast<unsigned>(nsplit - 1);
+    s_last = ticket == static_cast<unsigned>(split.nsplit - 1);
   }
   __syncthreads();
   if (!s_last) return;
   __threadfence();  // acquire: the other splits' partials, published before their tickets
-  for (int g = 0; g < kGroup; ++g) combine_head(ka, ws, b, kvh * kGroup + g, nsplit, s_w);
+  for (int g = 0; g < kGroup; ++g)
+    ka_split_kv::combine_head(ka, ws, b, kvh * kGroup + g, split.nsplit, s_w);
 #endif
-}
-
-/// blockIdx.x = b * Q_HEADS + h; kCombineThreads threads.
-__global__ void __launch_bounds__(kCombineThreads) combine_kernel(const KaArgs ka, const Workspace ws) {
-  __shared__ float s_w[kMaxSplits + 1];
-  const long long b = blockIdx.x / kQHeads;
-  const int h = static_cast<int>(blockIdx.x % kQHeads);
-  long long chunk;
-  const int nsplit = splits_of(ka.kv_len(b), ws.splits, chunk);
-  if (nsplit == 1) return;  // the split kernel wrote this head directly
-  combine_head(ka, ws, b, h, nsplit, s_w);
 }
 
 }  // namespace ka_attn

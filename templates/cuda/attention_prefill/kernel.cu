@@ -43,6 +43,8 @@
 // applied only when two fit in shared memory).
 #include "ka_problem.h"
 
+#include "ka_attention_common.cuh"
+
 static_assert(sizeof(ka_qkv_t) == 2,
               "attention_prefill serves bfloat16 and float16 q/k/v (knobs.json: ELEM_BYTES == 2)");
 static_assert(KA_HEAD_DIM % 16 == 0 && KA_HEAD_DIM <= 256,
@@ -52,12 +54,12 @@ constexpr int kD = KA_HEAD_DIM;
 constexpr int kThreads = WARPS * 32;
 constexpr int kMTiles = BLOCK_M / (16 * WARPS);  // m16 tiles per warp
 constexpr int kWarpRows = 16 * kMTiles;
-constexpr int kSTiles = BLOCK_N / 8;  // n8 tiles of S (keys) per m16 tile
-constexpr int kKSteps = kD / 16;      // k16 steps of Q K^T (over the head dimension)
-constexpr int kOTiles = kD / 8;       // n8 tiles of O (head dimension)
-constexpr int kPvSteps = BLOCK_N / 16;  // k16 steps of P V (over the keys)
-constexpr int kLd = kD + 8;           // shared-memory row stride, elements
-constexpr int kChunks = kD / 8;       // 16-byte chunks per row
+constexpr int kSTiles = BLOCK_N / 8;             // n8 tiles of S (keys) per m16 tile
+constexpr int kKSteps = kD / 16;                 // k16 steps of Q K^T (over the head dimension)
+constexpr int kOTiles = kD / 8;                  // n8 tiles of O (head dimension)
+constexpr int kPvSteps = BLOCK_N / 16;           // k16 steps of P V (over the keys)
+constexpr int kLd = kD + 8;                      // shared-memory row stride, elements
+constexpr int kChunks = kD / 8;                  // 16-byte chunks per row
 constexpr int kPack = HEAD_PACK ? KA_GROUP : 1;  // query heads sharing one CTA
 static_assert(BLOCK_M % (16 * WARPS) == 0 && kMTiles >= 1, "BLOCK_M = 16 * WARPS * M_TILES");
 static_assert(BLOCK_N % 16 == 0, "BLOCK_N is a multiple of 16");
@@ -70,21 +72,8 @@ constexpr int kSmemBytes = (BLOCK_M + 2 * STAGES * BLOCK_N) * kLd * 2 + 64;
 // SM on sm_90, 1 KB of it reserved per CTA), otherwise it would only cost registers.
 constexpr int kMinBlocks = MIN_BLOCKS >= 2 && 2 * (kSmemBytes + 1024) <= 228 * 1024 ? 2 : 1;
 
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
-
-__device__ __forceinline__ float neg_inf() {
-  return __int_as_float(0xff800000u);
-}
-
 __device__ __forceinline__ unsigned smem_address(const void* pointer) {
   return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
-}
-
-__device__ __forceinline__ void cp_async_16(void* smem, const void* global) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_address(smem)),
-               "l"(global)
-               : "memory");
 }
 
 __device__ __forceinline__ void cp_async_commit() {
@@ -136,48 +125,8 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Two floats rounded to nearest-even into one 32-bit pair of 16-bit elements, lo in the low half.
-__device__ __forceinline__ unsigned pack_pair(float lo, float hi, __nv_bfloat16) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&v);
-}
-
-__device__ __forceinline__ unsigned pack_pair(float lo, float hi, __half) {
-  const __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&v);
-}
-
-// Never called (a float32 output is written from the accumulators); it keeps the overload set
-// unambiguous when ka_o_t is float.
-__device__ __forceinline__ unsigned pack_pair(float, float, float) {
-  return 0u;
-}
-
-// 2^x; ex2.approx(-inf) = +0, which the masked logits rely on.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
 __device__ __forceinline__ bool aligned_16(const void* pointer) {
   return (reinterpret_cast<unsigned long long>(pointer) & 15) == 0;
-}
-
-// 8 elements (16 bytes) of a row into shared memory: one cp.async when the source is 16-byte
-// aligned, element by element otherwise (a plain shared store, ordered by the same barriers).
-__device__ __forceinline__ void copy_chunk(ka_qkv_t* dst, const ka_qkv_t* src) {
-  if (aligned_16(src)) {
-    cp_async_16(dst, src);
-  } else {
-    const unsigned short* s = reinterpret_cast<const unsigned short*>(src);
-    uint4 packed;
-    packed.x = s[0] | (static_cast<unsigned>(s[1]) << 16);
-    packed.y = s[2] | (static_cast<unsigned>(s[3]) << 16);
-    packed.z = s[4] | (static_cast<unsigned>(s[5]) << 16);
-    packed.w = s[6] | (static_cast<unsigned>(s[7]) << 16);
-    *reinterpret_cast<uint4*>(dst) = packed;
-  }
 }
 
 __device__ __forceinline__ void zero_chunk(ka_qkv_t* dst) {
@@ -188,9 +137,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     ka_attention_prefill(KA_KERNEL_PARAMS) {
   const KaArgs ka = KA_ARGS;
   extern __shared__ __align__(16) unsigned char ka_smem[];
-  ka_qkv_t* q_smem = reinterpret_cast<ka_qkv_t*>(ka_smem);          // [BLOCK_M][kLd]
-  ka_qkv_t* k_smem = q_smem + BLOCK_M * kLd;                          // [STAGES][BLOCK_N][kLd]
-  ka_qkv_t* v_smem = k_smem + STAGES * BLOCK_N * kLd;                 // [STAGES][BLOCK_N][kLd]
+  ka_qkv_t* q_smem = reinterpret_cast<ka_qkv_t*>(ka_smem);  // [BLOCK_M][kLd]
+  ka_qkv_t* k_smem = q_smem + BLOCK_M * kLd;                // [STAGES][BLOCK_N][kLd]
+  ka_qkv_t* v_smem = k_smem + STAGES * BLOCK_N * kLd;       // [STAGES][BLOCK_N][kLd]
   int* limit_smem = reinterpret_cast<int*>(v_smem + STAGES * BLOCK_N * kLd);  // [WARPS]
 
   const int tid = threadIdx.x;
@@ -199,44 +148,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const unsigned kFull = 0xffffffffu;
 
   // ---- Which sequence b and which tile of its rows this CTA computes.
-  const long long batch = ka.batch();
   long long b = -1;
   long long tile = 0;
-  if (KA_RAGGED_Q) {
-    // Tiles are numbered sequence after sequence, and CTA x takes number gridDim.x - 1 - x: the
-    // first CTAs scheduled hold the numbers past the last tile (the grid is an upper bound) and
-    // exit at once, the next ones get the last tiles of the sequences (the longest under a
-    // causal mask).
-    long long t = static_cast<long long>(gridDim.x) - 1 - blockIdx.x;
-    for (long long base = 0; base < batch; base += 32) {
-      const long long mine = base + lane;
-      const long long tiles =
-          mine < batch ? (ka.q_len(mine) * kPack + BLOCK_M - 1) / BLOCK_M : 0;
-      long long inclusive = tiles;  // inclusive prefix sum over the lanes
-#pragma unroll
-      for (int offset = 1; offset < 32; offset *= 2) {
-        const long long other = __shfl_up_sync(kFull, inclusive, offset);
-        if (lane >= offset) inclusive += other;
-      }
-      const long long total = __shfl_sync(kFull, inclusive, 31);
-      if (t < total) {  // warp-uniform
-        const int first = __ffs(__ballot_sync(kFull, t < inclusive)) - 1;
-        const long long before = __shfl_sync(kFull, inclusive - tiles, first);
-        b = base + first;
-        tile = t - before;
-        break;
-      }
-      t -= total;
-    }
-    if (b < 0) return;  // past the last tile (the same answer in every warp)
-  } else {
-    if (batch <= 0) return;
-    const long long tiles_per_sequence = static_cast<long long>(gridDim.x) / batch;
-    if (tiles_per_sequence == 0) return;  // no rows at all (the grid was padded to one CTA)
-    b = blockIdx.x / tiles_per_sequence;
-    if (b >= batch) return;
-    tile = tiles_per_sequence - 1 - blockIdx.x % tiles_per_sequence;
-  }
+  if (!ka_attention_find_tile(ka, kPack, BLOCK_M, b, tile)) return;
   const long long rows_total = ka.q_len(b) * kPack;
   const long long row0 = tile * BLOCK_M;
   if (row0 >= rows_total) return;
@@ -285,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     ka_qkv_t* dst = q_smem + r * kLd + chunk * 8;
     const long long p = row0 + r;
     if (p < rows_total)
-      copy_chunk(dst, ka.q_row(b, row_query(p), row_head(p)) + chunk * 8);
+      ka_copy_chunk_16(dst, ka.q_row(b, row_query(p), row_head(p)) + chunk * 8);
     else
       zero_chunk(dst);
   }
@@ -310,7 +224,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
       ka_qkv_t* dst = buffer + r * kLd + chunk * 8;
       const int j = n0 + r;
       if (j < kv_len)
-        copy_chunk(dst, (values ? ka.v_row(b, j, kvh) : ka.k_row(b, j, kvh)) + chunk * 8);
+        ka_copy_chunk_16(dst, (values ? ka.v_row(b, j, kvh) : ka.k_row(b, j, kvh)) + chunk * 8);
       else
         zero_chunk(dst);
     }
@@ -343,11 +257,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
       for (int e = 0; e < 4; ++e) o_acc[mt][n][e] = 0.0f;
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-      row_max[mt][hf] = neg_inf();
+      row_max[mt][hf] = ka_neg_inf();
       row_sum[mt][hf] = 0.0f;
     }
   }
-  const float scale_log2 = ka.scale() * kLog2e;
+  const float scale_log2 = ka.scale() * ka_log2e;
 
   // Q fragments in registers (Q_IN_REGS), loaded once Q has landed.
   unsigned q_frag[Q_IN_REGS ? kMTiles : 1][Q_IN_REGS ? kKSteps : 1][4];
@@ -404,13 +318,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        float tile_max = neg_inf();
+        float tile_max = ka_neg_inf();
 #pragma unroll
         for (int n = 0; n < kSTiles; ++n) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float x = s_acc[mt][n][2 * hf + e] * scale_log2;
-            if (masked && n0 + n * 8 + 2 * c4 + e >= limit[mt][hf]) x = neg_inf();
+            if (masked && n0 + n * 8 + 2 * c4 + e >= limit[mt][hf]) x = ka_neg_inf();
             s_acc[mt][n][2 * hf + e] = x;
             tile_max = fmaxf(tile_max, x);
           }
@@ -421,15 +335,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
         const float new_max = fmaxf(row_max[mt][hf], tile_max);
         // While every key so far is masked the max is -inf; subtracting 0 instead keeps
         // exp2(-inf - m) = 0 and avoids -inf - -inf = NaN.
-        const float base = new_max == neg_inf() ? 0.0f : new_max;
-        const float alpha = fast_exp2(row_max[mt][hf] - base);
+        const float base = new_max == ka_neg_inf() ? 0.0f : new_max;
+        const float alpha = ka_fast_exp2(row_max[mt][hf] - base);
         row_max[mt][hf] = new_max;
         float sum = 0.0f;
 #pragma unroll
         for (int n = 0; n < kSTiles; ++n) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const float pv = fast_exp2(s_acc[mt][n][2 * hf + e] - base);
+            const float pv = ka_fast_exp2(s_acc[mt][n][2 * hf + e] - base);
             s_acc[mt][n][2 * hf + e] = pv;
             sum += pv;
           }
@@ -454,10 +368,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
       unsigned a[kMTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        a[mt][0] = pack_pair(s_acc[mt][2 * kk][0], s_acc[mt][2 * kk][1], ka_qkv_t());
-        a[mt][1] = pack_pair(s_acc[mt][2 * kk][2], s_acc[mt][2 * kk][3], ka_qkv_t());
-        a[mt][2] = pack_pair(s_acc[mt][2 * kk + 1][0], s_acc[mt][2 * kk + 1][1], ka_qkv_t());
-        a[mt][3] = pack_pair(s_acc[mt][2 * kk + 1][2], s_acc[mt][2 * kk + 1][3], ka_qkv_t());
+        a[mt][0] = ka_pack_pair(s_acc[mt][2 * kk][0], s_acc[mt][2 * kk][1], ka_qkv_t());
+        a[mt][1] = ka_pack_pair(s_acc[mt][2 * kk][2], s_acc[mt][2 * kk][3], ka_qkv_t());
+        a[mt][2] = ka_pack_pair(s_acc[mt][2 * kk + 1][0], s_acc[mt][2 * kk + 1][1], ka_qkv_t());
+        a[mt][3] = ka_pack_pair(s_acc[mt][2 * kk + 1][2], s_acc[mt][2 * kk + 1][3], ka_qkv_t());
       }
 #pragma unroll
       for (int dp = 0; dp < kOTiles / 2; ++dp) {
@@ -515,7 +429,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     for (int j = 0; j < kv_tiles; ++j) {
       const int n0 = j * BLOCK_N;
       const bool active = n0 < warp_max;  // warp-uniform
-      cp_async_wait<1>();  // all but V_j: Q and K_j
+      cp_async_wait<1>();                 // all but V_j: Q and K_j
       __syncthreads();
       if (j == 0) load_q_frags();
       if (active) compute_scores(k_smem);
@@ -546,7 +460,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
       inv_sum[mt][hf] = sum > 0.0f ? 1.0f / sum : 0.0f;
       const long long p = row0 + warp * kWarpRows + mt * 16 + g + 8 * hf;
       if (KA_HAS_LSE && c4 == 0 && p < rows_total) {
-        const float lse = sum > 0.0f ? (row_max[mt][hf] + log2f(sum)) * kLn2 : neg_inf();
+        const float lse = sum > 0.0f ? (row_max[mt][hf] + log2f(sum)) * ka_ln2 : ka_neg_inf();
         ka.store_lse(b, row_query(p), row_head(p), lse);
       }
     }
@@ -564,8 +478,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
         for (int n = 0; n < kOTiles; ++n) {
           *reinterpret_cast<unsigned*>(stage + r * kLd + n * 8 + 2 * c4) =
-              pack_pair(o_acc[mt][n][2 * hf] * inv_sum[mt][hf],
-                        o_acc[mt][n][2 * hf + 1] * inv_sum[mt][hf], ka_o_t());
+              ka_pack_pair(o_acc[mt][n][2 * hf] * inv_sum[mt][hf],
+                           o_acc[mt][n][2 * hf + 1] * inv_sum[mt][hf], ka_o_t());
         }
       }
     }

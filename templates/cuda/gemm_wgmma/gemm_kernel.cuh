@@ -20,8 +20,9 @@
 #include <type_traits>
 
 #include "ka_problem.h"
+#include "ka_sm90.cuh"
+#include "ka_wgmma.cuh"
 #include "sm90_ops.h"
-#include "wgmma_ops.h"
 
 namespace ka_gemm {
 
@@ -111,8 +112,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                       const __grid_constant__ CUtensorMap map_b, const KaArgs ka, float* partials,
                       int splits, int split_steps) {
   extern __shared__ uint8_t shared_raw[];
-  __shared__ uint64_t full[kStages];
-  __shared__ uint64_t empty[kStages];
+  __shared__ unsigned long long full[kStages];
+  __shared__ unsigned long long empty[kStages];
   uint8_t* shared = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) &
                                                ~static_cast<uintptr_t>(1023));
   uint8_t* tiles_a = shared;

@@ -1,0 +1,456 @@
+// Hopper forward attention (prefill) on wgmma, FlashAttention-3 style, for bfloat16 / float16
+// q, k, v with head dim 64 or 128 and float32 accumulation (sm_90a):
+//   O = softmax(scale * Q K^T [causal mask]) V   per query head, query head h reading kv head
+//   h / KA_GROUP.
+//
+// Warp specialisation. A CTA is 1 + CONSUMERS warpgroups and owns 64 * CONSUMERS query rows of
+// one sequence and one head. Warpgroup 0 is the producer: it copies the Q tile once and then
+// the K and V tiles of BLOCK_N keys into a STAGES-deep ring, and gives most of its registers to
+// the consumers (setmaxnreg). Consumer warpgroup c owns 64 query rows: S = Q K^T runs as
+// wgmma m64nBLOCK_Nk16 with both operands in shared memory, the online softmax runs on the
+// accumulators in registers (base-2 domain, scale * log2(e) folded in), P is rounded to the
+// input type in registers and O += P V runs as wgmma m64nHEAD_DIMk16 with P as the register
+// operand (an m64n16 accumulator slice is exactly the A fragment of a k16 step) and V read
+// N-major from shared memory (its rows as they arrive, no transpose). The two consumer
+// warpgroups run out of step, so one's softmax hides behind the other's tensor-core work.
+//
+// Loads. The producer copies rows with 16-byte cp.async through the header's row accessors
+// (ka.k_row(b, j, kvh), ...), so dense, ragged and paged caches (any page size) are read the
+// same way; rows past the sequence's end are zero-filled (cp.async with a source size of 0).
+// Shared memory holds every tile as 128-byte rows of 64 elements under the 128B swizzle (chunk
+// c of row r at chunk c ^ (r % 8)), one such block per 64 columns of the head dim, which is
+// the layout the wgmma descriptors describe. A tile is announced on its mbarrier by
+// cp.async.mbarrier.arrive (one arrival per producer thread, each once its copies landed);
+// consumers release a K or V buffer by an arrival per warp on its "empty" barrier once the
+// wgmma that read it completed. A row whose address is not 16-byte aligned is copied by plain
+// loads and stores instead, after which that producer thread waits for its own cp.asyncs and
+// arrives normally.
+//
+// Masking. Query i of sequence b sees keys [0, ka.causal_limit(b, i)); limits never decrease
+// with i, so a consumer's first and last rows bound its key range: tiles past its last row's
+// limit are skipped (still waited for and released, which keeps the barriers' phases in step),
+// and only tiles reaching past its first row's limit are masked. A row that sees no key gets a
+// zero output and an lse of -inf.
+//
+// Grid: ka_attention_find_tile (ka_attention_common.cuh); blockIdx.y is the query head.
+// Knobs: BLOCK_N (keys per tile), STAGES (ring depth), CONSUMERS (1 or 2 consumer warpgroups).
+#include "ka_problem.h"
+
+#include "ka_attention_common.cuh"
+#include "ka_mma_sync.cuh"
+#include "ka_sm90.cuh"
+#include "ka_wgmma.cuh"
+
+static_assert(sizeof(ka_qkv_t) == 2,
+              "attention_prefill_wgmma serves bfloat16 and float16 q/k/v (ELEM_BYTES == 2)");
+static_assert(KA_HEAD_DIM == 64 || KA_HEAD_DIM == 128,
+              "attention_prefill_wgmma: HEAD_DIM must be 64 or 128");
+
+template <typename T>
+struct KaIsHalf {
+  static constexpr bool value = false;
+};
+template <>
+struct KaIsHalf<__half> {
+  static constexpr bool value = true;
+};
+
+constexpr int kD = KA_HEAD_DIM;
+constexpr bool kF16 = KaIsHalf<ka_qkv_t>::value;
+constexpr int kConsumers = CONSUMERS;
+constexpr int kBlockM = 64 * CONSUMERS;
+constexpr int kThreads = 128 * (CONSUMERS + 1);
+constexpr int kChunks = kD / 8;  // 16-byte chunks of a row
+constexpr int kQBytes = kBlockM * kD * 2;
+constexpr int kTileBytes = BLOCK_N * kD * 2;  // one K or V buffer
+constexpr int kSTiles = BLOCK_N / 8;          // n8 column groups of S
+constexpr int kOTiles = kD / 8;               // n8 column groups of O
+static_assert(BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N is 64 or 128");
+static_assert(STAGES >= 2, "STAGES >= 2");
+// Shared memory: [Q][STAGES K][STAGES V], every tile 1024-byte aligned for the swizzle, then the
+// barriers; launch.shared_bytes adds 1024 bytes to align the dynamic base.
+constexpr int kBarrierOffset = kQBytes + 2 * STAGES * kTileBytes;
+
+// Registers: with two consumers the producer keeps 40 and each consumer gets 232
+// ((40 + 2 * 232) * 128 <= 64K); with one consumer every thread has 255 to begin with.
+constexpr int kProducerRegisters = 40;
+constexpr int kConsumerRegisters = 232;
+
+__device__ __forceinline__ long long ka_clamp(long long x, long long lo, long long hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+
+// Copies `rows` rows (row r from row_of(r), or zeros for r >= valid) into a swizzled tile, the
+// producer's 128 threads sharing the 16-byte chunks; returns whether this thread copied any
+// chunk by plain loads and stores (an unaligned row).
+template <typename RowOf>
+__device__ __forceinline__ bool ka_copy_tile(unsigned char* tile, int rows, long long valid,
+                                             const ka_qkv_t* fallback, RowOf row_of, int thread) {
+  bool plain = false;
+  constexpr int kRowsPerPass = 128 / kChunks;
+  const int chunk = thread % kChunks;
+  const unsigned block = chunk / 8;  // which 64-column block
+  const unsigned chunk_in_block = chunk % 8;
+#pragma unroll 1
+  for (int r = thread / kChunks; r < rows; r += kRowsPerPass) {
+    unsigned char* dst =
+        tile + block * rows * 128 + ka_sm90::swizzle_128b_offset(r, chunk_in_block);
+    if (r < valid) {
+      plain |= ka_copy_chunk_16(dst, row_of(r) + chunk * 8);
+    } else {
+      ka_cp_async_16(dst, fallback, 0);  // zero-fill, reads nothing
+    }
+  }
+  return plain;
+}
+
+// Announces this thread's part of a tile on `barrier`: asynchronously once its cp.asyncs land,
+// or, when it stored some chunks itself, after waiting for them (plain stores cannot be tracked
+// by the barrier's asynchronous arrival).
+__device__ __forceinline__ void ka_announce(unsigned long long* barrier, bool plain) {
+  if (plain) {
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    ka_sm90::mbarrier_arrive(barrier);
+  } else {
+    ka_sm90::cp_async_mbarrier_arrive(barrier);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    ka_attention_prefill_wgmma(KA_KERNEL_PARAMS) {
+  const KaArgs ka = KA_ARGS;
+  extern __shared__ unsigned char ka_smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<unsigned long long>(ka_smem_raw) + 1023) & ~1023ull);
+  unsigned char* q_tile = smem;
+  unsigned char* k_tiles = smem + kQBytes;
+  unsigned char* v_tiles = k_tiles + STAGES * kTileBytes;
+  unsigned long long* barriers = reinterpret_cast<unsigned long long*>(smem + kBarrierOffset);
+  unsigned long long* q_full = barriers;
+  unsigned long long* k_full = barriers + 1;
+  unsigned long long* v_full = k_full + STAGES;
+  unsigned long long* k_empty = v_full + STAGES;
+  unsigned long long* v_empty = k_empty + STAGES;
+
+  const int tid = threadIdx.x;
+  // Broadcast from lane 0 so that ptxas sees a warp-uniform value: branches on a value it thinks
+  // divergent make it serialise every wgmma of the kernel (C7520).
+  const int warpgroup = __shfl_sync(0xffffffffu, tid / 128, 0);
+  const int thread = tid % 128;
+
+  long long b = -1;
+  long long tile = 0;
+  if (!ka_attention_find_tile(ka, 1, kBlockM, b, tile)) return;
+  const long long q_len = ka.q_len(b);
+  const long long row0 = tile * kBlockM;
+  if (row0 >= q_len) return;
+  const long long kv_len = ka.kv_len(b);
+  const int h = static_cast<int>(blockIdx.y);
+  const int kvh = h / KA_GROUP;
+  // The CTA needs the keys its last row sees (limits never decrease with the row).
+  const long long last_row = (row0 + kBlockM < q_len ? row0 + kBlockM : q_len) - 1;
+  const long long cta_limit = ka_clamp(ka.causal_limit(b, last_row), 0, kv_len);
+  const int kv_tiles = static_cast<int>((cta_limit + BLOCK_N - 1) / BLOCK_N);
+
+  if (tid == 0) {
+    ka_sm90::mbarrier_init(q_full, 128);
+    for (int s = 0; s < STAGES; ++s) {
+      ka_sm90::mbarrier_init(&k_full[s], 128);
+      ka_sm90::mbarrier_init(&v_full[s], 128);
+      ka_sm90::mbarrier_init(&k_empty[s], 4 * kConsumers);
+      ka_sm90::mbarrier_init(&v_empty[s], 4 * kConsumers);
+    }
+    ka_sm90::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---- Producer.
+    if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_dec<kProducerRegisters>();
+    const ka_qkv_t* q_first = ka.q_row(b, row0, h);
+    const bool q_plain = ka_copy_tile(
+        q_tile, kBlockM, q_len - row0, q_first, [&](int r) { return ka.q_row(b, row0 + r, h); },
+        thread);
+    ka_announce(q_full, q_plain);
+    // Zero-fill copies need a valid address; kv_tiles > 0 means row 0 exists.
+    const ka_qkv_t* k_first = kv_tiles > 0 ? ka.k_row(b, 0, kvh) : q_first;
+    const ka_qkv_t* v_first = kv_tiles > 0 ? ka.v_row(b, 0, kvh) : q_first;
+#pragma unroll 1
+    for (int j = 0; j < kv_tiles; ++j) {
+      const int s = j % STAGES;
+      const long long n0 = static_cast<long long>(j) * BLOCK_N;
+      // Use u = j / STAGES of buffer s waits for the consumers' release of use u - 1.
+      if (j >= STAGES) ka_sm90::mbarrier_wait(&k_empty[s], ((j / STAGES) - 1) & 1);
+      const bool k_plain = ka_copy_tile(
+          k_tiles + s * kTileBytes, BLOCK_N, kv_len - n0, k_first,
+          [&](int r) { return ka.k_row(b, n0 + r, kvh); }, thread);
+      ka_announce(&k_full[s], k_plain);
+      if (j >= STAGES) ka_sm90::mbarrier_wait(&v_empty[s], ((j / STAGES) - 1) & 1);
+      const bool v_plain = ka_copy_tile(
+          v_tiles + s * kTileBytes, BLOCK_N, kv_len - n0, v_first,
+          [&](int r) { return ka.v_row(b, n0 + r, kvh); }, thread);
+      ka_announce(&v_full[s], v_plain);
+    }
+    // A CTA must not exit while its cp.asyncs are in flight.
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    return;
+  }
+
+  // ---- Consumer warpgroup c: rows [64 c, 64 c + 64) of the CTA's tile.
+  if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_inc<kConsumerRegisters>();
+  const int consumer = warpgroup - 1;
+  const int warp = thread / 32;
+  const int lane = thread % 32;
+  const int g = lane / 4;
+  const int c4 = lane % 4;
+  const unsigned full_mask = 0xffffffffu;
+  // This thread's two rows (accumulator rows 16 warp + g and + 8 of the warpgroup's 64).
+  long long query[2];
+  int limit[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    query[hf] = row0 + consumer * 64 + warp * 16 + g + 8 * hf;
+    limit[hf] = query[hf] < q_len
+                    ? static_cast<int>(ka_clamp(ka.causal_limit(b, query[hf]), 0, kv_len))
+                    : 0;
+  }
+  const long long first_query = row0 + consumer * 64;
+  const long long last_query = (first_query + 64 < q_len ? first_query + 64 : q_len) - 1;
+  const bool has_rows = first_query < q_len;
+  const int min_limit =
+      has_rows ? static_cast<int>(ka_clamp(ka.causal_limit(b, first_query), 0, kv_len)) : 0;
+  const int max_limit =
+      has_rows ? static_cast<int>(ka_clamp(ka.causal_limit(b, last_query), 0, kv_len)) : 0;
+  // The key tiles this warpgroup computes; the CTA's later ones it only waits for and releases.
+  const int my_tiles = (max_limit + BLOCK_N - 1) / BLOCK_N;
+
+  float o_acc[kD / 2];
+  float s_acc[BLOCK_N / 2];
+  unsigned p_frag[BLOCK_N / 16][4];
+#pragma unroll
+  for (int i = 0; i < kD / 2; ++i) o_acc[i] = 0.0f;
+  float row_max[2] = {ka_neg_inf(), ka_neg_inf()};
+  float row_sum[2] = {0.0f, 0.0f};  // this thread's part (4 lanes share a row)
+  const float scale_log2 = ka.scale() * ka_log2e;
+
+  const unsigned q_base = ka_sm90::smem_address(q_tile) + consumer * 64 * 128;
+  const unsigned k_base = ka_sm90::smem_address(k_tiles);
+  const unsigned v_base = ka_sm90::smem_address(v_tiles);
+
+  // S = Q K_j^T into s_acc, issued and committed (not waited for).
+  auto issue_scores = [&](int j) {
+    const unsigned k_tile = k_base + (j % STAGES) * kTileBytes;
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk) {
+      // k16 step kk: column block kk / 4 (rows x 128 bytes each), 32 bytes per step inside it.
+      const unsigned block = kk / 4, offset = (kk % 4) * 32;
+      ka_wgmma::Mma<BLOCK_N, kF16>::run(
+          s_acc, ka_sm90::smem_descriptor_128b(q_base + block * kBlockM * 128 + offset),
+          ka_sm90::smem_descriptor_128b(k_tile + block * BLOCK_N * 128 + offset), kk > 0);
+    }
+    ka_sm90::wgmma_commit();
+  };
+  // O += P V_j, issued and committed. V's rows kk * 16 .. + 16 are 2048 bytes into each 64-column
+  // block; the column blocks are BLOCK_N * 128 bytes apart.
+  auto issue_values = [&](int j) {
+    const unsigned v_tile = v_base + (j % STAGES) * kTileBytes;
+#pragma unroll
+    for (int kk = 0; kk < BLOCK_N / 16; ++kk)
+      ka_wgmma::MmaRs<kD, kF16>::run(
+          o_acc, p_frag[kk], ka_sm90::smem_descriptor_128b_mn(v_tile + kk * 2048, BLOCK_N * 128),
+          1);
+    ka_sm90::wgmma_commit();
+  };
+  auto wait_tile = [&](unsigned long long* full, int j) {
+    ka_sm90::mbarrier_wait(&full[j % STAGES], (j / STAGES) & 1);
+    ka_sm90::fence_proxy_async_shared();
+  };
+  auto release_tile = [&](unsigned long long* empty, int j) {
+    __syncwarp();
+    if (lane == 0) ka_sm90::mbarrier_arrive(&empty[j % STAGES]);
+  };
+  // Online softmax of tile j's scores in s_acc (accumulator layout: column group n holds
+  // s_acc[4 n + 2 hf + e] = (row g + 8 hf, column 8 n + 2 c4 + e)): s_acc := exp2(S - new max)
+  // (unnormalised probabilities), the running sums updated; returns nothing but leaves in
+  // alpha[] the factors O must be scaled by, which the caller applies once O is not in flight.
+  float alpha[2];
+  auto softmax = [&](int j) {
+    const int n0 = j * BLOCK_N;
+    const bool masked = n0 + BLOCK_N > min_limit;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float tile_max = ka_neg_inf();
+#pragma unroll
+      for (int n = 0; n < kSTiles; ++n) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float x = s_acc[4 * n + 2 * hf + e] * scale_log2;
+          if (masked && n0 + n * 8 + 2 * c4 + e >= limit[hf]) x = ka_neg_inf();
+          s_acc[4 * n + 2 * hf + e] = x;
+          tile_max = fmaxf(tile_max, x);
+        }
+      }
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(full_mask, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(full_mask, tile_max, 2));
+      const float new_max = fmaxf(row_max[hf], tile_max);
+      // While every key so far is masked the max is -inf; subtracting 0 instead keeps
+      // exp2(-inf - m) = 0 and avoids -inf - -inf = NaN.
+      const float base = new_max == ka_neg_inf() ? 0.0f : new_max;
+      alpha[hf] = ka_fast_exp2(row_max[hf] - base);
+      row_max[hf] = new_max;
+      float sum = 0.0f;
+#pragma unroll
+      for (int n = 0; n < kSTiles; ++n) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = ka_fast_exp2(s_acc[4 * n + 2 * hf + e] - base);
+          s_acc[4 * n + 2 * hf + e] = p;
+          sum += p;
+        }
+      }
+      row_sum[hf] = row_sum[hf] * alpha[hf] + sum;
+    }
+  };
+  auto rescale_output = [&]() {
+#pragma unroll
+    for (int n = 0; n < kOTiles; ++n) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        o_acc[4 * n + 2 * hf] *= alpha[hf];
+        o_acc[4 * n + 2 * hf + 1] *= alpha[hf];
+      }
+    }
+  };
+  // P as the A fragments of P V's k16 steps: step kk covers column groups 2 kk and 2 kk + 1.
+  auto pack_probabilities = [&]() {
+#pragma unroll
+    for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        p_frag[kk][r] = ka_pack_pair(s_acc[8 * kk + 2 * r], s_acc[8 * kk + 2 * r + 1], ka_qkv_t());
+    }
+  };
+  auto fence_scores = [&]() {
+#pragma unroll
+    for (int i = 0; i < BLOCK_N / 2; ++i) ka_sm90::fence_register(s_acc[i]);
+  };
+  auto fence_output = [&]() {
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) ka_sm90::fence_register(o_acc[i]);
+  };
+
+  // The pipeline (FlashAttention-3's intra-warpgroup overlap): S_j = Q K_j^T and O += P_{j-1}
+  // V_{j-1} are issued together; the softmax of S_j runs while P_{j-1} V_{j-1} is still on the
+  // tensor cores, and only the rescaling of O waits for it.
+  ka_sm90::mbarrier_wait(q_full, 0);
+  if (my_tiles > 0) {
+    wait_tile(k_full, 0);
+    ka_sm90::wgmma_fence();
+    issue_scores(0);
+    ka_sm90::wgmma_wait<0>();
+    fence_scores();
+    release_tile(k_empty, 0);
+    softmax(0);
+    pack_probabilities();
+  }
+#pragma unroll 1
+  for (int j = 1; j < my_tiles; ++j) {
+    // V_{j-1} was copied before K_j, so waiting for it first costs nothing, and both waits
+    // before the fence keep the two products back to back (a wait between them makes ptxas
+    // inject a warpgroup arrive, C7519).
+    wait_tile(v_full, j - 1);
+    wait_tile(k_full, j);
+    ka_sm90::wgmma_fence();
+    issue_scores(j);
+    issue_values(j - 1);
+    ka_sm90::wgmma_wait<1>();  // S_j has landed (groups complete in order)
+    fence_scores();
+    release_tile(k_empty, j);
+    softmax(j);
+    ka_sm90::wgmma_wait<0>();  // P_{j-1} V_{j-1} has landed
+    fence_output();
+    release_tile(v_empty, j - 1);
+    rescale_output();
+    pack_probabilities();
+  }
+  if (my_tiles > 0) {
+    wait_tile(v_full, my_tiles - 1);
+    ka_sm90::wgmma_fence();
+    issue_values(my_tiles - 1);
+    ka_sm90::wgmma_wait<0>();
+    fence_output();
+    release_tile(v_empty, my_tiles - 1);
+  }
+  // Tiles the CTA loads for its other warpgroup only.
+#pragma unroll 1
+  for (int j = my_tiles; j < kv_tiles; ++j) {
+    ka_sm90::mbarrier_wait(&k_full[j % STAGES], (j / STAGES) & 1);
+    release_tile(k_empty, j);
+    ka_sm90::mbarrier_wait(&v_full[j % STAGES], (j / STAGES) & 1);
+    release_tile(v_empty, j);
+  }
+
+  // ---- Epilogue: O / l, lse = (m + log2 l) * ln 2; zero and -inf for rows that saw no key.
+  float inv_sum[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float sum = row_sum[hf];
+    sum += __shfl_xor_sync(full_mask, sum, 1);
+    sum += __shfl_xor_sync(full_mask, sum, 2);
+    inv_sum[hf] = sum > 0.0f ? 1.0f / sum : 0.0f;
+    if (KA_HAS_LSE && c4 == 0 && query[hf] < q_len) {
+      const float lse = sum > 0.0f ? (row_max[hf] + log2f(sum)) * ka_ln2 : ka_neg_inf();
+      ka.store_lse(b, query[hf], h, lse);
+    }
+  }
+
+  if constexpr (sizeof(ka_o_t) == 2) {
+    // Stage the warpgroup's 64 rows in its own rows of Q's tile (same swizzled layout: element
+    // (r, d) in column block d / 64, chunk (d % 64) / 8 of row 64 c + r), once every warp's last
+    // S = Q K^T has read them, then write whole 16-byte chunks of each output row.
+    auto staged = [&](int r, int chunk) {
+      return q_tile + (chunk / 8) * kBlockM * 128 +
+             ka_sm90::swizzle_128b_offset(consumer * 64 + r, chunk % 8);
+    };
+    ka_sm90::named_barrier_sync(1 + consumer, 128);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int r = warp * 16 + g + 8 * hf;
+#pragma unroll
+      for (int n = 0; n < kOTiles; ++n) {
+        *reinterpret_cast<unsigned*>(staged(r, n) + 4 * c4) = ka_pack_pair(
+            o_acc[4 * n + 2 * hf] * inv_sum[hf], o_acc[4 * n + 2 * hf + 1] * inv_sum[hf], ka_o_t());
+      }
+    }
+    ka_sm90::named_barrier_sync(1 + consumer, 128);
+#pragma unroll
+    for (int i = 0; i < 64 * kChunks / 128; ++i) {
+      const int idx = thread + i * 128;
+      const int r = idx / kChunks;
+      const int chunk = idx % kChunks;
+      const long long q = first_query + r;
+      if (q >= q_len) continue;
+      ka_o_t* dst = ka.o_row(b, q, h) + chunk * 8;
+      const uint4 packed = *reinterpret_cast<const uint4*>(staged(r, chunk));
+      if ((reinterpret_cast<unsigned long long>(dst) & 15) == 0) {
+        *reinterpret_cast<uint4*>(dst) = packed;
+      } else {
+        const ka_o_t* src = reinterpret_cast<const ka_o_t*>(&packed);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dst[e] = src[e];
+      }
+    }
+  } else {
+    // float32 output: straight from the accumulators.
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      if (query[hf] >= q_len) continue;
+      ka_o_t* out = ka.o_row(b, query[hf], h);
+#pragma unroll
+      for (int n = 0; n < kOTiles; ++n) {
+        out[n * 8 + 2 * c4] = ka_from_float<ka_o_t>(o_acc[4 * n + 2 * hf] * inv_sum[hf]);
+        out[n * 8 + 2 * c4 + 1] = ka_from_float<ka_o_t>(o_acc[4 * n + 2 * hf + 1] * inv_sum[hf]);
+      }
+    }
+  }
+}
