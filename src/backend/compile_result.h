@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace kernelarc {
 
@@ -14,6 +15,9 @@ struct CompileResult {
   bool cached = false;
   double seconds = 0;
   std::string cache_key;
+  /// The compiler's remarks on code it built but made slow (ptxas serialising wgmma, ...), one
+  /// line each, also for a build found in the cache.
+  std::vector<std::string> notes;
 };
 
 }  // namespace kernelarc

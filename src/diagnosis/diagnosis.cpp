@@ -233,6 +233,27 @@ void classify(Diagnosis& d, const Trace& trace, const std::optional<Calibration>
   }
 }
 
+// The compiler's remarks on the build (trace.extra.build.notes: ptxas on wgmma) as hints: they
+// explain a slow kernel that the rates alone cannot.
+void add_compiler_notes(Diagnosis& d, const Trace& trace) {
+  if (!trace.extra.is_object() || !trace.extra.contains("build")) return;
+  const OrderedJson& build = trace.extra.at("build");
+  if (!build.is_object() || !build.contains("notes") || !build.at("notes").is_array()) return;
+  for (const OrderedJson& note : build.at("notes")) {
+    if (!note.is_string()) continue;
+    const std::string text = note.get<std::string>();
+    if (text.find("C7520") != std::string::npos) {
+      d.hints.push_back(
+          "ptxas serialised every wgmma of the kernel (" + text +
+          "): keep the wgmma code, and the barrier waits and branches around it, on paths ptxas "
+          "can prove warp-uniform (branch on a warpgroup index broadcast with __shfl_sync; wait "
+          "on barriers before wgmma.fence, not between the products)");
+    } else {
+      d.hints.push_back("ptxas: " + text);
+    }
+  }
+}
+
 }  // namespace
 
 Diagnosis diagnose(const Definition& def, const AxisValues& axes, const Trace& trace,
@@ -253,6 +274,7 @@ Diagnosis diagnose(const Definition& def, const AxisValues& axes, const Trace& t
   Advice advice = diagnosis_advice(diagnosis, def, calibration, knobs);
   diagnosis.hints = std::move(advice.hints);
   diagnosis.suggestions = std::move(advice.suggestions);
+  add_compiler_notes(diagnosis, trace);
   return diagnosis;
 }
 

@@ -203,6 +203,7 @@ std::vector<Trace> Guard::evaluate(const Problem& problem, const Solution& solut
     trace.extra["build"] = {{"cached", built.build.cached},
                             {"seconds", built.build.seconds},
                             {"key", built.build.cache_key}};
+    if (!built.build.notes.empty()) trace.extra["build"]["notes"] = built.build.notes;
     if (!variants.empty()) {
       trace.extra["variant"] = {
           {"index", built.variant ? OrderedJson(*built.variant) : OrderedJson(nullptr)},

@@ -56,7 +56,8 @@ BuildResult build_solution(const Solution& solution, const Definition& definitio
                        .cached = compiled.cached,
                        .seconds = compiled.seconds,
                        .cache_key = compiled.cache_key,
-                       .compiler = built.compiler};
+                       .compiler = built.compiler,
+                       .notes = compiled.notes};
   }
   throw_input_error(
       solution.path.string(), "spec.languages",

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/problem.h"
 #include "eval/guard.h"
@@ -12,12 +13,13 @@ namespace kernelarc {
 struct BuildResult {
   bool ok = false;
   std::filesystem::path library;
-  std::string symbol;   ///< the entry point to resolve
-  std::string log;      ///< the compiler's complaint when !ok
+  std::string symbol;  ///< the entry point to resolve
+  std::string log;     ///< the compiler's complaint when !ok
   bool cached = false;
   double seconds = 0;
   std::string cache_key;
-  std::string compiler;  ///< what built it, with flags, for the trace
+  std::string compiler;            ///< what built it, with flags, for the trace
+  std::vector<std::string> notes;  ///< the compiler's remarks on slow code (CompileResult)
 };
 
 /// Compiles with the backend that serves the solution's language on the guard's device.

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "backend/cuda/cuda_build.h"
 #include "backend/cuda/cuda_compiler.h"
 #include "backend/cuda/cuda_launch.h"
 #include "backend/cuda/cuda_nvrtc.h"
@@ -121,6 +122,68 @@ extern "C" __global__ void __launch_bounds__(128, 1) grow(float* x) {
   const CompileResult virtual_arch = compile_cuda_solution(solution, definition, options);
   EXPECT_FALSE(virtual_arch.ok);
   EXPECT_NE(virtual_arch.log.find("sm_<number>"), std::string::npos) << virtual_arch.log;
+}
+
+// A wgmma solution is built with ptxas's report on, and its remarks on the wgmma code become
+// notes, for a fresh build and for the same build found in the cache. The kernel changes an
+// accumulator in a lane-divergent branch between two wgmmas, which makes ptxas serialise them.
+TEST(CudaCompiler, WgmmaBuildsKeepPtxasRemarksAsNotes) {
+  KERNELARC_REQUIRE_CUDA_BUILD();
+  TempDir cache;
+  const Definition definition = testing::add_one_problem().definition;
+  Solution solution = testing::add_one_solution();
+  const CompileResult plain = compile_cuda_solution(solution, definition, options_in(cache));
+  ASSERT_TRUE(plain.ok) << plain.log;
+  EXPECT_TRUE(plain.notes.empty());
+
+  solution.sources[0].content += R"(
+__device__ __forceinline__ void mma(float (&d)[32], unsigned long long a, unsigned long long b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, "
+      "%26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b), "r"(1));
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+    serialised(float* out, const unsigned long long* desc) {
+  float d[32];
+  for (int i = 0; i < 32; ++i) d[i] = 0.f;
+  if (threadIdx.x / 128 == 1) {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    mma(d, desc[0], desc[1]);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    if (threadIdx.x % 2) d[0] += 1.f;
+    mma(d, desc[2], desc[3]);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  }
+  for (int i = 0; i < 32; ++i) out[threadIdx.x * 32 + i] = d[i];
+}
+)";
+  const CompileResult fresh = compile_cuda_solution(solution, definition, options_in(cache));
+  ASSERT_TRUE(fresh.ok) << fresh.log;
+  ASSERT_FALSE(fresh.cached);
+  ASSERT_FALSE(fresh.notes.empty()) << fresh.log;
+  EXPECT_TRUE(fresh.notes[0].starts_with("(C7520) Potential Performance Loss")) << fresh.notes[0];
+  const CompileResult again = compile_cuda_solution(solution, definition, options_in(cache));
+  ASSERT_TRUE(again.ok && again.cached);
+  EXPECT_EQ(again.notes, fresh.notes);
+}
+
+TEST(CudaCompiler, WgmmaCompileNotesAreThePtxasC75Lines) {
+  EXPECT_EQ(wgmma_compile_notes("ptxas info    : Used 40 registers\n"
+                                "ptxas info    : (C7519) warpgroup.arrive is injected\n"
+                                "ptxas info    : (C7520) Potential Performance Loss: x\n"),
+            (std::vector<std::string>{"(C7519) warpgroup.arrive is injected",
+                                      "(C7520) Potential Performance Loss: x"}));
+  EXPECT_TRUE(wgmma_compile_notes("").empty());
+  EXPECT_TRUE(wgmma_compile_notes("ptxas info    : Used 168 registers").empty());
 }
 
 TEST(CudaCompiler, NvccBuildsKaRunLibraryAndCachesIt) {

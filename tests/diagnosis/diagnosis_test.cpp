@@ -226,6 +226,21 @@ TEST(Diagnosis, SpillHintOnlyWithLocalMemory) {
   EXPECT_TRUE(without.hints.empty()) << all_hints(without);
 }
 
+TEST(Diagnosis, PtxasRemarksOnWgmmaBecomeHints) {
+  const AxisValues axes{{"M", 4096}, {"N", 4096}, {"K", 4096}};
+  const double median_ms = 2.0 * 4096 * 4096 * 4096 / (0.2 * 800e12) * 1e3;
+  Trace trace =
+      gpu_trace(median_ms, {kernel_record("wgmma_gemm", 132, 384, 168, 0.1875, "registers")});
+  const Diagnosis quiet = diagnose(gemm(), axes, trace, gpu_calibration());
+  EXPECT_FALSE(has_hint(quiet, "ptxas")) << all_hints(quiet);
+  trace.extra["build"]["notes"] = {
+      "(C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized",
+      "(C7519) warpgroup.arrive is injected in around line 12"};
+  const Diagnosis d = diagnose(gemm(), axes, trace, gpu_calibration());
+  EXPECT_TRUE(has_hint(d, "ptxas serialised every wgmma of the kernel ((C7520)")) << all_hints(d);
+  EXPECT_TRUE(has_hint(d, "ptxas: (C7519) warpgroup.arrive")) << all_hints(d);
+}
+
 TEST(Diagnosis, MalformedKernelRecordIsAnInputError) {
   Trace trace = gpu_trace(0.1, {kernel_record("rmsnorm", 4096, 256, 32, 1.0)});
   trace.extra["kernels"][0]["registers_per_thread"] = "many";

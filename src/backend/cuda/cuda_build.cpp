@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <set>
@@ -87,6 +88,34 @@ std::optional<std::string> check_source_paths(const Solution& solution) {
     }
   }
   return std::nullopt;
+}
+
+bool uses_wgmma(const Solution& solution) {
+  return std::any_of(solution.sources.begin(), solution.sources.end(), [](const SourceFile& s) {
+    return s.content.find("wgmma.mma_async") != std::string::npos;
+  });
+}
+
+std::vector<std::string> wgmma_compile_notes(std::string_view log) {
+  std::vector<std::string> notes;
+  std::size_t start = 0;
+  while (start < log.size()) {
+    std::size_t end = log.find('\n', start);
+    if (end == std::string_view::npos) end = log.size();
+    const std::string_view line = log.substr(start, end - start);
+    if (const std::size_t code = line.find("(C75"); code != std::string_view::npos)
+      notes.emplace_back(line.substr(code));
+    start = end + 1;
+  }
+  return notes;
+}
+
+std::vector<std::string> cached_compile_notes(const std::filesystem::path& artifact) {
+  std::ifstream file(artifact.parent_path() / "build.log");
+  if (!file) return {};
+  std::stringstream log;
+  log << file.rdbuf();
+  return wgmma_compile_notes(log.str());
 }
 
 std::string trim_build_log(const std::string& output, std::size_t max_lines) {

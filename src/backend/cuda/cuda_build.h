@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend/cuda/cuda_compiler.h"
 #include "core/problem.h"
@@ -51,6 +52,18 @@ void write_build_file(const std::filesystem::path& path, std::string_view conten
 /// Why the solution's sources cannot be written into a build directory (an absolute path or
 /// one with "..", a duplicate), or nullopt when they can.
 std::optional<std::string> check_source_paths(const Solution& solution);
+
+/// Whether the solution issues wgmma. ptxas says how it compiled those only when asked for its
+/// report, so such solutions are built with -Xptxas=-v.
+bool uses_wgmma(const Solution& solution);
+
+/// ptxas's remarks on the wgmma code of a build log made with -Xptxas=-v: its C75xx lines
+/// ("(C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized ...",
+/// "(C7519) warpgroup.arrive is injected ..."), trimmed, in order.
+std::vector<std::string> wgmma_compile_notes(std::string_view log);
+
+/// The notes of a build in the cache, from the build.log kept beside its `artifact`.
+std::vector<std::string> cached_compile_notes(const std::filesystem::path& artifact);
 
 /// The head of a compiler's output (the first errors explain the rest), at most `max_lines`.
 std::string trim_build_log(const std::string& output, std::size_t max_lines = 60);

@@ -123,6 +123,7 @@ CompileResult compile_with_nvcc(const Solution& solution, const CudaCompileOptio
   }
   for (const std::string& define : knob_defines(knobs)) argv.push_back(define);
   argv.insert(argv.end(), solution.cuda_cflags.begin(), solution.cuda_cflags.end());
+  if (uses_wgmma(solution)) argv.push_back("-Xptxas=-v");
   argv.push_back("-I" + abi_include_dir().string());
   argv.push_back("-Isrc");
   bool compilable = false;
@@ -147,6 +148,7 @@ CompileResult compile_with_nvcc(const Solution& solution, const CudaCompileOptio
   if (auto library = CudaBuild::cached(options.cache_dir, result.cache_key, kLibraryName)) {
     result.ok = result.cached = true;
     result.library = *library;
+    result.notes = cached_compile_notes(*library);
     return result;
   }
   CudaBuild build(options.cache_dir, result.cache_key);
@@ -175,6 +177,7 @@ CompileResult compile_with_nvcc(const Solution& solution, const CudaCompileOptio
   result.library = build.commit(kLibraryName);
   result.ok = true;
   result.log = trim_build_log(output);
+  result.notes = wgmma_compile_notes(output);
   return result;
 }
 

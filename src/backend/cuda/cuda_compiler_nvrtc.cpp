@@ -53,6 +53,7 @@ CompileResult compile_device_only_solution(const Solution& solution, const Defin
   for (const std::string& define : knob_defines(knobs)) request.options.push_back(define);
   request.options.insert(request.options.end(), solution.cuda_cflags.begin(),
                          solution.cuda_cflags.end());
+  if (uses_wgmma(solution)) request.options.push_back("-Xptxas=-v");
 
   ContentHasher hasher;
   hasher.add(kNvrtcRecipeVersion).add(nvrtc_version()).add(plan.to_json().dump());
@@ -64,6 +65,7 @@ CompileResult compile_device_only_solution(const Solution& solution, const Defin
           CudaBuild::cached(options.cache_dir, result.cache_key, kLaunchPlanFileName)) {
     result.ok = result.cached = true;
     result.library = *plan_file;
+    result.notes = cached_compile_notes(*plan_file);
     return result;
   }
 
@@ -73,6 +75,7 @@ CompileResult compile_device_only_solution(const Solution& solution, const Defin
                              : nvrtc_compile(request);
   result.log = trim_build_log(compiled.log);
   if (!compiled.ok) return result;
+  result.notes = wgmma_compile_notes(compiled.log);
   CudaBuild build(options.cache_dir, result.cache_key);
   plan.cubin_file = kCubinName;
   plan.symbol = compiled.lowered_name;
