@@ -1,7 +1,8 @@
 // Small PTX wrappers for tensor-core templates on sm_80 and later (the same instructions as
 // templates/cuda/gemm_mma): 16-byte cp.async copies with zero-fill, their commit / wait groups,
-// ldmatrix of four 8x8 b16 matrices (plain and transposed), and mma.sync m16n8k16 with float32
-// accumulators for bfloat16 and float16 operands. Usable from nvcc and NVRTC.
+// ldmatrix of four 8x8 b16 matrices (plain and transposed) and each operand layout's lane
+// addresses, and mma.sync m16n8k16 with float32 accumulators for bfloat16 and float16 operands.
+// Usable from nvcc and NVRTC.
 //
 // Fragment layouts (PTX ISA, "mma.m16n8k16"), g = lane / 4, t = lane % 4:
 //   A (16 x 16, row):  a0 = (g, 2t..2t+1)  a1 = (g+8, 2t..2t+1)  a2 = (g, 2t+8..)  a3 = (g+8,
@@ -47,6 +48,29 @@ __device__ __forceinline__ void ka_ldmatrix_x4_trans(unsigned (&r)[4], const voi
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(ka_smem_address(smem)));
+}
+
+// Element offsets, inside a tile of row pitch `ld` elements, of the row address a lane gives
+// ldmatrix.x4 for one mma operand: lanes 8q..8q+7 address the rows of 8x8 matrix q.
+//
+// A fragment (16 x 16) from an [m][k] tile: matrices (m0-7, k0-7), (m8-15, k0-7), (m0-7, k8-15),
+// (m8-15, k8-15) = a0..a3.
+__device__ __forceinline__ int ka_ldsm_offset_a(int lane, int ld) {
+  return (lane % 16) * ld + (lane / 16) * 8;
+}
+// A fragment from a [k][m] tile, with ldmatrix .trans: rows k = r + 8 (q / 2) at m = 8 (q % 2).
+__device__ __forceinline__ int ka_ldsm_offset_a_trans(int lane, int ld) {
+  return (lane % 8 + (lane / 16) * 8) * ld + ((lane / 8) % 2) * 8;
+}
+// Two n8 B fragments from an [n][k] tile: matrices (n0-7, k0-7), (n0-7, k8-15), (n8-15, k0-7),
+// (n8-15, k8-15) = b[j][0], b[j][1], b[j+1][0], b[j+1][1]. (The same addresses as a_trans.)
+__device__ __forceinline__ int ka_ldsm_offset_b(int lane, int ld) {
+  return (lane % 8 + (lane / 16) * 8) * ld + ((lane / 8) % 2) * 8;
+}
+// The same two B fragments from a [k][n] tile, with ldmatrix .trans: rows k = r + 8 (q % 2) at
+// n = 8 (q / 2).
+__device__ __forceinline__ int ka_ldsm_offset_b_trans(int lane, int ld) {
+  return (lane % 8 + ((lane / 8) % 2) * 8) * ld + (lane / 16) * 8;
 }
 
 /// d += a * b for one m16n8k16 tile; the last argument picks the operand type.

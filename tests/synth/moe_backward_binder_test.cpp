@@ -2,15 +2,22 @@
 // and one gradient per differentiated tensor are told apart by shape and dtype (names where
 // shapes tie), the generated accessors and the activation's derivative give what a hand
 // computation says (compiled and run on the CPU), and definitions the family cannot serve are
-// rejected naming the field.
+// rejected naming the field. On CUDA the header checks the 16-byte alignment of every row the
+// template copies, and the library's CUDA template serves the bfloat16 model layers and only them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "../core/test_support.h"
 #include "binder_test_support.h"
+#include "core/expr.h"
+#include "core/problem.h"
+#include "synth/bound_template.h"
 #include "synth/family.h"
 #include "synth/family_moe_backward.h"
+#include "synth/family_support.h"
+#include "synth/kernel_template.h"
 
 namespace kernelarc {
 namespace {
@@ -25,6 +32,14 @@ KernelTemplate backward_template() {
 
 OrderedJson tensor(const std::vector<std::string>& shape, const std::string& dtype = "float32") {
   return {{"shape", shape}, {"dtype", dtype}};
+}
+
+/// `tensors` with every float32 tensor but the routing weights and their gradient in `dtype`.
+OrderedJson with_dtype(OrderedJson tensors, const std::string& dtype) {
+  for (auto& [name, spec] : tensors.items())
+    if (spec["dtype"] == "float32" && name.find("weights") == std::string::npos)
+      spec["dtype"] = dtype;
+  return tensors;
 }
 
 /// 4 experts, top 2, hidden 6, intermediate 3 (I != H, so shapes decide the weights).
@@ -174,6 +189,73 @@ TEST(MoeBackwardBinder, RejectsWhatTheFamilyCannotServeNamingTheField) {
         read_moe_backward_problem(backward_definition(kFusedInputs, kFusedOutputs, {{"top_k", 2}}));
       }),
       "kernelarc.op_params.top_k: unknown field"));
+}
+
+// On CUDA the template copies rows in 16-byte units: the header refuses misaligned hidden states,
+// output gradient, weights and gradients (not the routing, which is read element by element),
+// and names the device's 16-bit types.
+TEST(MoeBackwardBinder, CudaHeaderChecksRowAlignmentAndNamesDeviceTypes) {
+  const Definition def = backward_definition(with_dtype(kFusedInputs, "bfloat16"),
+                                             with_dtype(kFusedOutputs, "bfloat16"));
+  const FamilyBinding cuda = make_moe_backward_binder()->bind(
+      def, testing::stub_template("moe_backward_cuda_test", {"moe_backward"}, "cuda",
+                                  TemplateBuild::SharedObject));
+  EXPECT_EQ(cuda.constants.at("ELEM_BYTES"), 2);
+  EXPECT_EQ(cuda.constants.at("W_BYTES"), 2);
+  for (const char* line : {"typedef __nv_bfloat16 ka_act_t;", "typedef __nv_bfloat16 ka_w_t;",
+                           "typedef __nv_bfloat16 ka_wgrad_t;", "typedef long long ka_id_t;",
+                           "typedef float ka_route_grad_t;"})
+    EXPECT_TRUE(contains(cuda.header, line)) << line << "\n" << cuda.header;
+  for (const char* name : {"x", "dy", "w13", "w2", "dx", "dw13", "dw2"})
+    EXPECT_TRUE(contains(cuda.header, std::string(name) + ": expected 16-byte aligned data"))
+        << name;
+  for (const char* name : {"ids", "weights", "d_weights"})
+    EXPECT_FALSE(contains(cuda.header, std::string(name) + ": expected 16-byte aligned data"))
+        << name;
+  const FamilyBinding cpu = make_moe_backward_binder()->bind(def, backward_template());
+  EXPECT_FALSE(contains(cpu.header, "16-byte aligned")) << cpu.header;
+}
+
+/// The CUDA match of the library's moe_backward template for the problem in `dir`.
+TemplateMatch cuda_match(const std::vector<KernelTemplate>& library, const Problem& problem) {
+  for (TemplateMatch& match : match_templates(library, problem, DeviceKind::Cuda))
+    if (match.kernel->name == "moe_backward") return std::move(match);
+  ADD_FAILURE() << "moe_backward is not listed for " << problem.definition.name;
+  return {};
+}
+
+// The bundled bfloat16 layers bind at the default point, whose workspace covers the arrays
+// kernel.cu lays out at the largest token count; the float32 problems are refused by the
+// template's constraints, naming the one that fails.
+TEST(MoeBackwardBinder, LibraryCudaTemplateServesTheBf16LayersOnly) {
+  const std::vector<KernelTemplate> library = load_template_library(kSource / "templates");
+  int served = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSource / "problems" / "cuda")) {
+    if (entry.path().filename().string().rfind("moe_backward_", 0) != 0) continue;
+    const Problem problem = load_problem(entry.path());
+    const TemplateMatch match = cuda_match(library, problem);
+    ASSERT_TRUE(match.bound) << problem.definition.name << ": " << match.reason;
+    const Solution solution =
+        match.bound->instantiate(match.bound->space().space().default_point());
+    const AxisValues axes = static_axes(problem.definition);
+    const auto value = [&](const char* axis) { return axes.at(axis); };
+    const int64_t tokens = 4096, slots = tokens * value("top_k");
+    const int64_t hidden = value("hidden_size"), inter = value("intermediate_size");
+    // dg, du, w h as bfloat16 hi + lo pairs and the float32 dx rows per slot: the bulk of
+    // kernel.cu's layout.
+    const int64_t bulk = slots * (6 * inter * 2 + hidden * 4);
+    const int64_t workspace = evaluate_expr(solution.ext.at("workspace_bytes").get<std::string>(),
+                                            {{"num_tokens", tokens}});
+    EXPECT_GT(workspace, bulk) << problem.definition.name;
+    EXPECT_LT(workspace, bulk + slots * (20 + (inter / 32 + 1) * 4) + 65536)
+        << problem.definition.name;
+    ++served;
+  }
+  EXPECT_GE(served, 3);
+  const Problem f32 = load_problem(kSource / "problems/cpu/moe_backward_swiglu_f32");
+  const TemplateMatch refused = cuda_match(library, f32);
+  EXPECT_FALSE(refused.bound);
+  EXPECT_TRUE(contains(refused.reason, "ELEM_BYTES == 2")) << refused.reason;
 }
 
 }  // namespace

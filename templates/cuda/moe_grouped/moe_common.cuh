@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ka_moe_grouped.cuh"
 #include "ka_problem.h"
 
 namespace ka_moe {
@@ -43,18 +44,6 @@ struct Workspace {
   float* logits;        // [T * E] router logits (KA_ROUTER_WEIGHT only, else nullptr)
   ka_act_t* h;          // [T * K, I] act(x W_gate^T) * (x W_up^T), by sorted position
   ka_act_t* y;          // [T * K, H] h W_down^T, by sorted position
-};
-
-/// Eight consecutive 16-bit elements, one 16-byte unit.
-template <typename T>
-struct alignas(16) Pack8 {
-  T v[8];
-};
-
-/// Two consecutive 16-bit elements, one 4-byte unit.
-template <typename T>
-struct alignas(4) Pack2 {
-  T v[2];
 };
 
 __device__ __forceinline__ float to_float(float x) {

@@ -84,7 +84,6 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
   elem_t* a_smem = reinterpret_cast<elem_t*>(ka_smem);
   elem_t* b_smem = a_smem + kStages * C::kAStage;
   const elem_t** a_rows = reinterpret_cast<const elem_t**>(ka_smem + C::kPipeBytes);
-  __shared__ int s_expert;
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
@@ -92,25 +91,17 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
   const int warp_m = warp % kWarpsM;
   const int warp_n = warp / kWarpsM;
 
-  // ---- The tile schedule. blockIdx.x enumerates (M tile, N tile) in groups of kMGroup M tiles:
-  // inside a group the M tiles advance fastest, then the N tiles, so that the CTAs running at
-  // once share B tiles (an expert's weights) and the group's A rows stay in L2.
+  // ---- The tile schedule (find_m_tile, ka_moe_grouped.cuh: groups of kMGroup M tiles).
   constexpr int kNTiles = (kN + kBN - 1) / kBN;
-  const int per_group = kMGroup * kNTiles;
-  const int group = blockIdx.x / per_group;
-  const int first_m = group * kMGroup;
-  const int group_rows = min(m_tiles - first_m, kMGroup);
-  const int in_group = blockIdx.x % per_group;
-  const int mt = first_m + in_group % group_rows;
-  const int nt = in_group / group_rows;
-  if (mt >= ws.tile_prefix[kExperts]) return;  // past the real tile count: uniform exit
-  for (int e = tid; e < kExperts; e += kThreads)
-    if (ws.tile_prefix[e] <= mt && mt < ws.tile_prefix[e + 1]) s_expert = e;  // exactly one
-  __syncthreads();
-  const int expert = s_expert;
-  const int seg_start = ws.offsets[expert];
-  const int m0 = (mt - ws.tile_prefix[expert]) * kBM;  // first row of the tile in the segment
-  const int rows = min(kBM, ws.offsets[expert + 1] - seg_start - m0);  // >= 1
+  MTile tile;
+  if (!find_m_tile<kExperts, kBM, kMGroup, kNTiles, kThreads>(m_tiles, ws.tile_prefix, ws.offsets,
+                                                              tile))
+    return;  // past the real tile count: uniform exit
+  const int expert = tile.expert;
+  const int seg_start = tile.seg_start;
+  const int m0 = tile.m0;
+  const int rows = tile.rows;
+  const int nt = tile.nt;
   const long long n0 = static_cast<long long>(nt) * kBN;
 
   const elem_t* b_base0 = kGated ? ka.gate_rows(expert) : ka.down_rows(expert);
@@ -208,9 +199,8 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
   // B ([n][k]), two n8 tiles at once: lanes 8q + r address row n = r + 8 (q / 2) at k = 8 (q % 2):
   // matrices (n0-7, k0-7), (n0-7, k8-15), (n8-15, k0-7), (n8-15, k8-15) = b[j][0], b[j][1],
   // b[j+1][0], b[j+1][1].
-  const int a_lane = (warp_m * C::kWarpTileM + lane % 16) * kLd + (lane / 16) * 8;
-  const int b_lane =
-      (warp_n * C::kWarpTileN + lane % 8 + (lane / 16) * 8) * kLd + ((lane / 8) % 2) * 8;
+  const int a_lane = warp_m * C::kWarpTileM * kLd + ka_ldsm_offset_a(lane, kLd);
+  const int b_lane = warp_n * C::kWarpTileN * kLd + ka_ldsm_offset_b(lane, kLd);
   // m16 tiles of this warp that hold real rows (the rest of the tile is zero-filled): warps skip
   // the mma of the others, which matters for decode-sized segments.
   const int live_m = min(C::kMmaM, max(0, (rows - warp_m * C::kWarpTileM + 15) / 16));

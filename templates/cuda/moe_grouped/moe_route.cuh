@@ -7,10 +7,10 @@
 //  route_kernel          a thread per token: its E logits, ka_moe_route (the family's one
 //                        routing rule), the top-k ids and weights to the workspace, and each
 //                        slot's rank in its expert (an int atomicAdd on the expert's count).
-//  permute_kernel        every CTA scans the E counts in shared memory (offsets and the M-tile
-//                        prefix of ceil(count / BM)); CTA 0 writes them for the GEMMs; each
-//                        slot goes to position offsets[e] + rank: sorted_slot[pos] = slot,
-//                        pos_of_slot[slot] = pos.
+//  permute_kernel        every CTA scans the E counts (scan_expert_counts in ka_moe_grouped.cuh:
+//                        offsets and the M-tile prefix of ceil(count / BM)); CTA 0 writes them
+//                        for the GEMMs; each slot goes to position offsets[e] + rank:
+//                        sorted_slot[pos] = slot, pos_of_slot[slot] = pos.
 //  combine_kernel        out[t] = sum over k, in k order, of weight_k * y[pos_of_slot[t*K+k]],
 //                        float32, rounded once; a thread per 8 output elements.
 //
@@ -91,68 +91,10 @@ __global__ void __launch_bounds__(kRouteThreads)
 }
 
 __global__ void __launch_bounds__(kScanThreads) permute_kernel(Workspace ws, long long slots) {
-  // Each thread scans kPer consecutive experts; the threads' totals are scanned by warp
-  // shuffles, then across the warps.
-  constexpr int kPer = (kExperts + kScanThreads - 1) / kScanThreads;
-  constexpr int kWarps = kScanThreads / 32;
   __shared__ int s_offset[kExperts + 1];
-  __shared__ int s_warp_count[kWarps], s_warp_tiles[kWarps];
-  const int tid = threadIdx.x;
-  const int lane = tid % 32;
-  const int warp = tid / 32;
-  int count[kPer];
-  int own_count = 0, own_tiles = 0;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int e = tid * kPer + i;
-    count[i] = e < kExperts ? ws.counts[e] : 0;
-    own_count += count[i];
-    own_tiles += (count[i] + BM - 1) / BM;
-  }
-  int incl_count = own_count, incl_tiles = own_tiles;
-#pragma unroll
-  for (int offset = 1; offset < 32; offset *= 2) {
-    const int c = __shfl_up_sync(0xffffffffu, incl_count, offset);
-    const int t = __shfl_up_sync(0xffffffffu, incl_tiles, offset);
-    if (lane >= offset) {
-      incl_count += c;
-      incl_tiles += t;
-    }
-  }
-  if (lane == 31) {
-    s_warp_count[warp] = incl_count;
-    s_warp_tiles[warp] = incl_tiles;
-  }
-  __syncthreads();
-  int run_count = incl_count - own_count, run_tiles = incl_tiles - own_tiles;
-  for (int w = 0; w < warp; ++w) {
-    run_count += s_warp_count[w];
-    run_tiles += s_warp_tiles[w];
-  }
-  const bool writer = blockIdx.x == 0;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int e = tid * kPer + i;
-    if (e < kExperts) {
-      s_offset[e] = run_count;
-      if (writer) {
-        ws.offsets[e] = run_count;
-        ws.tile_prefix[e] = run_tiles;
-      }
-    }
-    run_count += count[i];
-    run_tiles += (count[i] + BM - 1) / BM;
-  }
-  if (tid == kScanThreads - 1) {
-    // The last thread's running sums are the totals.
-    s_offset[kExperts] = run_count;
-    if (writer) {
-      ws.offsets[kExperts] = run_count;
-      ws.tile_prefix[kExperts] = run_tiles;
-    }
-  }
-  __syncthreads();
-  for (long long s = static_cast<long long>(blockIdx.x) * kScanThreads + tid; s < slots;
+  scan_expert_counts<kExperts, BM, kScanThreads>(ws.counts, s_offset, ws.offsets, ws.tile_prefix,
+                                                 blockIdx.x == 0);
+  for (long long s = static_cast<long long>(blockIdx.x) * kScanThreads + threadIdx.x; s < slots;
        s += static_cast<long long>(gridDim.x) * kScanThreads) {
     const int pos = s_offset[ws.topk_ids[s]] + ws.rank[s];
     ws.sorted_slot[pos] = static_cast<int>(s);
