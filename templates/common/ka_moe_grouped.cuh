@@ -1,6 +1,8 @@
 // What the grouped-GEMM mixture-of-experts templates (moe_grouped, moe_backward) share: the
-// 16- and 4-byte packs their rows move in, the block-wide scan of the per-expert slot counts
-// into segments and an M-tile schedule, and the lookup of a CTA's tile in that schedule.
+// problem's sizes and the checks both place on them, the 16- and 4-byte packs their rows move in,
+// the block-wide scan of the per-expert slot counts into segments and an M-tile schedule, the
+// lookup of a CTA's tile in that schedule, the warp tiling of their mma.sync GEMMs, the combine's
+// per-thread pack of a token's output row, and the host entry's checks and workspace carving.
 //
 // Sorted positions ("rows") number the routed (token, k) slots expert by expert: expert e owns
 // the segment [offsets[e], offsets[e + 1]) and the M tiles [tile_prefix[e], tile_prefix[e + 1]),
@@ -10,7 +12,32 @@
 #ifndef KA_MOE_GROUPED_CUH
 #define KA_MOE_GROUPED_CUH
 
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "ka_cuda_entry.h"
+#include "ka_problem.h"
+
 namespace ka_moe {
+
+constexpr int kExperts = KA_EXPERTS;
+constexpr int kHidden = KA_HIDDEN;
+constexpr int kInter = KA_INTER;
+constexpr int kTopK = KA_TOP_K;
+
+// What both templates' tensor-core GEMMs and 16-byte row copies need. (TOP_K's bounds differ:
+// each template states its own.)
+static_assert(sizeof(ka_act_t) == 2 && sizeof(ka_w_t) == 2,
+              "the grouped MoE templates serve bfloat16 and float16 hidden states and weights "
+              "(knobs.json: ELEM_BYTES == 2 and W_BYTES == 2)");
+static_assert(std::is_same<ka_act_t, ka_w_t>::value,
+              "the grouped MoE templates: the hidden states and the weights must share one dtype "
+              "(the tensor cores multiply them together)");
+static_assert(kHidden % 8 == 0 && kInter % 8 == 0,
+              "the grouped MoE templates copy rows in 16-byte chunks (knobs.json: HIDDEN % 8 == 0 "
+              "and INTER % 8 == 0)");
 
 /// Eight consecutive 16-bit elements, one 16-byte unit.
 template <typename T>
@@ -129,6 +156,134 @@ __device__ __forceinline__ bool find_m_tile(int m_tiles, const int* tile_prefix,
   tile.rows = min(kBM, offsets[tile.expert + 1] - tile.seg_start - tile.m0);
   return true;
 }
+
+/// The warp tiling of a BM x BN CTA tile for mma.sync m16n8k16: WARPS_M x WARPS_N warps, each
+/// kMmaM m16 tiles by kMmaN n8 tiles (B fragments are ldmatrix'd two n8 tiles at once, so the
+/// warp tile's sides are multiples of 16).
+template <int kBM, int kBN, int kWarpsM, int kWarpsN>
+struct WarpTiles {
+  static constexpr int kThreads = kWarpsM * kWarpsN * 32;
+  static constexpr int kWarpTileM = kBM / kWarpsM;
+  static constexpr int kWarpTileN = kBN / kWarpsN;
+  static constexpr int kMmaM = kWarpTileM / 16;  // m16 tiles per warp
+  static constexpr int kMmaN = kWarpTileN / 8;   // n8 tiles per warp (ldmatrix'd in pairs)
+  static_assert(
+      kWarpTileM % 16 == 0 && kWarpTileN % 16 == 0,
+      "warp tile sides must be multiples of 16 (BM % (WARPS_M * 16), BN % (WARPS_N * 16))");
+
+  /// The m16 tiles of warp row warp_m that hold real rows when the tile has `rows` of them (the
+  /// rest is zero-filled): warps skip the others' mma, which matters for decode-sized segments.
+  static __device__ __forceinline__ int live_m(int rows, int warp_m) {
+    return min(kMmaM, max(0, (rows - warp_m * kWarpTileM + 15) / 16));
+  }
+};
+
+/// Sets every element of a float array of any rank (the GEMMs' accumulators) to zero, unrolled.
+__device__ __forceinline__ void zero_fill(float& v) {
+  v = 0.0f;
+}
+template <typename T, int kN>
+__device__ __forceinline__ void zero_fill(T (&a)[kN]) {
+#pragma unroll
+  for (int i = 0; i < kN; ++i) zero_fill(a[i]);
+}
+
+/// One thread of a combine over a grid of kThreads-thread blocks, a thread per 8 output
+/// elements: token t's columns [c, c + 8) summed in float32 over its kTopK slots in k order
+/// (add_slot(slot, c, acc) adds slot t * kTopK + k's share), rounded once and stored as one
+/// 16-byte pack at out_row(t) + c. Threads past the last token do nothing.
+template <int kThreads, typename AddSlot, typename OutRow>
+__device__ __forceinline__ void combine_pack8(long long tokens, AddSlot add_slot, OutRow out_row) {
+  constexpr int kChunks = kHidden / 8;
+  const long long index = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;
+  if (index >= tokens * kChunks) return;
+  const long long t = index / kChunks;
+  const int c = static_cast<int>(index % kChunks) * 8;
+  float acc[8];
+  zero_fill(acc);
+#pragma unroll
+  for (int k = 0; k < kTopK; ++k) add_slot(t * kTopK + k, c, acc);
+  Pack8<ka_act_t> out;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) out.v[j] = ka_from_float<ka_act_t>(acc[j]);
+  *reinterpret_cast<Pack8<ka_act_t>*>(out_row(t) + c) = out;
+}
+
+// ---- Host: the checks of both templates' ka_run; `name` (the template's) starts each message.
+
+/// The start of ka_run: binds the call's tensors into ka, clears an earlier call's error (not
+/// this call's launch failure), and gives the tokens and the routed slots, tokens * kTopK, which
+/// sorted positions (int, with room for the grids' arithmetic) must hold. 0, or ka_fail's 1.
+inline int begin_call(const char* name, const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
+                      int n_outputs, KaArgs& ka, long long& tokens, long long& slots) {
+  if (const char* message = ka_bind(inputs, n_inputs, outputs, n_outputs, &ka))
+    return ka_fail("%s", message);
+  (void)cudaGetLastError();
+  tokens = ka.tokens();
+  slots = tokens * kTopK;
+  if (slots > INT_MAX / 2)
+    return ka_fail("%s: %lld tokens x top_k %d is too many (positions are int)", name, tokens,
+                   kTopK);
+  return 0;
+}
+
+/// The workspace must be 256-byte aligned (the layout's offsets are) and hold `needed` bytes.
+inline int check_workspace(const char* name, const void* workspace, size_t workspace_bytes,
+                           size_t needed, long long tokens) {
+  if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 256 != 0)
+    return ka_fail("%s: the workspace must be 256-byte aligned (got %p)", name, workspace);
+  if (workspace_bytes < needed)
+    return ka_fail("%s: the workspace has %zu bytes, %zu are needed for %lld tokens", name,
+                   workspace_bytes, needed, tokens);
+  return 0;
+}
+
+/// 0 when the last launch (`what`) went in.
+inline int check_launch(const char* name, const char* what) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess)
+    return ka_fail("%s: %s launch: %s", name, what, cudaGetErrorString(status));
+  return 0;
+}
+
+/// The grids of the two grouped GEMMs over the M-tile schedule (both templates' GEMM 1 and 2
+/// share BM): m_tiles, the schedule's upper bound for `slots` routed slots, and each GEMM's
+/// m_tiles x N tiles CTAs of a 1-D grid (n_tiles1, n_tiles2: the GEMMs' N tiles). 0, or
+/// ka_fail's 1 when a grid would pass INT_MAX.
+template <int kBM>
+inline int grouped_gemm_grids(const char* name, long long tokens, long long slots, int n_tiles1,
+                              int n_tiles2, long long& m_tiles, unsigned& ctas1, unsigned& ctas2) {
+  m_tiles = (slots + kBM - 1) / kBM + (slots < kExperts ? slots : kExperts);
+  const long long grid1 = m_tiles * n_tiles1;
+  const long long grid2 = m_tiles * n_tiles2;
+  if (grid1 > INT_MAX || grid2 > INT_MAX)
+    return ka_fail("%s: %lld tokens are too many for the GEMM grids", name, tokens);
+  ctas1 = static_cast<unsigned>(grid1);
+  ctas2 = static_cast<unsigned>(grid2);
+  return 0;
+}
+
+/// The blocks of a combine of kThreads threads (combine_pack8: a thread per 8 output elements).
+/// 0, or ka_fail's 1 when they would pass INT_MAX.
+template <int kThreads>
+inline int combine_blocks(const char* name, long long tokens, unsigned& blocks) {
+  const long long threads = tokens * (kHidden / 8);
+  const long long count = (threads + kThreads - 1) / kThreads;
+  if (count > INT_MAX) return ka_fail("%s: %lld tokens are too many", name, tokens);
+  blocks = static_cast<unsigned>(count);
+  return 0;
+}
+
+/// Carves the workspace into arrays, each at a 256-byte aligned offset, in the order taken.
+struct WorkspaceCarver {
+  size_t at = 0;
+  /// The offset of the next array of `bytes`.
+  size_t take(size_t bytes) {
+    const size_t offset = at;
+    at = ka_align256(at + bytes);
+    return offset;
+  }
+};
 
 }  // namespace ka_moe
 

@@ -16,8 +16,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <climits>
-#include <cstdint>
 #include <cstdio>
 
 #include "ka_cuda_entry.h"
@@ -57,37 +55,31 @@ struct Layout {
 Layout layout_for(long long slots, long long chunks) {
   const size_t s = static_cast<size_t>(slots);
   Layout l;
-  size_t at = 0;
-  auto take = [&at](size_t bytes) {
-    const size_t offset = at;
-    at = ka_align256(at + bytes);
-    return offset;
-  };
-  l.offsets = take(sizeof(int) * (kExperts + 1));
-  l.tile_prefix = take(sizeof(int) * (kExperts + 1));
-  l.chunk_counts = take(sizeof(int) * static_cast<size_t>(chunks) * kExperts);
-  l.topk_ids = take(sizeof(int) * s);
-  l.topk_weights = take(sizeof(float) * s);
-  l.chunk_rank = take(sizeof(int) * s);
-  l.sorted_slot = take(sizeof(int) * s);
-  l.pos_of_slot = take(sizeof(int) * s);
-  l.dg = take(sizeof(ka_act_t) * s * kInter);
-  l.du = take(sizeof(ka_act_t) * s * kInter);
-  l.hw = take(sizeof(ka_act_t) * s * kInter);
-  l.dg_lo = take(sizeof(ka_act_t) * s * kInter);
-  l.du_lo = take(sizeof(ka_act_t) * s * kInter);
-  l.hw_lo = take(sizeof(ka_act_t) * s * kInter);
-  l.dx_part = take(sizeof(float) * s * kHidden);
-  l.route_part = take(KA_HAS_GRAD_ROUTING ? sizeof(float) * s * Gemm1::kNTiles : 0);
-  l.total = at;
+  ka_moe::WorkspaceCarver carver;
+  l.offsets = carver.take(sizeof(int) * (kExperts + 1));
+  l.tile_prefix = carver.take(sizeof(int) * (kExperts + 1));
+  l.chunk_counts = carver.take(sizeof(int) * static_cast<size_t>(chunks) * kExperts);
+  l.topk_ids = carver.take(sizeof(int) * s);
+  l.topk_weights = carver.take(sizeof(float) * s);
+  l.chunk_rank = carver.take(sizeof(int) * s);
+  l.sorted_slot = carver.take(sizeof(int) * s);
+  l.pos_of_slot = carver.take(sizeof(int) * s);
+  l.dg = carver.take(sizeof(ka_act_t) * s * kInter);
+  l.du = carver.take(sizeof(ka_act_t) * s * kInter);
+  l.hw = carver.take(sizeof(ka_act_t) * s * kInter);
+  l.dg_lo = carver.take(sizeof(ka_act_t) * s * kInter);
+  l.du_lo = carver.take(sizeof(ka_act_t) * s * kInter);
+  l.hw_lo = carver.take(sizeof(ka_act_t) * s * kInter);
+  l.dx_part = carver.take(sizeof(float) * s * kHidden);
+  l.route_part = carver.take(KA_HAS_GRAD_ROUTING ? sizeof(float) * s * Gemm1::kNTiles : 0);
+  l.total = carver.at;
   return l;
 }
 
+constexpr const char* kName = "moe_backward";
+
 int check_launch(const char* what) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess)
-    return ka_fail("moe_backward: %s launch: %s", what, cudaGetErrorString(status));
-  return 0;
+  return ka_moe::check_launch(kName, what);
 }
 
 int prepare(int device) {
@@ -104,10 +96,8 @@ int prepare(int device) {
     const cudaError_t status = cudaFuncSetAttribute(
         kernel.function, cudaFuncAttributeMaxDynamicSharedMemorySize, kernel.shared_bytes);
     if (status != cudaSuccess)
-      return ka_fail(
-          "moe_backward: preparing the kernels on device %d: %s (%d bytes of shared "
-          "memory)",
-          device, cudaGetErrorString(status), kernel.shared_bytes);
+      return ka_fail("%s: preparing the kernels on device %d: %s (%d bytes of shared memory)",
+                     kName, device, cudaGetErrorString(status), kernel.shared_bytes);
   }
   return 0;
 }
@@ -117,23 +107,15 @@ int prepare(int device) {
 extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
                       void* stream, void* workspace, size_t workspace_bytes) {
   KaArgs ka;
-  if (const char* message = ka_bind(inputs, n_inputs, outputs, n_outputs, &ka))
-    return ka_fail("%s", message);
-  (void)cudaGetLastError();  // an earlier call's error is not this call's launch failure
-  const long long tokens = ka.tokens();
+  long long tokens = 0, slots = 0;
+  if (ka_moe::begin_call(kName, inputs, n_inputs, outputs, n_outputs, ka, tokens, slots) != 0)
+    return 1;
   if (tokens <= 0) return 0;
-  const long long slots = tokens * kTopK;
-  if (slots > INT_MAX / 2)
-    return ka_fail("moe_backward: %lld tokens x top_k %d is too many (positions are int)", tokens,
-                   kTopK);
   const long long chunks = (slots + ka_moe::kChunk - 1) / ka_moe::kChunk;
 
   const Layout layout = layout_for(slots, chunks);
-  if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 256 != 0)
-    return ka_fail("moe_backward: the workspace must be 256-byte aligned (got %p)", workspace);
-  if (workspace_bytes < layout.total)
-    return ka_fail("moe_backward: the workspace has %zu bytes, %zu are needed for %lld tokens",
-                   workspace_bytes, layout.total, tokens);
+  if (ka_moe::check_workspace(kName, workspace, workspace_bytes, layout.total, tokens) != 0)
+    return 1;
 
   int multiprocessors = 0;
   if (ka_prepare_device(multiprocessors, prepare) != 0) return 1;
@@ -164,16 +146,14 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       ws, slots, static_cast<int>(chunks));
   if (check_launch("place") != 0) return 1;
 
-  const long long m_tiles = (slots + BM - 1) / BM + (slots < kExperts ? slots : kExperts);
-  const long long ctas1 = m_tiles * Gemm1::kNTiles;
-  const long long ctas2 = m_tiles * Gemm2::kNTiles;
-  if (ctas1 > INT_MAX || ctas2 > INT_MAX)
-    return ka_fail("moe_backward: %lld tokens are too many for the GEMM grids", tokens);
-  kGemm1<<<static_cast<unsigned>(ctas1), Gemm1::kThreads, Gemm1::kSharedBytes, s>>>(
-      ka, ws, static_cast<int>(m_tiles));
+  long long m_tiles = 0;
+  unsigned ctas1 = 0, ctas2 = 0;
+  if (ka_moe::grouped_gemm_grids<BM>(kName, tokens, slots, Gemm1::kNTiles, Gemm2::kNTiles, m_tiles,
+                                     ctas1, ctas2) != 0)
+    return 1;
+  kGemm1<<<ctas1, Gemm1::kThreads, Gemm1::kSharedBytes, s>>>(ka, ws, static_cast<int>(m_tiles));
   if (check_launch("GEMM 1 (d(down) input and the activation's backward)") != 0) return 1;
-  kGemm2<<<static_cast<unsigned>(ctas2), Gemm2::kThreads, Gemm2::kSharedBytes, s>>>(
-      ka, ws, static_cast<int>(m_tiles));
+  kGemm2<<<ctas2, Gemm2::kThreads, Gemm2::kSharedBytes, s>>>(ka, ws, static_cast<int>(m_tiles));
   if (check_launch("GEMM 2 (dx)") != 0) return 1;
 
   const dim3 grid_gate_up(WgradGateUp::kMTiles * WgradGateUp::kNTiles, kExperts);
@@ -183,12 +163,9 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   kWgradDown<<<grid_down, WgradDown::kThreads, WgradDown::kSharedBytes, s>>>(ka, ws);
   if (check_launch("GEMM 3 (dW_down)") != 0) return 1;
 
-  const long long combine_threads = tokens * (kHidden / 8);
-  const long long combine_blocks =
-      (combine_threads + ka_moe::kCombineThreads - 1) / ka_moe::kCombineThreads;
-  if (combine_blocks > INT_MAX) return ka_fail("moe_backward: %lld tokens are too many", tokens);
-  ka_moe::combine_kernel<<<static_cast<unsigned>(combine_blocks), ka_moe::kCombineThreads, 0, s>>>(
-      ka, ws, tokens);
+  unsigned combine_grid = 0;
+  if (ka_moe::combine_blocks<ka_moe::kCombineThreads>(kName, tokens, combine_grid) != 0) return 1;
+  ka_moe::combine_kernel<<<combine_grid, ka_moe::kCombineThreads, 0, s>>>(ka, ws, tokens);
   if (check_launch("combine") != 0) return 1;
 #if KA_HAS_GRAD_ROUTING
   const long long route_blocks =

@@ -1,5 +1,5 @@
-// Shared definitions of the moe_backward CUDA template: the problem's sizes, the workspace as
-// the kernels see it, and the tile copy every GEMM's pipeline uses.
+// Shared definitions of the moe_backward CUDA template: the workspace as the kernels see it, and
+// the tile copy every GEMM's pipeline uses (the problem's sizes: ka_moe_grouped.cuh).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -13,21 +13,8 @@
 
 namespace ka_moe {
 
-constexpr int kExperts = KA_EXPERTS;
-constexpr int kHidden = KA_HIDDEN;
-constexpr int kInter = KA_INTER;
-constexpr int kTopK = KA_TOP_K;
-
-static_assert(sizeof(ka_act_t) == 2 && sizeof(ka_w_t) == 2,
-              "moe_backward serves bfloat16 and float16 hidden states and weights "
-              "(knobs.json: ELEM_BYTES == 2 and W_BYTES == 2)");
-static_assert(std::is_same<ka_act_t, ka_w_t>::value,
-              "moe_backward: the hidden states and the weights must share one dtype (the tensor "
-              "cores multiply them together)");
-static_assert(kHidden % 8 == 0 && kInter % 8 == 0,
-              "moe_backward copies rows in 16-byte chunks (knobs.json: HIDDEN % 8 == 0 and "
-              "INTER % 8 == 0)");
-// TOP_K may exceed EXPERTS: on an expert-parallel rank most choices name other ranks' experts.
+// The sizes and the checks both templates share: ka_moe_grouped.cuh. TOP_K may exceed EXPERTS:
+// on an expert-parallel rank most choices name other ranks' experts.
 static_assert(kTopK >= 1, "TOP_K >= 1");
 
 using elem_t = ka_act_t;

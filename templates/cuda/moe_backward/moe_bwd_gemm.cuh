@@ -29,17 +29,64 @@
 
 namespace ka_moe {
 
-template <int kBM, int kBN, int kWarpsM, int kWarpsN>
-struct WarpTiles {
-  static constexpr int kThreads = kWarpsM * kWarpsN * 32;
-  static constexpr int kWarpTileM = kBM / kWarpsM;
-  static constexpr int kWarpTileN = kBN / kWarpsN;
-  static constexpr int kMmaM = kWarpTileM / 16;  // m16 tiles per warp
-  static constexpr int kMmaN = kWarpTileN / 8;   // n8 tiles per warp (ldmatrix'd in pairs)
-  static_assert(
-      kWarpTileM % 16 == 0 && kWarpTileN % 16 == 0,
-      "warp tile sides must be multiples of 16 (BM % (WARPS_M * 16), BN % (WARPS_N * 16))");
-};
+/// The K loop of every GEMM of moe_backward (the pipeline above): the first kStages - 1 K tiles
+/// issued, a commit group each, then per K tile: wait for the oldest, barrier, issue the tile
+/// kStages - 1 ahead, compute; the copies drained at the end. load_stage(stage, k_tile) issues
+/// one K tile's copies into a stage, compute_stage(stage) multiplies one. With k_tiles == 0 (an
+/// expert no token chose, GEMM 3) only empty groups are committed.
+template <int kStages, typename Load, typename Compute>
+__device__ __forceinline__ void run_pipeline(int k_tiles, Load&& load_stage,
+                                             Compute&& compute_stage) {
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < k_tiles) load_stage(s, s);
+    ka_cp_async_commit();
+  }
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    ka_cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int next = kt + kStages - 1;
+    if (next < k_tiles) load_stage(next % kStages, next);
+    ka_cp_async_commit();
+    compute_stage(kt % kStages);
+  }
+  ka_cp_async_wait<0>();
+}
+
+// The epilogues' walk over this lane's accumulators of a WarpTiles C whose CTA tile starts at
+// (row0, col0). Accumulator fragment (i, j): c0, c1 at (lane / 4, 2 (lane % 4) + {0, 1}), c2, c3
+// eight rows down. Rows and columns are two walks, nested by the caller, so that per-row work
+// (the row's weight, its output offset) is done once per row.
+
+/// row_fn(i, half, row) for the rows of this lane's fragments (c[2 half], c[2 half + 1] of the
+/// m16 tile i) below row_limit.
+template <class C, typename Row, typename F>
+__device__ __forceinline__ void for_each_acc_row(int lane, int warp_m, Row row0, Row row_limit,
+                                                 F&& row_fn) {
+#pragma unroll
+  for (int i = 0; i < C::kMmaM; ++i) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const Row row = row0 + warp_m * C::kWarpTileM + i * 16 + lane / 4 + half * 8;
+      if (row >= row_limit) continue;
+      row_fn(i, half, row);
+    }
+  }
+}
+
+/// col_fn(j, col) for the first columns of this lane's pairs (n8 tile j) below col_limit. The
+/// column is even and col_limit a multiple of 8 (the problem's sizes are), so a pair is wholly
+/// in or out.
+template <class C, typename F>
+__device__ __forceinline__ void for_each_acc_col(int lane, int warp_n, long long col0,
+                                                 long long col_limit, F&& col_fn) {
+#pragma unroll
+  for (int j = 0; j < C::kMmaN; ++j) {
+    const long long col = col0 + warp_n * C::kWarpTileN + j * 8 + (lane % 4) * 2;
+    if (col >= col_limit) continue;
+    col_fn(j, col);
+  }
+}
 
 template <int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, int kStages>
 struct Gemm1Config : WarpTiles<kBM, kBN, kWarpsM, kWarpsN> {
@@ -144,21 +191,12 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
 
   // Accumulators: [0] g, [1] u, [2] d.
   float acc[3][C::kMmaM][C::kMmaN][4];
-#pragma unroll
-  for (int b = 0; b < 3; ++b)
-#pragma unroll
-    for (int i = 0; i < C::kMmaM; ++i)
-#pragma unroll
-      for (int j = 0; j < C::kMmaN; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[b][i][j][e] = 0.0f;
+  zero_fill(acc);
 
   const int a_lane = warp_m * C::kWarpTileM * kLdK + ka_ldsm_offset_a(lane, kLdK);
   const int b_lane = warp_n * C::kWarpTileN * kLdK + ka_ldsm_offset_b(lane, kLdK);
   const int d_lane = warp_n * C::kWarpTileN + ka_ldsm_offset_b_trans(lane, kLdN);
-  // m16 tiles of this warp that hold real rows: the others are zero-filled, and a decode-sized
-  // segment skips their mma.
-  const int live_m = min(C::kMmaM, max(0, (rows - warp_m * C::kWarpTileM + 15) / 16));
+  const int live_m = C::live_m(rows, warp_m);
 
   auto compute_stage = [&](int stage) {
     if (live_m == 0) return;
@@ -194,58 +232,34 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
     }
   };
 
-  const int k_tiles = (kHidden + kBK - 1) / kBK;
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage(s, s);
-    ka_cp_async_commit();
-  }
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    ka_cp_async_wait<kStages - 2>();
-    __syncthreads();
-    const int next = kt + kStages - 1;
-    if (next < k_tiles) load_stage(next % kStages, next);
-    ka_cp_async_commit();
-    compute_stage(kt % kStages);
-  }
-  ka_cp_async_wait<0>();
+  run_pipeline<kStages>((kHidden + kBK - 1) / kBK, load_stage, compute_stage);
 
-  // ---- Epilogue. Accumulator fragment: c0, c1 at (lane / 4, 2 (lane % 4) + {0, 1}), c2, c3
-  // eight rows down. I is a multiple of 8 and the column even, so a pair is wholly in or out.
+  // ---- Epilogue: the activation's backward per accumulator pair.
   float route[C::kMmaM][2];
+  zero_fill(route);
+  for_each_acc_row<C>(lane, warp_m, 0, rows, [&](int i, int half, int row) {
+    const float weight = row_weight[row];
+    const long long out = (pos0 + row) * kInter;
+    for_each_acc_col<C>(lane, warp_n, n0, kInter, [&](int j, long long col) {
+      float dg[2], du[2], hw[2];
 #pragma unroll
-  for (int i = 0; i < C::kMmaM; ++i) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      route[i][half] = 0.0f;
-      const int row = warp_m * C::kWarpTileM + i * 16 + lane / 4 + half * 8;
-      if (row >= rows) continue;
-      const float weight = row_weight[row];
-      const long long out = (pos0 + row) * kInter;
-#pragma unroll
-      for (int j = 0; j < C::kMmaN; ++j) {
-        const long long col = n0 + warp_n * C::kWarpTileN + j * 8 + (lane % 4) * 2;
-        if (col >= kInter) continue;
-        float dg[2], du[2], hw[2];
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const float g = acc[0][i][j][2 * half + c];
-          const float u = acc[1][i][j][2 * half + c];
-          const float d = acc[2][i][j][2 * half + c];
-          const float a = ka_moe_activation(g);
-          const float h = a * u;
-          route[i][half] += d * h;
-          const float dh = weight * d;
-          dg[c] = dh * u * ka_moe_activation_grad(g);
-          du[c] = dh * a;
-          hw[c] = weight * h;
-        }
-        store_split_pair(ws.dg + out + col, ws.dg_lo + out + col, dg[0], dg[1]);
-        store_split_pair(ws.du + out + col, ws.du_lo + out + col, du[0], du[1]);
-        store_split_pair(ws.hw + out + col, ws.hw_lo + out + col, hw[0], hw[1]);
+      for (int c = 0; c < 2; ++c) {
+        const float g = acc[0][i][j][2 * half + c];
+        const float u = acc[1][i][j][2 * half + c];
+        const float d = acc[2][i][j][2 * half + c];
+        const float a = ka_moe_activation(g);
+        const float h = a * u;
+        route[i][half] += d * h;
+        const float dh = weight * d;
+        dg[c] = dh * u * ka_moe_activation_grad(g);
+        du[c] = dh * a;
+        hw[c] = weight * h;
       }
-    }
-  }
+      store_split_pair(ws.dg + out + col, ws.dg_lo + out + col, dg[0], dg[1]);
+      store_split_pair(ws.du + out + col, ws.du_lo + out + col, du[0], du[1]);
+      store_split_pair(ws.hw + out + col, ws.hw_lo + out + col, hw[0], hw[1]);
+    });
+  });
 #if KA_HAS_GRAD_ROUTING
   // dy . y of each row over this tile's columns: the quad's lanes hold a row's column pairs, the
   // WARPS_N warps its column ranges; summed in a fixed order, so the partial is deterministic.
@@ -326,16 +340,11 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
   };
 
   float acc[C::kMmaM][C::kMmaN][4];
-#pragma unroll
-  for (int i = 0; i < C::kMmaM; ++i)
-#pragma unroll
-    for (int j = 0; j < C::kMmaN; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  zero_fill(acc);
 
   const int a_lane = warp_m * C::kWarpTileM * kLdK + ka_ldsm_offset_a(lane, kLdK);
   const int b_lane = warp_n * C::kWarpTileN + ka_ldsm_offset_b_trans(lane, kLdN);
-  const int live_m = min(C::kMmaM, max(0, (rows - warp_m * C::kWarpTileM + 15) / 16));
+  const int live_m = C::live_m(rows, warp_m);
 
   auto compute_stage = [&](int stage) {
     if (live_m == 0) return;
@@ -368,37 +377,14 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
     }
   };
 
-  const int k_tiles = (kInter + kBK - 1) / kBK;
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage(s, s);
-    ka_cp_async_commit();
-  }
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    ka_cp_async_wait<kStages - 2>();
-    __syncthreads();
-    const int next = kt + kStages - 1;
-    if (next < k_tiles) load_stage(next % kStages, next);
-    ka_cp_async_commit();
-    compute_stage(kt % kStages);
-  }
-  ka_cp_async_wait<0>();
+  run_pipeline<kStages>((kInter + kBK - 1) / kBK, load_stage, compute_stage);
 
-#pragma unroll
-  for (int i = 0; i < C::kMmaM; ++i) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = warp_m * C::kWarpTileM + i * 16 + lane / 4 + half * 8;
-      if (row >= rows) continue;
-#pragma unroll
-      for (int j = 0; j < C::kMmaN; ++j) {
-        const long long col = n0 + warp_n * C::kWarpTileN + j * 8 + (lane % 4) * 2;
-        if (col >= kHidden) continue;
-        store_pair(ws.dx_part + (pos0 + row) * kHidden + col, acc[i][j][2 * half],
-                   acc[i][j][2 * half + 1]);
-      }
-    }
-  }
+  for_each_acc_row<C>(lane, warp_m, 0, rows, [&](int i, int half, int row) {
+    for_each_acc_col<C>(lane, warp_n, n0, kHidden, [&](int j, long long col) {
+      store_pair(ws.dx_part + (pos0 + row) * kHidden + col, acc[i][j][2 * half],
+                 acc[i][j][2 * half + 1]);
+    });
+  });
 }
 
 }  // namespace ka_moe

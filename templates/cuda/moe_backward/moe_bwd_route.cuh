@@ -99,27 +99,17 @@ __global__ void __launch_bounds__(kChunk) place_kernel(Workspace ws, long long s
 
 __global__ void __launch_bounds__(kCombineThreads)
     combine_kernel(KaArgs ka, Workspace ws, long long tokens) {
-  constexpr int kChunks = kHidden / 8;
-  const long long index = static_cast<long long>(blockIdx.x) * kCombineThreads + threadIdx.x;
-  if (index >= tokens * kChunks) return;
-  const long long t = index / kChunks;
-  const int c = static_cast<int>(index % kChunks) * 8;
-  float acc[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) acc[j] = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kTopK; ++k) {
-    const long long pos = ws.pos_of_slot[t * kTopK + k];
-    if (pos < 0) continue;
-    const float4* part = reinterpret_cast<const float4*>(ws.dx_part + pos * kHidden + c);
-    const float4 a = part[0], b = part[1];
-    acc[0] += a.x, acc[1] += a.y, acc[2] += a.z, acc[3] += a.w;
-    acc[4] += b.x, acc[5] += b.y, acc[6] += b.z, acc[7] += b.w;
-  }
-  Pack8<ka_act_t> out;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) out.v[j] = ka_from_float<ka_act_t>(acc[j]);
-  *reinterpret_cast<Pack8<ka_act_t>*>(ka.dx_row(t) + c) = out;
+  combine_pack8<kCombineThreads>(
+      tokens,
+      [&](long long slot, int c, float(&acc)[8]) {
+        const long long pos = ws.pos_of_slot[slot];
+        if (pos < 0) return;  // an id outside [0, E): no expert, nothing to add
+        const float4* part = reinterpret_cast<const float4*>(ws.dx_part + pos * kHidden + c);
+        const float4 a = part[0], b = part[1];
+        acc[0] += a.x, acc[1] += a.y, acc[2] += a.z, acc[3] += a.w;
+        acc[4] += b.x, acc[5] += b.y, acc[6] += b.z, acc[7] += b.w;
+      },
+      [&](long long t) { return ka.dx_row(t); });
 }
 
 #if KA_HAS_GRAD_ROUTING

@@ -115,14 +115,7 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32) wgrad_kernel(KaArgs ka,
   };
 
   float acc[C::kNA][C::kMmaM][C::kMmaN][4];
-#pragma unroll
-  for (int a = 0; a < C::kNA; ++a)
-#pragma unroll
-    for (int i = 0; i < C::kMmaM; ++i)
-#pragma unroll
-      for (int j = 0; j < C::kMmaN; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[a][i][j][e] = 0.0f;
+  zero_fill(acc);
 
   const int a_lane = warp_m * C::kWarpTileM + ka_ldsm_offset_a_trans(lane, kLdA);
   const int b_lane = warp_n * C::kWarpTileN + ka_ldsm_offset_b_trans(lane, kLdB);
@@ -160,21 +153,7 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32) wgrad_kernel(KaArgs ka,
     }
   };
 
-  const int k_tiles = (count + kBK - 1) / kBK;
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_tiles) load_stage(s, s);
-    ka_cp_async_commit();
-  }
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    ka_cp_async_wait<kStages - 2>();
-    __syncthreads();
-    const int next = kt + kStages - 1;
-    if (next < k_tiles) load_stage(next % kStages, next);
-    ka_cp_async_commit();
-    compute_stage(kt % kStages);
-  }
-  ka_cp_async_wait<0>();
+  run_pipeline<kStages>((count + kBK - 1) / kBK, load_stage, compute_stage);
 
   // ---- Epilogue: rows of the gradient along M, pairs of columns along N (a multiple of 8).
 #pragma unroll
@@ -182,20 +161,12 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32) wgrad_kernel(KaArgs ka,
     ka_wgrad_t* out = kDown    ? ka.ddown_rows(expert)
                       : a == 0 ? ka.dgate_rows(expert)
                                : ka.dup_rows(expert);
-#pragma unroll
-    for (int i = 0; i < C::kMmaM; ++i) {
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const long long row = m0 + warp_m * C::kWarpTileM + i * 16 + lane / 4 + half * 8;
-        if (row >= C::kM) continue;
-#pragma unroll
-        for (int j = 0; j < C::kMmaN; ++j) {
-          const long long col = n0 + warp_n * C::kWarpTileN + j * 8 + (lane % 4) * 2;
-          if (col >= C::kN) continue;
-          store_pair(out + row * C::kN + col, acc[a][i][j][2 * half], acc[a][i][j][2 * half + 1]);
-        }
-      }
-    }
+    for_each_acc_row<C>(
+        lane, warp_m, m0, static_cast<long long>(C::kM), [&](int i, int half, long long row) {
+          for_each_acc_col<C>(lane, warp_n, n0, C::kN, [&](int j, long long col) {
+            store_pair(out + row * C::kN + col, acc[a][i][j][2 * half], acc[a][i][j][2 * half + 1]);
+          });
+        });
   }
 }
 

@@ -12,7 +12,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <climits>
 #include <cstdint>
 #include <cstdio>
 
@@ -50,24 +49,20 @@ struct Layout {
 Layout layout_for(long long tokens) {
   const size_t slots = static_cast<size_t>(tokens) * kTopK;
   Layout l;
-  size_t at = 0;
-  auto take = [&at](size_t bytes) {
-    const size_t offset = at;
-    at = ka_align256(at + bytes);
-    return offset;
-  };
-  l.counts = take(sizeof(int) * kExperts);
-  l.offsets = take(sizeof(int) * (kExperts + 1));
-  l.tile_prefix = take(sizeof(int) * (kExperts + 1));
-  l.topk_ids = take(sizeof(int) * slots);
-  l.topk_weights = take(sizeof(float) * slots);
-  l.rank = take(sizeof(int) * slots);
-  l.sorted_slot = take(sizeof(int) * slots);
-  l.pos_of_slot = take(sizeof(int) * slots);
-  l.logits = take(KA_ROUTER_WEIGHT ? sizeof(float) * static_cast<size_t>(tokens) * kExperts : 0);
-  l.h = take(sizeof(ka_act_t) * slots * kInter);
-  l.y = take(sizeof(ka_act_t) * slots * kHidden);
-  l.total = at;
+  ka_moe::WorkspaceCarver carver;
+  l.counts = carver.take(sizeof(int) * kExperts);
+  l.offsets = carver.take(sizeof(int) * (kExperts + 1));
+  l.tile_prefix = carver.take(sizeof(int) * (kExperts + 1));
+  l.topk_ids = carver.take(sizeof(int) * slots);
+  l.topk_weights = carver.take(sizeof(float) * slots);
+  l.rank = carver.take(sizeof(int) * slots);
+  l.sorted_slot = carver.take(sizeof(int) * slots);
+  l.pos_of_slot = carver.take(sizeof(int) * slots);
+  l.logits =
+      carver.take(KA_ROUTER_WEIGHT ? sizeof(float) * static_cast<size_t>(tokens) * kExperts : 0);
+  l.h = carver.take(sizeof(ka_act_t) * slots * kInter);
+  l.y = carver.take(sizeof(ka_act_t) * slots * kHidden);
+  l.total = carver.at;
   return l;
 }
 
@@ -75,11 +70,10 @@ bool aligned16(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
 }
 
+constexpr const char* kName = "moe_grouped";
+
 int check_launch(const char* what) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess)
-    return ka_fail("moe_grouped: %s launch: %s", what, cudaGetErrorString(status));
-  return 0;
+  return ka_moe::check_launch(kName, what);
 }
 
 }  // namespace
@@ -87,15 +81,10 @@ int check_launch(const char* what) {
 extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
                       void* stream, void* workspace, size_t workspace_bytes) {
   KaArgs ka;
-  if (const char* message = ka_bind(inputs, n_inputs, outputs, n_outputs, &ka))
-    return ka_fail("%s", message);
-  (void)cudaGetLastError();  // an earlier call's error is not this call's launch failure
-  const long long tokens = ka.tokens();
+  long long tokens = 0, slots = 0;
+  if (ka_moe::begin_call(kName, inputs, n_inputs, outputs, n_outputs, ka, tokens, slots) != 0)
+    return 1;
   if (tokens <= 0) return 0;
-  const long long slots = tokens * kTopK;
-  if (slots > INT_MAX / 2)
-    return ka_fail("moe_grouped: %lld tokens x top_k %d is too many (positions are int)", tokens,
-                   kTopK);
 
   // Rows are copied in 16-byte chunks: every row start must be 16-byte aligned (HIDDEN and
   // INTER are multiples of 8, so the bases decide).
@@ -111,11 +100,8 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   }
 
   const Layout layout = layout_for(tokens);
-  if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 256 != 0)
-    return ka_fail("moe_grouped: the workspace must be 256-byte aligned (got %p)", workspace);
-  if (workspace_bytes < layout.total)
-    return ka_fail("moe_grouped: the workspace has %zu bytes, %zu are needed for %lld tokens",
-                   workspace_bytes, layout.total, tokens);
+  if (ka_moe::check_workspace(kName, workspace, workspace_bytes, layout.total, tokens) != 0)
+    return 1;
 
   int multiprocessors = 0;
   if (ka_prepare_device(multiprocessors, [](int device) {
@@ -174,23 +160,18 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       ws, slots);
   if (check_launch("permute") != 0) return 1;
 
-  const long long m_tiles = (slots + BM - 1) / BM + (slots < kExperts ? slots : kExperts);
-  const long long ctas1 = m_tiles * ((kInter + BN - 1) / BN);
-  const long long ctas2 = m_tiles * ((kHidden + BN2 - 1) / BN2);
-  if (ctas1 > INT_MAX || ctas2 > INT_MAX)
-    return ka_fail("moe_grouped: %lld tokens are too many for the GEMM grids", tokens);
-  kGemm1<<<static_cast<unsigned>(ctas1), Gemm1::kThreads, Gemm1::kSharedBytes, s>>>(
-      ka, ws, static_cast<int>(m_tiles));
+  long long m_tiles = 0;
+  unsigned ctas1 = 0, ctas2 = 0;
+  if (ka_moe::grouped_gemm_grids<BM>(kName, tokens, slots, (kInter + BN - 1) / BN,
+                                     (kHidden + BN2 - 1) / BN2, m_tiles, ctas1, ctas2) != 0)
+    return 1;
+  kGemm1<<<ctas1, Gemm1::kThreads, Gemm1::kSharedBytes, s>>>(ka, ws, static_cast<int>(m_tiles));
   if (check_launch("gate/up GEMM") != 0) return 1;
-  kGemm2<<<static_cast<unsigned>(ctas2), Gemm2::kThreads, Gemm2::kSharedBytes, s>>>(
-      ka, ws, static_cast<int>(m_tiles));
+  kGemm2<<<ctas2, Gemm2::kThreads, Gemm2::kSharedBytes, s>>>(ka, ws, static_cast<int>(m_tiles));
   if (check_launch("down GEMM") != 0) return 1;
 
-  const long long combine_threads = tokens * (kHidden / 8);
-  const long long combine_blocks =
-      (combine_threads + ka_moe::kCombineThreads - 1) / ka_moe::kCombineThreads;
-  if (combine_blocks > INT_MAX) return ka_fail("moe_grouped: %lld tokens are too many", tokens);
-  ka_moe::combine_kernel<<<static_cast<unsigned>(combine_blocks), ka_moe::kCombineThreads, 0, s>>>(
-      ka, ws, tokens);
+  unsigned combine_grid = 0;
+  if (ka_moe::combine_blocks<ka_moe::kCombineThreads>(kName, tokens, combine_grid) != 0) return 1;
+  ka_moe::combine_kernel<<<combine_grid, ka_moe::kCombineThreads, 0, s>>>(ka, ws, tokens);
   return check_launch("combine");
 }

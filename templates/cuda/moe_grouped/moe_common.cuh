@@ -1,5 +1,5 @@
-// Shared definitions of the moe_grouped template: the problem's sizes, the workspace as the
-// kernels see it, and small load / store helpers.
+// Shared definitions of the moe_grouped template: the workspace as the kernels see it, and small
+// load / store helpers (the problem's sizes: ka_moe_grouped.cuh).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -13,20 +13,7 @@
 
 namespace ka_moe {
 
-constexpr int kExperts = KA_EXPERTS;
-constexpr int kHidden = KA_HIDDEN;
-constexpr int kInter = KA_INTER;
-constexpr int kTopK = KA_TOP_K;
-
-static_assert(sizeof(ka_act_t) == 2 && sizeof(ka_w_t) == 2,
-              "moe_grouped serves bfloat16 and float16 hidden states and weights "
-              "(knobs.json: ELEM_BYTES == 2 and W_BYTES == 2)");
-static_assert(std::is_same<ka_act_t, ka_w_t>::value,
-              "moe_grouped: the hidden states and the weights must share one dtype (the tensor "
-              "cores multiply them together)");
-static_assert(kHidden % 8 == 0 && kInter % 8 == 0,
-              "moe_grouped copies rows in 16-byte chunks (knobs.json: HIDDEN % 8 == 0 and "
-              "INTER % 8 == 0)");
+// The sizes and the checks both templates share: ka_moe_grouped.cuh.
 static_assert(kTopK >= 1 && kTopK <= kExperts, "1 <= TOP_K <= EXPERTS");
 
 /// The workspace as the kernels see it (kernel.cu's Layout places it). Sorted positions

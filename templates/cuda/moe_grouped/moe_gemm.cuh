@@ -41,8 +41,8 @@ __device__ __forceinline__ const T* opaque(const T* p) {
 }
 
 template <int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, int kStages, bool kGated>
-struct GemmConfig {
-  static constexpr int kThreads = kWarpsM * kWarpsN * 32;
+struct GemmConfig : WarpTiles<kBM, kBN, kWarpsM, kWarpsN> {
+  using Tiles = WarpTiles<kBM, kBN, kWarpsM, kWarpsN>;  // ka_moe_grouped.cuh
   static constexpr int kNB = kGated ? 2 : 1;            // B sub-tiles (gate, up) or (down)
   static constexpr int kN = kGated ? kInter : kHidden;  // output columns
   static constexpr int kK = kGated ? kHidden : kInter;  // reduction length
@@ -50,21 +50,14 @@ struct GemmConfig {
   static constexpr int kAStage = kBM * kLd;             // elements
   static constexpr int kBStage = kNB * kBN * kLd;       // elements
   static constexpr int kPipeBytes = kStages * (kAStage + kBStage) * 2;
-  static constexpr int kSharedBytes = kPipeBytes + kBM * 8;  // + A-row pointers
-  static constexpr int kWarpTileM = kBM / kWarpsM;
-  static constexpr int kWarpTileN = kBN / kWarpsN;
-  static constexpr int kMmaM = kWarpTileM / 16;  // m16 tiles per warp
-  static constexpr int kMmaN = kWarpTileN / 8;   // n8 tiles per warp (ldmatrix'd in pairs)
-  static constexpr int kChunksPerRow = kBK / 8;  // 16-byte chunks per tile row
-  static constexpr int kRowStep = kThreads / kChunksPerRow;  // tile rows per copy round
+  static constexpr int kSharedBytes = kPipeBytes + kBM * 8;         // + A-row pointers
+  static constexpr int kChunksPerRow = kBK / 8;                     // 16-byte chunks per tile row
+  static constexpr int kRowStep = Tiles::kThreads / kChunksPerRow;  // tile rows per copy round
   static constexpr int kACopies = (kBM + kRowStep - 1) / kRowStep;
   static constexpr int kBCopies = (kNB * kBN + kRowStep - 1) / kRowStep;
 
-  static_assert(
-      kWarpTileM % 16 == 0 && kWarpTileN % 16 == 0,
-      "warp tile sides must be multiples of 16 (BM % (WARPS_M * 16), BN % (WARPS_N * 16))");
   static_assert(kBK % 16 == 0, "BK is a multiple of the mma's k16");
-  static_assert(kThreads % kChunksPerRow == 0, "a copy round covers whole rows");
+  static_assert(Tiles::kThreads % kChunksPerRow == 0, "a copy round covers whole rows");
   static_assert(kRowStep > kBN || kBN % kRowStep == 0, "copy rounds tile the B sub-tiles");
   static_assert(kStages >= 2, "at least two pipeline stages");
 };
@@ -185,14 +178,7 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
 
   // ---- Accumulators and the per-lane ldmatrix offsets.
   float acc[C::kNB][C::kMmaM][C::kMmaN][4];
-#pragma unroll
-  for (int b = 0; b < C::kNB; ++b)
-#pragma unroll
-    for (int i = 0; i < C::kMmaM; ++i)
-#pragma unroll
-      for (int j = 0; j < C::kMmaN; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[b][i][j][e] = 0.0f;
+  zero_fill(acc);
 
   // A ([m][k]): lanes 0-15 address rows m 0-15 at k 0, lanes 16-31 rows 0-15 at k 8: matrices
   // (m0-7, k0-7), (m8-15, k0-7), (m0-7, k8-15), (m8-15, k8-15) = a0..a3.
@@ -201,9 +187,7 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
   // b[j+1][0], b[j+1][1].
   const int a_lane = warp_m * C::kWarpTileM * kLd + ka_ldsm_offset_a(lane, kLd);
   const int b_lane = warp_n * C::kWarpTileN * kLd + ka_ldsm_offset_b(lane, kLd);
-  // m16 tiles of this warp that hold real rows (the rest of the tile is zero-filled): warps skip
-  // the mma of the others, which matters for decode-sized segments.
-  const int live_m = min(C::kMmaM, max(0, (rows - warp_m * C::kWarpTileM + 15) / 16));
+  const int live_m = C::live_m(rows, warp_m);
 
   auto compute_stage = [&](int stage) {
     if (live_m == 0) return;  // a warp wholly past the segment's last row

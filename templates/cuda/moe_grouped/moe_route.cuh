@@ -104,27 +104,17 @@ __global__ void __launch_bounds__(kScanThreads) permute_kernel(Workspace ws, lon
 
 __global__ void __launch_bounds__(kCombineThreads)
     combine_kernel(KaArgs ka, Workspace ws, long long tokens) {
-  constexpr int kChunks = kHidden / 8;
-  const long long index = static_cast<long long>(blockIdx.x) * kCombineThreads + threadIdx.x;
-  if (index >= tokens * kChunks) return;
-  const long long t = index / kChunks;
-  const int c = static_cast<int>(index % kChunks) * 8;
-  float acc[8];
+  combine_pack8<kCombineThreads>(
+      tokens,
+      [&](long long slot, int c, float(&acc)[8]) {
+        const long long pos = ws.pos_of_slot[slot];
+        const float weight = ws.topk_weights[slot];
+        const Pack8<ka_act_t> y =
+            *reinterpret_cast<const Pack8<ka_act_t>*>(ws.y + pos * kHidden + c);
 #pragma unroll
-  for (int j = 0; j < 8; ++j) acc[j] = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kTopK; ++k) {
-    const long long slot = t * kTopK + k;
-    const long long pos = ws.pos_of_slot[slot];
-    const float weight = ws.topk_weights[slot];
-    const Pack8<ka_act_t> y = *reinterpret_cast<const Pack8<ka_act_t>*>(ws.y + pos * kHidden + c);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) acc[j] += weight * ka_to_float(y.v[j]);
-  }
-  Pack8<ka_act_t> out;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) out.v[j] = ka_from_float<ka_act_t>(acc[j]);
-  *reinterpret_cast<Pack8<ka_act_t>*>(ka.out_row(t) + c) = out;
+        for (int j = 0; j < 8; ++j) acc[j] += weight * ka_to_float(y.v[j]);
+      },
+      [&](long long t) { return ka.out_row(t); });
 }
 
 }  // namespace ka_moe
