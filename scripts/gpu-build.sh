@@ -17,6 +17,15 @@ elif [ -f "$build/build.ninja" ]; then  # built before this check existed: trust
   sed 's/^[0-9a-f]*  //' "$hashes.new" | xargs -r touch
 fi
 mv "$hashes.new" "$hashes"
+# The device image's packages unpacked by .gpudeps/unpack.sh keep pkg-config files that name
+# /usr/include/<package> (hiredis); CMake refuses an imported target whose include directory is
+# missing, so point those names at the unpacked headers.
+if [ -d /opt/gpudeps/usr/include ]; then
+  for dir in /opt/gpudeps/usr/include/*/; do
+    name=$(basename "$dir")
+    [ -e "/usr/include/$name" ] || ln -s "$dir" "/usr/include/$name" 2>/dev/null || true
+  done
+fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.txt" 2>&1 &&
   cmake --build "$build" -j"$(nproc)" > "$out/build.txt" 2>&1 || { tail -40 "$out/build.txt"; exit 1; }
 [ -d "$workspace/calibration" ] ||

@@ -8,6 +8,7 @@
 #   scripts/gpu-templates.sh sweep <problem>  kernelarc templates sweep on one CUDA problem
 #                                             (with the tuned table when present)
 # Environment: BUILD (default build-gpu), POINTS (random points per template, default 8),
+# ONLY (tests: a part of the test names, e.g. "attention_prefill_wgmma" or "moe_backward__"),
 # SWEEP_ARGS (more flags for the sweep, e.g. "--template gemm_wgmma"),
 # KERNELARC_TEMPLATE_POINTS=default (tests at the default points only: the nvcc-built GEMM
 # templates take ~30-60 s to compile per point, so the full test set may not fit one call).
@@ -18,7 +19,7 @@ stage=${1:-tests}
 shift || true
 case "$stage" in
   tests)
-    "$build/tests/test_eval" --gtest_filter='GpuLibrary/GpuTemplateGuard.*' 2>&1 |
+    "$build/tests/test_eval" --gtest_filter="GpuLibrary/GpuTemplateGuard.*${ONLY:-}*" 2>&1 |
       tee "$out/template-tests.txt" | grep -E '^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|skipped'
     ;;
   tune)
