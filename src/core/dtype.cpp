@@ -104,6 +104,12 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<DType> dtype_from_abi(int value) {
+  for (const DTypeInfo& entry : kDTypes)
+    if (static_cast<int>(entry.dtype) == value) return entry.dtype;
+  return std::nullopt;
+}
+
 std::string_view dtype_safetensors_name(DType dtype) {
   return info(dtype).safetensors_name;
 }

@@ -41,6 +41,8 @@ enum class DType : int {
 std::string_view dtype_name(DType dtype);
 /// Inverse of dtype_name; nullopt for an unknown name.
 std::optional<DType> dtype_from_name(std::string_view name);
+/// The DType of a ka_dtype value (the ABI's number); nullopt for a number no type has.
+std::optional<DType> dtype_from_abi(int value);
 /// Name in a safetensors header ("BF16", "F8_E4M3", ...); "F4" for both float4 types, whose
 /// header shape counts values (the last dimension twice the byte count, as safetensors writes
 /// torch.float4_e2m1fn_x2).

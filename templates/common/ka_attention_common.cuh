@@ -1,6 +1,6 @@
 // Pieces shared by the CUDA prefill attention templates (attention_prefill on mma.sync,
-// attention_prefill_wgmma on wgmma): the work split of the grid over sequences and row tiles,
-// base-2 softmax helpers and the rounding of float pairs to the input type. Include after
+// attention_prefill_wgmma on wgmma): the work split of the grid over sequences and row tiles
+// and the rounding of float pairs to the input type. Include after
 // ka_problem.h (it reads KaArgs and the KA_ layout macros). Usable from nvcc and NVRTC.
 #ifndef KA_ATTENTION_COMMON_CUH
 #define KA_ATTENTION_COMMON_CUH
@@ -9,20 +9,7 @@
 #include <cuda_fp16.h>
 
 #include "ka_mma_sync.cuh"
-
-constexpr float ka_log2e = 1.4426950408889634f;
-constexpr float ka_ln2 = 0.6931471805599453f;
-
-__device__ __forceinline__ float ka_neg_inf() {
-  return __int_as_float(0xff800000u);
-}
-
-// 2^x; ex2.approx(-inf) = +0, which the masked logits rely on.
-__device__ __forceinline__ float ka_fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
+#include "ka_softmax_base2.cuh"
 
 // Two floats rounded to nearest-even into one 32-bit pair of 16-bit elements, lo in the low half.
 __device__ __forceinline__ unsigned ka_pack_pair(float lo, float hi, __nv_bfloat16) {

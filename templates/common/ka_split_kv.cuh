@@ -18,6 +18,7 @@
 
 #include "ka_cuda_entry.h"
 #include "ka_problem.h"
+#include "ka_softmax_base2.cuh"
 
 namespace ka_split_kv {
 
@@ -104,13 +105,6 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
-/// 2^x with 2^-inf = 0 (MUFU.EX2; the arguments are <= 0 here).
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 /// One lane's share of a warp's online softmax (log2 units, float32) over kGroup query heads,
 /// on the CUDA cores: groups of kLanes lanes take a key row each, and every lane holds the same
 /// kElems elements of its group's rows. q is the caller's (its elements times softmax scale
@@ -157,13 +151,13 @@ struct LaneSoftmax {
     for (int g = 0; g < kGroup; ++g) {
       const float s = dot[g];
       if (s > m[g]) {  // new max: rescale (m = -inf gives alpha = 0 with l and acc still 0)
-        const float alpha = fast_exp2(m[g] - s);
+        const float alpha = ka_fast_exp2(m[g] - s);
         l[g] *= alpha;
 #pragma unroll
         for (int e = 0; e < kElems; ++e) acc[g][e] *= alpha;
         m[g] = s;
       }
-      const float p = fast_exp2(s - m[g]);
+      const float p = ka_fast_exp2(s - m[g]);
       l[g] += p;
       const float weight = p * v_scale;
 #pragma unroll
@@ -181,8 +175,8 @@ struct LaneSoftmax {
         const float m2 = __shfl_xor_sync(0xffffffffu, m[g], offset);
         const float l2 = __shfl_xor_sync(0xffffffffu, l[g], offset);
         const float mx = fmaxf(m[g], m2);
-        const float w1 = m[g] == -INFINITY ? 0.f : fast_exp2(m[g] - mx);
-        const float w2 = m2 == -INFINITY ? 0.f : fast_exp2(m2 - mx);
+        const float w1 = m[g] == -INFINITY ? 0.f : ka_fast_exp2(m[g] - mx);
+        const float w2 = m2 == -INFINITY ? 0.f : ka_fast_exp2(m2 - mx);
         l[g] = l[g] * w1 + l2 * w2;
 #pragma unroll
         for (int e = 0; e < kElems; ++e) {
@@ -197,8 +191,7 @@ struct LaneSoftmax {
 
 /// The lse output is in natural-log units; the kernels keep log2 units.
 __device__ __forceinline__ void store_lse(const KaArgs& ka, long long b, int h, float lse2) {
-  constexpr float kLn2 = 0.6931471805599453f;
-  ka.store_lse(b, 0, h, lse2 == -INFINITY ? -INFINITY : lse2 * kLn2);
+  ka.store_lse(b, 0, h, lse2 == -INFINITY ? -INFINITY : lse2 * ka_ln2);
 }
 
 /// How many splits a sequence with `len` keys gets, and the keys per split: at least

@@ -63,10 +63,9 @@ std::vector<Json> tensors_to_json(const std::vector<ArenaTensor>& tensors) {
 std::vector<ArenaTensor> tensors_from_json(const Json& list) {
   std::vector<ArenaTensor> tensors;
   for (const Json& item : list) {
-    const int dtype = item.at("dtype").get<int>();
-    if (dtype < KA_FLOAT64 || dtype > KA_FLOAT4_E2M1FN_X2)  // ka_dtype's first and last
-      throw InternalError("bad dtype in request");
-    tensors.push_back({static_cast<DType>(dtype), item.at("shape").get<std::vector<int64_t>>(),
+    const std::optional<DType> dtype = dtype_from_abi(item.at("dtype").get<int>());
+    if (!dtype) throw InternalError("bad dtype in request");
+    tensors.push_back({*dtype, item.at("shape").get<std::vector<int64_t>>(),
                        item.at("offset").get<std::size_t>(), item.value("name", std::string())});
   }
   return tensors;

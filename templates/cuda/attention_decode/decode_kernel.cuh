@@ -56,7 +56,6 @@ constexpr int kPipeBytes = kWarps * kStages * kStageBytes;
 using WarpStates = ka_split_kv::WarpStates<kWarps, kGroup>;
 constexpr int kSharedBytes = kPipeBytes > WarpStates::kBytes ? kPipeBytes : WarpStates::kBytes;
 constexpr int kSplitStep = 16;  // keys per split in whole 16-key steps (tidier tiles only)
-constexpr float kLog2e = 1.4426950408889634f;
 
 constexpr bool kSixteenBit = std::is_same<ka_qkv_t, __nv_bfloat16>::value ||
                              std::is_same<ka_qkv_t, __half>::value;
@@ -90,7 +89,6 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-using ka_split_kv::fast_exp2;
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t address, uint32_t& r0, uint32_t& r1,
                                             uint32_t& r2, uint32_t& r3) {
@@ -332,13 +330,13 @@ struct MmaState {
         // Every tile has a valid key, so m_new is finite for real scores; the guard keeps
         // -inf - -inf (NaN) out should it not be.
         const float base = m_new == -INFINITY ? 0.f : m_new;
-        const float alpha = fast_exp2(m[mt][h] - base);  // 0 on the first tile (m = -inf)
+        const float alpha = ka_fast_exp2(m[mt][h] - base);  // 0 on the first tile (m = -inf)
         m[mt][h] = m_new;
         float sum = 0.f;
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
-          s[mt][nt][2 * h] = fast_exp2(s[mt][nt][2 * h] - base);
-          s[mt][nt][2 * h + 1] = fast_exp2(s[mt][nt][2 * h + 1] - base);
+          s[mt][nt][2 * h] = ka_fast_exp2(s[mt][nt][2 * h] - base);
+          s[mt][nt][2 * h + 1] = ka_fast_exp2(s[mt][nt][2 * h + 1] - base);
           sum += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
         }
         l[mt][h] = l[mt][h] * alpha + sum;
@@ -528,7 +526,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   TileState state;
-  state.init(ka, b, kvh, lane, ka.scale() * kLog2e);
+  state.init(ka, b, kvh, lane, ka.scale() * ka_log2e);
   stream_tiles(ka, b, kvh, split.k0, split.k1, smem + warp * kStages * kStageBytes, warp, lane,
                state);
 

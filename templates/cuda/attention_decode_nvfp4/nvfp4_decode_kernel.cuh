@@ -39,7 +39,6 @@ constexpr int kBlock = 16;                  // values per scale
 constexpr int kLanes = kHeadDim / kBlock;   // lanes sharing one row
 constexpr int kRows = 32 / kLanes;          // rows a warp covers per step
 constexpr int kStepKeys = kRows * kUnroll;  // keys a warp loads before computing
-constexpr float kLog2e = 1.4426950408889634f;
 using WarpStates = ka_split_kv::WarpStates<kWarps, kGroup>;
 
 static_assert(KA_DECODE == 1, "attention_decode_nvfp4 serves decode problems");
@@ -168,7 +167,7 @@ __global__ void __launch_bounds__(kThreads)
   const int gi = lane / kLanes;  // the lane's row within a step
   const int gl = lane % kLanes;  // the lane's 16-value block within a row
   LaneState state;
-  state.init(ka, b, kvh, gl, ka.scale() * kLog2e);
+  state.init(ka, b, kvh, gl, ka.scale() * ka_log2e);
 
   for (long long base = k0 + static_cast<long long>(warp) * kStepKeys; base < k1;
        base += static_cast<long long>(kWarps) * kStepKeys) {

@@ -318,37 +318,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
     for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        float tile_max = ka_neg_inf();
-#pragma unroll
-        for (int n = 0; n < kSTiles; ++n) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float x = s_acc[mt][n][2 * hf + e] * scale_log2;
-            if (masked && n0 + n * 8 + 2 * c4 + e >= limit[mt][hf]) x = ka_neg_inf();
-            s_acc[mt][n][2 * hf + e] = x;
-            tile_max = fmaxf(tile_max, x);
-          }
-        }
-        // The 4 lanes of a quad hold the row's columns.
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(kFull, tile_max, 1));
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(kFull, tile_max, 2));
-        const float new_max = fmaxf(row_max[mt][hf], tile_max);
-        // While every key so far is masked the max is -inf; subtracting 0 instead keeps
-        // exp2(-inf - m) = 0 and avoids -inf - -inf = NaN.
-        const float base = new_max == ka_neg_inf() ? 0.0f : new_max;
-        const float alpha = ka_fast_exp2(row_max[mt][hf] - base);
-        row_max[mt][hf] = new_max;
-        float sum = 0.0f;
-#pragma unroll
-        for (int n = 0; n < kSTiles; ++n) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float pv = ka_fast_exp2(s_acc[mt][n][2 * hf + e] - base);
-            s_acc[mt][n][2 * hf + e] = pv;
-            sum += pv;
-          }
-        }
-        row_sum[mt][hf] = row_sum[mt][hf] * alpha + sum;
+        const float alpha = ka_online_softmax_row<kSTiles>(
+            [&](int n, int e) -> float& { return s_acc[mt][n][2 * hf + e]; }, n0, c4, masked,
+            limit[mt][hf], scale_log2, row_max[mt][hf], row_sum[mt][hf]);
 #pragma unroll
         for (int n = 0; n < kOTiles; ++n) {
           o_acc[mt][n][2 * hf] *= alpha;

@@ -76,10 +76,6 @@ constexpr int kBarrierOffset = kQBytes + 2 * STAGES * kTileBytes;
 constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
 
-__device__ __forceinline__ long long ka_clamp(long long x, long long lo, long long hi) {
-  return x < lo ? lo : (x > hi ? hi : x);
-}
-
 // Copies `rows` rows (row r from row_of(r), or zeros for r >= valid) into a swizzled tile, the
 // producer's 128 threads sharing the 16-byte chunks; returns whether this thread copied any
 // chunk by plain loads and stores (an unaligned row).
@@ -149,7 +145,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   const int kvh = h / KA_GROUP;
   // The CTA needs the keys its last row sees (limits never decrease with the row).
   const long long last_row = (row0 + kBlockM < q_len ? row0 + kBlockM : q_len) - 1;
-  const long long cta_limit = ka_clamp(ka.causal_limit(b, last_row), 0, kv_len);
+  const long long cta_limit = ka.causal_limit(b, last_row);
   const int kv_tiles = static_cast<int>((cta_limit + BLOCK_N - 1) / BLOCK_N);
 
   if (tid == 0) {
@@ -210,17 +206,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     query[hf] = row0 + consumer * 64 + warp * 16 + g + 8 * hf;
-    limit[hf] = query[hf] < q_len
-                    ? static_cast<int>(ka_clamp(ka.causal_limit(b, query[hf]), 0, kv_len))
-                    : 0;
+    limit[hf] = query[hf] < q_len ? static_cast<int>(ka.causal_limit(b, query[hf])) : 0;
   }
   const long long first_query = row0 + consumer * 64;
   const long long last_query = (first_query + 64 < q_len ? first_query + 64 : q_len) - 1;
   const bool has_rows = first_query < q_len;
-  const int min_limit =
-      has_rows ? static_cast<int>(ka_clamp(ka.causal_limit(b, first_query), 0, kv_len)) : 0;
-  const int max_limit =
-      has_rows ? static_cast<int>(ka_clamp(ka.causal_limit(b, last_query), 0, kv_len)) : 0;
+  const int min_limit = has_rows ? static_cast<int>(ka.causal_limit(b, first_query)) : 0;
+  const int max_limit = has_rows ? static_cast<int>(ka.causal_limit(b, last_query)) : 0;
   // The key tiles this warpgroup computes; the CTA's later ones it only waits for and releases.
   const int my_tiles = (max_limit + BLOCK_N - 1) / BLOCK_N;
 
@@ -278,38 +270,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     const int n0 = j * BLOCK_N;
     const bool masked = n0 + BLOCK_N > min_limit;
 #pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      float tile_max = ka_neg_inf();
-#pragma unroll
-      for (int n = 0; n < kSTiles; ++n) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float x = s_acc[4 * n + 2 * hf + e] * scale_log2;
-          if (masked && n0 + n * 8 + 2 * c4 + e >= limit[hf]) x = ka_neg_inf();
-          s_acc[4 * n + 2 * hf + e] = x;
-          tile_max = fmaxf(tile_max, x);
-        }
-      }
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(full_mask, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(full_mask, tile_max, 2));
-      const float new_max = fmaxf(row_max[hf], tile_max);
-      // While every key so far is masked the max is -inf; subtracting 0 instead keeps
-      // exp2(-inf - m) = 0 and avoids -inf - -inf = NaN.
-      const float base = new_max == ka_neg_inf() ? 0.0f : new_max;
-      alpha[hf] = ka_fast_exp2(row_max[hf] - base);
-      row_max[hf] = new_max;
-      float sum = 0.0f;
-#pragma unroll
-      for (int n = 0; n < kSTiles; ++n) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = ka_fast_exp2(s_acc[4 * n + 2 * hf + e] - base);
-          s_acc[4 * n + 2 * hf + e] = p;
-          sum += p;
-        }
-      }
-      row_sum[hf] = row_sum[hf] * alpha[hf] + sum;
-    }
+    for (int hf = 0; hf < 2; ++hf)
+      alpha[hf] = ka_online_softmax_row<kSTiles>(
+          [&](int n, int e) -> float& { return s_acc[4 * n + 2 * hf + e]; }, n0, c4, masked,
+          limit[hf], scale_log2, row_max[hf], row_sum[hf]);
   };
   auto rescale_output = [&]() {
 #pragma unroll
