@@ -71,9 +71,13 @@ int run_list(const TemplatesFlags& flags) {
     table.print(std::cout);
     return 0;
   }
-  const RecognizedProblem loaded = load_recognized_problem(
-      flags.list_problem,
-      recognize_options(flags.guard.workspace, flags.guard.python, flags.guard.device));
+  // The listing covers every target unless --target names one, and so must recognition: a
+  // problem only CUDA templates serve (NVFP4 attention) is served, not refused for the CPU.
+  RecognizeOptions recognition_options =
+      recognize_options(flags.guard.workspace, flags.guard.python, flags.guard.device);
+  recognition_options.target =
+      flags.target.empty() ? std::nullopt : device_kind_from_name(flags.target);
+  const RecognizedProblem loaded = load_recognized_problem(flags.list_problem, recognition_options);
   const Problem& problem = loaded.problem;
   std::cout << fmt::format("problem {} (op family \"{}\")\n", problem.definition.name,
                            problem.definition.ext.op_family);

@@ -165,4 +165,30 @@ TEST_F(RecognitionCli, ExplainShowsTheGraphTheFamilyAndTheTemplatesThatBind) {
   EXPECT_TRUE(binds) << json["templates"].dump();
 }
 
+// A problem that only CUDA templates serve (NVFP4 keys and values, standard fields only): the
+// listing of every target recognizes it for any target, a CPU listing refuses it.
+TEST_F(RecognitionCli, TemplatesListRecognizesForTheTargetsItLists) {
+  const fs::path source = kSource / "problems/cuda/gqa_decode_nvfp4kv_q32_kv8_d128";
+  nlohmann::ordered_json definition;
+  std::ifstream(source / "definition.json") >> definition;
+  definition.erase("kernelarc");
+  definition.erase("custom_inputs_entrypoint");
+  std::ifstream workloads(source / "workload.jsonl");
+  std::string first;
+  std::getline(workloads, first);
+  nlohmann::ordered_json workload = nlohmann::ordered_json::parse(first);
+  for (auto& [name, input] : workload["inputs"].items()) input = {{"type", "random"}};
+  write_problem(dir_ / "nvfp4", definition, workload);
+
+  const std::string args = "templates list --problem " + (dir_ / "nvfp4").string() +
+                           " --workspace " + (dir_ / "ws").string();
+  const auto every = run(args);
+  ASSERT_EQ(every.exit_code, 0) << every.output;
+  EXPECT_NE(every.output.find("op family \"attention_nvfp4\""), std::string::npos) << every.output;
+  EXPECT_NE(every.output.find("attention_decode_nvfp4"), std::string::npos) << every.output;
+  const auto cpu = run(args + " --target cpu");
+  EXPECT_EQ(cpu.exit_code, 1) << cpu.output;
+  EXPECT_NE(cpu.output.find("not served"), std::string::npos) << cpu.output;
+}
+
 }  // namespace
