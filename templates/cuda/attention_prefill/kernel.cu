@@ -247,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int v_lane = ((lane % 8) + 8 * ((lane / 8) % 2)) * kLd + 8 * (lane / 16);
 
   float o_acc[kMTiles][kOTiles][4];
-  float row_max[kMTiles][2];  // running max of the scaled (base-2) logits; -inf before any key
+  float row_max[kMTiles][2];  // running max of the raw scores; -inf before any key
   float row_sum[kMTiles][2];  // this thread's part of the running sum (4 lanes share a row)
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt) {
@@ -432,7 +432,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
       inv_sum[mt][hf] = sum > 0.0f ? 1.0f / sum : 0.0f;
       const long long p = row0 + warp * kWarpRows + mt * 16 + g + 8 * hf;
       if (KA_HAS_LSE && c4 == 0 && p < rows_total) {
-        const float lse = sum > 0.0f ? (row_max[mt][hf] + log2f(sum)) * ka_ln2 : ka_neg_inf();
+        const float lse = ka_softmax_lse(row_max[mt][hf], sum, scale_log2);
         ka.store_lse(b, row_query(p), row_head(p), lse);
       }
     }

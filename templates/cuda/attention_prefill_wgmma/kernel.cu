@@ -77,27 +77,47 @@ constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
 
 // Copies `rows` rows (row r from row_of(r), or zeros for r >= valid) into a swizzled tile, the
-// producer's 128 threads sharing the 16-byte chunks; returns whether this thread copied any
-// chunk by plain loads and stores (an unaligned row).
+// producer's 128 threads sharing the 16-byte chunks; returns whether it copied by plain loads and
+// stores (a tensor whose base is not 16-byte aligned). Every row starts a whole number of
+// KA_HEAD_DIM elements from its tensor's base, so row 0 tells the alignment of all of them. The
+// producer is one warp per scheduler, so its instruction count per tile bounds the kernel: the
+// dense and ragged layouts step a pointer by the constant row pitch and issue one cp.async per
+// chunk; the paged layout looks up each row once per chunk.
 template <typename RowOf>
 __device__ __forceinline__ bool ka_copy_tile(unsigned char* tile, int rows, long long valid,
-                                             const ka_qkv_t* fallback, RowOf row_of, int thread) {
-  bool plain = false;
-  constexpr int kRowsPerPass = 128 / kChunks;
+                                             RowOf row_of, int thread) {
+  constexpr int kRowsPerPass = 128 / kChunks;  // 8 or 16: a multiple of the swizzle's 8 rows
   const int chunk = thread % kChunks;
-  const unsigned block = chunk / 8;  // which 64-column block
-  const unsigned chunk_in_block = chunk % 8;
+  const int first_row = thread / kChunks;
+  unsigned char* dst =
+      tile + (chunk / 8) * rows * 128 + ka_sm90::swizzle_128b_offset(first_row, chunk % 8);
+  const ka_qkv_t* row0 = row_of(0);
+  if ((reinterpret_cast<unsigned long long>(row0) & 15) != 0) {
 #pragma unroll 1
-  for (int r = thread / kChunks; r < rows; r += kRowsPerPass) {
-    unsigned char* dst =
-        tile + block * rows * 128 + ka_sm90::swizzle_128b_offset(r, chunk_in_block);
-    if (r < valid) {
-      plain |= ka_copy_chunk_16(dst, row_of(r) + chunk * 8);
-    } else {
-      ka_cp_async_16(dst, fallback, 0);  // zero-fill, reads nothing
+    for (int r = first_row; r < rows; r += kRowsPerPass, dst += kRowsPerPass * 128) {
+      if (r < valid) {
+        ka_copy_chunk_16(dst, row_of(r) + chunk * 8);
+      } else {
+        *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+      }
+    }
+    return true;
+  }
+  if constexpr (!KA_LAYOUT_PAGED) {
+    const long long pitch = (row_of(1) - row0) * kRowsPerPass;
+    const ka_qkv_t* src = row0 + first_row * (pitch / kRowsPerPass) + chunk * 8;
+#pragma unroll 4
+    for (int r = first_row; r < rows; r += kRowsPerPass, dst += kRowsPerPass * 128, src += pitch) {
+      // Rows past the end are zero-filled (source size 0) from a valid address.
+      ka_cp_async_16(dst, r < valid ? src : row0, r < valid ? 16 : 0);
+    }
+  } else {
+#pragma unroll 4
+    for (int r = first_row; r < rows; r += kRowsPerPass, dst += kRowsPerPass * 128) {
+      ka_cp_async_16(dst, r < valid ? row_of(r) + chunk * 8 : row0, r < valid ? 16 : 0);
     }
   }
-  return plain;
+  return false;
 }
 
 // Announces this thread's part of a tile on `barrier`: asynchronously once its cp.asyncs land,
@@ -163,14 +183,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   if (warpgroup == 0) {
     // ---- Producer.
     if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_dec<kProducerRegisters>();
-    const ka_qkv_t* q_first = ka.q_row(b, row0, h);
     const bool q_plain = ka_copy_tile(
-        q_tile, kBlockM, q_len - row0, q_first, [&](int r) { return ka.q_row(b, row0 + r, h); },
-        thread);
+        q_tile, kBlockM, q_len - row0, [&](int r) { return ka.q_row(b, row0 + r, h); }, thread);
     ka_announce(q_full, q_plain);
-    // Zero-fill copies need a valid address; kv_tiles > 0 means row 0 exists.
-    const ka_qkv_t* k_first = kv_tiles > 0 ? ka.k_row(b, 0, kvh) : q_first;
-    const ka_qkv_t* v_first = kv_tiles > 0 ? ka.v_row(b, 0, kvh) : q_first;
 #pragma unroll 1
     for (int j = 0; j < kv_tiles; ++j) {
       const int s = j % STAGES;
@@ -178,12 +193,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       // Use u = j / STAGES of buffer s waits for the consumers' release of use u - 1.
       if (j >= STAGES) ka_sm90::mbarrier_wait(&k_empty[s], ((j / STAGES) - 1) & 1);
       const bool k_plain = ka_copy_tile(
-          k_tiles + s * kTileBytes, BLOCK_N, kv_len - n0, k_first,
+          k_tiles + s * kTileBytes, BLOCK_N, kv_len - n0,
           [&](int r) { return ka.k_row(b, n0 + r, kvh); }, thread);
       ka_announce(&k_full[s], k_plain);
       if (j >= STAGES) ka_sm90::mbarrier_wait(&v_empty[s], ((j / STAGES) - 1) & 1);
       const bool v_plain = ka_copy_tile(
-          v_tiles + s * kTileBytes, BLOCK_N, kv_len - n0, v_first,
+          v_tiles + s * kTileBytes, BLOCK_N, kv_len - n0,
           [&](int r) { return ka.v_row(b, n0 + r, kvh); }, thread);
       ka_announce(&v_full[s], v_plain);
     }
@@ -363,7 +378,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     sum += __shfl_xor_sync(full_mask, sum, 2);
     inv_sum[hf] = sum > 0.0f ? 1.0f / sum : 0.0f;
     if (KA_HAS_LSE && c4 == 0 && query[hf] < q_len) {
-      const float lse = sum > 0.0f ? (row_max[hf] + log2f(sum)) * ka_ln2 : ka_neg_inf();
+      const float lse = ka_softmax_lse(row_max[hf], sum, scale_log2);
       ka.store_lse(b, query[hf], h, lse);
     }
   }
