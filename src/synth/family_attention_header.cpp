@@ -219,6 +219,18 @@ class AttentionHeaderWriter {
         p_.kv_fp4 ? " (k and v: KA_KV_ROW_BYTES bytes of packed codes)" : "", query_head_index(),
         kv_type(), kv_row_code("k", kv_row), kv_type(), kv_row_code("v", kv_row),
         query_head_index());
+    // The row indices above are linear in i and j (within a page for the paged layout), so
+    // consecutive rows lie a constant number of elements apart; kernels that stream tiles use it
+    // to address a tile's rows by immediate offsets.
+    out_ += fmt::format(
+        "  // Elements from row i to row i + 1 of q and the output, and from key j to j + 1 of k\n"
+        "  // and v (within a page when paged).\n"
+        "  static constexpr long long q_pitch = {};\n"
+        "  static constexpr long long kv_pitch = {};\n",
+        p_.layout == AttentionLayout::Bhsd && !p_.decode ? "KA_HEAD_DIM"
+                                                         : "KA_Q_HEADS * KA_HEAD_DIM",
+        p_.layout == AttentionLayout::Bhsd ? std::string(kv_row)
+                                           : std::string("KA_KV_HEADS * ") + kv_row);
     if (p_.kv_fp4) {
       out_ += fmt::format(
           "  // The raw float8_e4m3fn block scales of k_row / v_row (KA_KV_SCALES_PER_ROW).\n"

@@ -76,25 +76,25 @@ constexpr int kBarrierOffset = kQBytes + 2 * STAGES * kTileBytes;
 constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
 
-// Copies `rows` rows (row r from row_of(r), or zeros for r >= valid) into a swizzled tile, the
+// Copies kRows rows (row r from row_of(r), or zeros for r >= valid) into a swizzled tile, the
 // producer's 128 threads sharing the 16-byte chunks; returns whether it copied by plain loads and
 // stores (a tensor whose base is not 16-byte aligned). Every row starts a whole number of
 // KA_HEAD_DIM elements from its tensor's base, so row 0 tells the alignment of all of them. The
 // producer is one warp per scheduler, so its instruction count per tile bounds the kernel: the
-// dense and ragged layouts step a pointer by the constant row pitch and issue one cp.async per
-// chunk; the paged layout looks up each row once per chunk.
-template <typename RowOf>
-__device__ __forceinline__ bool ka_copy_tile(unsigned char* tile, int rows, long long valid,
-                                             RowOf row_of, int thread) {
+// dense and ragged layouts issue one cp.async per chunk; the paged layout looks up each row once
+// per chunk.
+template <int kRows, long long kPitch, typename RowOf>
+__device__ __forceinline__ bool ka_copy_tile(unsigned char* tile, long long valid, RowOf row_of,
+                                             int thread) {
   constexpr int kRowsPerPass = 128 / kChunks;  // 8 or 16: a multiple of the swizzle's 8 rows
   const int chunk = thread % kChunks;
   const int first_row = thread / kChunks;
   unsigned char* dst =
-      tile + (chunk / 8) * rows * 128 + ka_sm90::swizzle_128b_offset(first_row, chunk % 8);
+      tile + (chunk / 8) * kRows * 128 + ka_sm90::swizzle_128b_offset(first_row, chunk % 8);
   const ka_qkv_t* row0 = row_of(0);
   if ((reinterpret_cast<unsigned long long>(row0) & 15) != 0) {
 #pragma unroll 1
-    for (int r = first_row; r < rows; r += kRowsPerPass, dst += kRowsPerPass * 128) {
+    for (int r = first_row; r < kRows; r += kRowsPerPass, dst += kRowsPerPass * 128) {
       if (r < valid) {
         ka_copy_chunk_16(dst, row_of(r) + chunk * 8);
       } else {
@@ -104,16 +104,25 @@ __device__ __forceinline__ bool ka_copy_tile(unsigned char* tile, int rows, long
     return true;
   }
   if constexpr (!KA_LAYOUT_PAGED) {
-    const long long pitch = (row_of(1) - row0) * kRowsPerPass;
-    const ka_qkv_t* src = row0 + first_row * (pitch / kRowsPerPass) + chunk * 8;
-#pragma unroll 4
-    for (int r = first_row; r < rows; r += kRowsPerPass, dst += kRowsPerPass * 128, src += pitch) {
-      // Rows past the end are zero-filled (source size 0) from a valid address.
-      ka_cp_async_16(dst, r < valid ? src : row0, r < valid ? 16 : 0);
+    // Rows are kPitch elements apart, so a whole tile's copies address by immediate offsets
+    // from two registers.
+    const ka_qkv_t* src = row0 + first_row * kPitch + chunk * 8;
+    if (valid >= kRows) {
+#pragma unroll
+      for (int pass = 0; pass < kRows / kRowsPerPass; ++pass)
+        ka_cp_async_16(dst + pass * kRowsPerPass * 128, src + pass * kRowsPerPass * kPitch, 16);
+    } else {
+#pragma unroll 1
+      for (int pass = 0; pass < kRows / kRowsPerPass; ++pass) {
+        // Rows past the end are zero-filled (source size 0) from a valid address.
+        const bool in = first_row + pass * kRowsPerPass < valid;
+        ka_cp_async_16(dst + pass * kRowsPerPass * 128,
+                       in ? src + pass * kRowsPerPass * kPitch : row0, in ? 16 : 0);
+      }
     }
   } else {
 #pragma unroll 4
-    for (int r = first_row; r < rows; r += kRowsPerPass, dst += kRowsPerPass * 128) {
+    for (int r = first_row; r < kRows; r += kRowsPerPass, dst += kRowsPerPass * 128) {
       ka_cp_async_16(dst, r < valid ? row_of(r) + chunk * 8 : row0, r < valid ? 16 : 0);
     }
   }
@@ -183,8 +192,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   if (warpgroup == 0) {
     // ---- Producer.
     if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_dec<kProducerRegisters>();
-    const bool q_plain = ka_copy_tile(
-        q_tile, kBlockM, q_len - row0, [&](int r) { return ka.q_row(b, row0 + r, h); }, thread);
+    const bool q_plain = ka_copy_tile<kBlockM, KaArgs::q_pitch>(
+        q_tile, q_len - row0, [&](int r) { return ka.q_row(b, row0 + r, h); }, thread);
     ka_announce(q_full, q_plain);
 #pragma unroll 1
     for (int j = 0; j < kv_tiles; ++j) {
@@ -192,14 +201,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       const long long n0 = static_cast<long long>(j) * BLOCK_N;
       // Use u = j / STAGES of buffer s waits for the consumers' release of use u - 1.
       if (j >= STAGES) ka_sm90::mbarrier_wait(&k_empty[s], ((j / STAGES) - 1) & 1);
-      const bool k_plain = ka_copy_tile(
-          k_tiles + s * kTileBytes, BLOCK_N, kv_len - n0,
-          [&](int r) { return ka.k_row(b, n0 + r, kvh); }, thread);
+      const bool k_plain = ka_copy_tile<BLOCK_N, KaArgs::kv_pitch>(
+          k_tiles + s * kTileBytes, kv_len - n0, [&](int r) { return ka.k_row(b, n0 + r, kvh); },
+          thread);
       ka_announce(&k_full[s], k_plain);
       if (j >= STAGES) ka_sm90::mbarrier_wait(&v_empty[s], ((j / STAGES) - 1) & 1);
-      const bool v_plain = ka_copy_tile(
-          v_tiles + s * kTileBytes, BLOCK_N, kv_len - n0,
-          [&](int r) { return ka.v_row(b, n0 + r, kvh); }, thread);
+      const bool v_plain = ka_copy_tile<BLOCK_N, KaArgs::kv_pitch>(
+          v_tiles + s * kTileBytes, kv_len - n0, [&](int r) { return ka.v_row(b, n0 + r, kvh); },
+          thread);
       ka_announce(&v_full[s], v_plain);
     }
     // A CTA must not exit while its cp.asyncs are in flight.
