@@ -379,5 +379,75 @@ int main() {
             "mismatch: v_cache: expected shape [P, page_size, num_kv_heads, head_dim]\n");
 }
 
+// KaArgs::q_pitch and kv_pitch, which streaming kernels use to address a tile's rows by
+// immediate offsets, are the distance between consecutive rows as the accessors compute it: in
+// the head-major dense layout (rows of one head contiguous), the token-major dense layout (heads
+// interleaved) and within a page of a paged cache.
+TEST(AttentionBinder, ThePitchesAreTheDistanceBetweenConsecutiveRows) {
+  const char* const kPitches = R"(
+  std::printf("q %lld %lld kv %lld %lld %lld\n", static_cast<long long>(ka.q_row(0, 2, 3) - ka.q_row(0, 1, 3)),
+              KaArgs::q_pitch, static_cast<long long>(ka.k_row(0, 1, 1) - ka.k_row(0, 0, 1)),
+              static_cast<long long>(ka.v_row(0, 1, 1) - ka.v_row(0, 0, 1)), KaArgs::kv_pitch);
+  return 0;
+}
+)";
+  const Definition head_major =
+      load_definition(kSource / "problems/cuda/attention_causal_bf16_h32_d128/definition.json");
+  const std::string dense = testing::run_header_driver(
+      make_attention_binder()
+          ->bind(head_major, attention_template("cpu", TemplateBuild::SharedObject))
+          .header,
+      std::string(R"(
+int main() {
+  static ka_bf16 q[32 * 4 * 128], k[32 * 4 * 128], v[32 * 4 * 128], o[32 * 4 * 128];
+  ka_tensor in[] = {make(q, KA_BFLOAT16, {1, 32, 4, 128}), make(k, KA_BFLOAT16, {1, 32, 4, 128}),
+                    make(v, KA_BFLOAT16, {1, 32, 4, 128})};
+  ka_tensor out[] = {make(o, KA_BFLOAT16, {1, 32, 4, 128})};
+  KaArgs ka;
+  if (const char* e = ka_bind(in, 3, out, 1, &ka)) return std::printf("bind: %s\n", e), 1;)") +
+          kPitches);
+  EXPECT_EQ(dense, "q 128 128 kv 128 128 128\n");
+
+  const std::string token_major = testing::run_header_driver(
+      make_attention_binder()
+          ->bind(make_definition({{"q", tensor({"B", "S", "num_qo_heads", "head_dim"})},
+                                  {"k", tensor({"B", "S", "num_kv_heads", "head_dim"})},
+                                  {"v", tensor({"B", "S", "num_kv_heads", "head_dim"})}},
+                                 {{"out", tensor({"B", "S", "num_qo_heads", "head_dim"})}}),
+                 attention_template("cpu", TemplateBuild::SharedObject))
+          .header,
+      std::string(R"(
+int main() {
+  static ka_bf16 q[4 * 8 * 16], k[4 * 2 * 16], v[4 * 2 * 16], o[4 * 8 * 16];
+  ka_tensor in[] = {make(q, KA_BFLOAT16, {1, 4, 8, 16}), make(k, KA_BFLOAT16, {1, 4, 2, 16}),
+                    make(v, KA_BFLOAT16, {1, 4, 2, 16})};
+  ka_tensor out[] = {make(o, KA_BFLOAT16, {1, 4, 8, 16})};
+  KaArgs ka;
+  if (const char* e = ka_bind(in, 3, out, 1, &ka)) return std::printf("bind: %s\n", e), 1;)") +
+          kPitches);
+  EXPECT_EQ(token_major, "q 128 128 kv 32 32 32\n");
+
+  // The page table of TheAccessorsFollowThePageTable: keys 0 and 1 of sequence 0 share page 2.
+  const std::string paged = testing::run_header_driver(
+      make_attention_binder()
+          ->bind(make_definition(kPagedPrefillInputs, kTokenOutputs, {{"causal", true}}),
+                 attention_template("cpu", TemplateBuild::SharedObject))
+          .header,
+      std::string(R"(
+int main() {
+  static ka_bf16 q[5 * 8 * 16], k[3 * 2 * 2 * 16], v[3 * 2 * 2 * 16], o[5 * 8 * 16];
+  static float lse[5 * 8], scale = 0.125f;
+  int qo_indptr[] = {0, 3, 5}, kv_indptr[] = {0, 2, 3}, kv_indices[] = {2, 0, 1}, last[] = {1, 2};
+  ka_tensor in[] = {make(q, KA_BFLOAT16, {5, 8, 16}), make(k, KA_BFLOAT16, {3, 2, 2, 16}),
+                    make(v, KA_BFLOAT16, {3, 2, 2, 16}), make(qo_indptr, KA_INT32, {3}),
+                    make(kv_indptr, KA_INT32, {3}), make(kv_indices, KA_INT32, {3}),
+                    make(last, KA_INT32, {2}), make(&scale, KA_FLOAT32, {})};
+  ka_tensor out[] = {make(o, KA_BFLOAT16, {5, 8, 16}), make(lse, KA_FLOAT32, {5, 8})};
+  KaArgs ka;
+  if (const char* e = ka_bind(in, 8, out, 2, &ka)) return std::printf("bind: %s\n", e), 1;)") +
+          kPitches);
+  EXPECT_EQ(paged, "q 128 128 kv 32 32 32\n");
+}
+
 }  // namespace
 }  // namespace kernelarc
