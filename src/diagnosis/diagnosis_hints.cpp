@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "eval/occupancy.h"
+
 namespace kernelarc {
 
 std::optional<int64_t> int_knob(const std::optional<KnobPoint>& knobs, std::string_view name) {
@@ -68,7 +70,16 @@ void add_occupancy(AdviceBuilder& advice, const OccupancyLimit& limit,
                    const std::optional<KnobPoint>& knobs) {
   const std::string limited =
       fmt::format("theoretical occupancy {:.2f} limited by ", limit.fraction);
-  if (limit.limited_by == "registers") {
+  if (limit.limited_by.find(kOccupancyLimitJoin) != std::string::npos) {
+    // No single knob raises it, so none is suggested.
+    advice.hint(fmt::format(
+        "{}{} alike ({}/thread, {:.1f} KiB/block, {} threads/block): lowering one alone gains "
+        "no block per SM; a kernel built for one block per SM (warp-specialised, its tiles in "
+        "shared memory) hides latency inside the block, by deeper pipelines and overlapped "
+        "stages",
+        limited, limit.limited_by, limit.registers_per_thread,
+        static_cast<double>(limit.shared_bytes_per_block) / 1024.0, limit.threads_per_block));
+  } else if (limit.limited_by == "registers") {
     // A per-thread row cache is held in registers: the knob that sets its size sets their count.
     const std::string reason =
         limited + fmt::format("registers ({}/thread, {} threads/block)", limit.registers_per_thread,

@@ -29,7 +29,9 @@ std::optional<SmLimits> limits_for(std::string arch) {
   return std::nullopt;
 }
 
-int64_t round_up(int64_t value, int64_t unit) { return (value + unit - 1) / unit * unit; }
+int64_t round_up(int64_t value, int64_t unit) {
+  return (value + unit - 1) / unit * unit;
+}
 
 }  // namespace
 
@@ -39,9 +41,15 @@ std::optional<Occupancy> theoretical_occupancy(const std::string& arch,
   if (!limits || kernel.threads_per_block <= 0) return std::nullopt;
   const int warps_per_block = (kernel.threads_per_block + kWarpSize - 1) / kWarpSize;
 
+  // Every resource that allows no more than the fewest blocks is named: lowering one of two that
+  // bind alike (a warp-specialised kernel's registers and its shared-memory tiles) gains nothing.
   Occupancy result{limits->max_blocks, 0, "blocks"};
   auto limit = [&](int blocks, const char* reason) {
-    if (blocks < result.blocks_per_sm) result = {blocks, 0, reason};
+    if (blocks < result.blocks_per_sm) {
+      result = {blocks, 0, reason};
+    } else if (blocks == result.blocks_per_sm && result.limited_by != "blocks") {
+      result.limited_by += std::string(kOccupancyLimitJoin) + reason;
+    }
   };
   limit(limits->max_warps / warps_per_block, "warps");
   if (kernel.registers_per_thread > 0) {

@@ -15,10 +15,15 @@ struct KernelFootprint {
   int64_t shared_bytes_per_block = 0;  ///< static + dynamic
 };
 
+/// Joins the resources that limit occupancy alike ("registers and shared memory").
+inline constexpr const char* kOccupancyLimitJoin = " and ";
+
 struct Occupancy {
   int blocks_per_sm = 0;
   double fraction = 0;  ///< active warps / maximum warps per SM
-  std::string limited_by;  ///< "warps", "registers", "shared memory" or "blocks"
+  /// "warps", "registers", "shared memory" or "blocks"; several joined by kOccupancyLimitJoin
+  /// when each alone allows no more blocks (in that order).
+  std::string limited_by;
 };
 
 /// nullopt for an architecture without a table ("sm_90", "sm_90a", "sm_80", "sm_86", "sm_89",

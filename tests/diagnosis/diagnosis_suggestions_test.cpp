@@ -122,6 +122,16 @@ TEST(DiagnosisSuggestions, OccupancyLimitsMoveTheKnobThatSetsThem) {
                                                    "number of blocks per SM (256 threads/block)")});
 
   EXPECT_TRUE(occupancy_limited("warps", knobs).suggestions.empty());
+
+  // Two resources that allow no more blocks alike: lowering either alone gains nothing, so the
+  // hint says so and no knob is moved.
+  const Diagnosis both = occupancy_limited("registers and shared memory", knobs);
+  EXPECT_TRUE(both.suggestions.empty());
+  EXPECT_TRUE(some_hint_starts_with(
+      both,
+      "theoretical occupancy 0.25 limited by registers and shared memory alike (128/thread, "
+      "48.0 KiB/block, 256 threads/block): lowering one alone gains no block per SM"))
+      << hints_of(both);
 }
 
 TEST(DiagnosisSuggestions, TooFewBlocksShrinkWhatEachBlockDoes) {

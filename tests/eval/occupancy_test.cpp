@@ -31,6 +31,17 @@ TEST(Occupancy, SharedMemoryLimit) {
   EXPECT_EQ(occupancy->limited_by, "shared memory");
 }
 
+TEST(Occupancy, EveryResourceThatBindsAlikeIsNamed) {
+  // A FlashAttention-3-style kernel measured on the H100: 384 threads at 168 registers allow one
+  // block, and so do its 225.1 KiB of shared-memory tiles.
+  const auto occupancy = theoretical_occupancy("sm_90a", {384, 168, 230504});
+  ASSERT_TRUE(occupancy);
+  EXPECT_EQ(occupancy->blocks_per_sm, 1);
+  EXPECT_EQ(occupancy->limited_by, "registers and shared memory");
+  // At 64 registers two blocks would fit: shared memory alone allows one.
+  EXPECT_EQ(theoretical_occupancy("sm_90a", {384, 64, 230504})->limited_by, "shared memory");
+}
+
 TEST(Occupancy, BlockCountLimit) {
   // 32-thread blocks: 32 blocks per SM at most, 32 of 64 warps.
   const auto occupancy = theoretical_occupancy("sm_90", {32, 16, 0});
