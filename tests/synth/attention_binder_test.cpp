@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "../core/test_support.h"
 #include "binder_test_support.h"
 #include "source_dir.h"
@@ -323,15 +325,8 @@ TEST(AttentionBinder, RejectsNvfp4ThatTheTemplatesCannotServe) {
       "float4 keys and values are served for decode only"));
 }
 
-// The CPU header of a paged prefill problem, compiled with a driver that binds a hand-made page
-// table: 2 sequences, page size 2, kv_indptr [0, 2, 3], kv_indices [2, 0, 1], last page lengths
-// [1, 2], qo_indptr [0, 3, 5]. Sequence 0 has 3 keys (pages 2 and 0, the last one half full) and
-// 3 queries; sequence 1 has 2 keys (page 1) and 2 queries.
-TEST(AttentionBinder, TheAccessorsFollowThePageTable) {
-  const Definition def = make_definition(kPagedPrefillInputs, kTokenOutputs, {{"causal", true}});
-  const FamilyBinding binding =
-      make_attention_binder()->bind(def, attention_template("cpu", TemplateBuild::SharedObject));
-  const std::string output = testing::run_header_driver(binding.header, R"(
+// The start of a driver's main() that binds kPagedPrefillInputs to the hand-made page table below.
+const char* const kPagedPrefillBind = R"(
 int main() {
   static ka_bf16 q[5 * 8 * 16], k[3 * 2 * 2 * 16], v[3 * 2 * 2 * 16], o[5 * 8 * 16];
   static float lse[5 * 8], scale = 0.125f;
@@ -342,7 +337,18 @@ int main() {
                     make(last, KA_INT32, {2}), make(&scale, KA_FLOAT32, {})};
   ka_tensor out[] = {make(o, KA_BFLOAT16, {5, 8, 16}), make(lse, KA_FLOAT32, {5, 8})};
   KaArgs ka;
-  if (const char* e = ka_bind(in, 8, out, 2, &ka)) return std::printf("bind: %s\n", e), 1;
+  if (const char* e = ka_bind(in, 8, out, 2, &ka)) return std::printf("bind: %s\n", e), 1;)";
+
+// The CPU header of a paged prefill problem, compiled with a driver that binds a hand-made page
+// table: 2 sequences, page size 2, kv_indptr [0, 2, 3], kv_indices [2, 0, 1], last page lengths
+// [1, 2], qo_indptr [0, 3, 5]. Sequence 0 has 3 keys (pages 2 and 0, the last one half full) and
+// 3 queries; sequence 1 has 2 keys (page 1) and 2 queries.
+TEST(AttentionBinder, TheAccessorsFollowThePageTable) {
+  const Definition def = make_definition(kPagedPrefillInputs, kTokenOutputs, {{"causal", true}});
+  const FamilyBinding binding =
+      make_attention_binder()->bind(def, attention_template("cpu", TemplateBuild::SharedObject));
+  const std::string output =
+      testing::run_header_driver(binding.header, std::string(kPagedPrefillBind) + R"(
   std::printf("batch %lld total_q %lld scale %g\n", ka.batch(), ka.total_q(), ka.scale());
   for (long long b = 0; b < 2; ++b)
     std::printf("seq %lld: q_start %lld q_len %lld kv_len %lld limits %lld %lld\n", b,
@@ -384,69 +390,47 @@ int main() {
 // the head-major dense layout (rows of one head contiguous), the token-major dense layout (heads
 // interleaved) and within a page of a paged cache.
 TEST(AttentionBinder, ThePitchesAreTheDistanceBetweenConsecutiveRows) {
-  const char* const kPitches = R"(
+  // "q <row distance> <q_pitch> kv <k row distance> <v row distance> <kv_pitch>" from a driver
+  // whose main() begins with `bind` (binding `ka`).
+  auto pitches = [](const Definition& def, const std::string& bind) {
+    const FamilyBinding binding =
+        make_attention_binder()->bind(def, attention_template("cpu", TemplateBuild::SharedObject));
+    return testing::run_header_driver(binding.header, bind + R"(
   std::printf("q %lld %lld kv %lld %lld %lld\n", static_cast<long long>(ka.q_row(0, 2, 3) - ka.q_row(0, 1, 3)),
               KaArgs::q_pitch, static_cast<long long>(ka.k_row(0, 1, 1) - ka.k_row(0, 0, 1)),
               static_cast<long long>(ka.v_row(0, 1, 1) - ka.v_row(0, 0, 1)), KaArgs::kv_pitch);
   return 0;
 }
-)";
-  const Definition head_major =
-      load_definition(kSource / "problems/cuda/attention_causal_bf16_h32_d128/definition.json");
-  const std::string dense = testing::run_header_driver(
-      make_attention_binder()
-          ->bind(head_major, attention_template("cpu", TemplateBuild::SharedObject))
-          .header,
-      std::string(R"(
-int main() {
-  static ka_bf16 q[32 * 4 * 128], k[32 * 4 * 128], v[32 * 4 * 128], o[32 * 4 * 128];
-  ka_tensor in[] = {make(q, KA_BFLOAT16, {1, 32, 4, 128}), make(k, KA_BFLOAT16, {1, 32, 4, 128}),
-                    make(v, KA_BFLOAT16, {1, 32, 4, 128})};
-  ka_tensor out[] = {make(o, KA_BFLOAT16, {1, 32, 4, 128})};
+)");
+  };
+  // A dense driver's bind: q, k, v and the output of the given shapes (one sequence).
+  auto dense_bind = [](const std::string& q_shape, const std::string& kv_shape) {
+    return fmt::format(R"(
+int main() {{
+  static ka_bf16 q[1 << 14], k[1 << 14], v[1 << 14], o[1 << 14];
+  ka_tensor in[] = {{make(q, KA_BFLOAT16, {0}), make(k, KA_BFLOAT16, {1}),
+                    make(v, KA_BFLOAT16, {1})}};
+  ka_tensor out[] = {{make(o, KA_BFLOAT16, {0})}};
   KaArgs ka;
-  if (const char* e = ka_bind(in, 3, out, 1, &ka)) return std::printf("bind: %s\n", e), 1;)") +
-          kPitches);
-  EXPECT_EQ(dense, "q 128 128 kv 128 128 128\n");
-
-  const std::string token_major = testing::run_header_driver(
-      make_attention_binder()
-          ->bind(make_definition({{"q", tensor({"B", "S", "num_qo_heads", "head_dim"})},
-                                  {"k", tensor({"B", "S", "num_kv_heads", "head_dim"})},
-                                  {"v", tensor({"B", "S", "num_kv_heads", "head_dim"})}},
-                                 {{"out", tensor({"B", "S", "num_qo_heads", "head_dim"})}}),
-                 attention_template("cpu", TemplateBuild::SharedObject))
-          .header,
-      std::string(R"(
-int main() {
-  static ka_bf16 q[4 * 8 * 16], k[4 * 2 * 16], v[4 * 2 * 16], o[4 * 8 * 16];
-  ka_tensor in[] = {make(q, KA_BFLOAT16, {1, 4, 8, 16}), make(k, KA_BFLOAT16, {1, 4, 2, 16}),
-                    make(v, KA_BFLOAT16, {1, 4, 2, 16})};
-  ka_tensor out[] = {make(o, KA_BFLOAT16, {1, 4, 8, 16})};
-  KaArgs ka;
-  if (const char* e = ka_bind(in, 3, out, 1, &ka)) return std::printf("bind: %s\n", e), 1;)") +
-          kPitches);
-  EXPECT_EQ(token_major, "q 128 128 kv 32 32 32\n");
-
-  // The page table of TheAccessorsFollowThePageTable: keys 0 and 1 of sequence 0 share page 2.
-  const std::string paged = testing::run_header_driver(
-      make_attention_binder()
-          ->bind(make_definition(kPagedPrefillInputs, kTokenOutputs, {{"causal", true}}),
-                 attention_template("cpu", TemplateBuild::SharedObject))
-          .header,
-      std::string(R"(
-int main() {
-  static ka_bf16 q[5 * 8 * 16], k[3 * 2 * 2 * 16], v[3 * 2 * 2 * 16], o[5 * 8 * 16];
-  static float lse[5 * 8], scale = 0.125f;
-  int qo_indptr[] = {0, 3, 5}, kv_indptr[] = {0, 2, 3}, kv_indices[] = {2, 0, 1}, last[] = {1, 2};
-  ka_tensor in[] = {make(q, KA_BFLOAT16, {5, 8, 16}), make(k, KA_BFLOAT16, {3, 2, 2, 16}),
-                    make(v, KA_BFLOAT16, {3, 2, 2, 16}), make(qo_indptr, KA_INT32, {3}),
-                    make(kv_indptr, KA_INT32, {3}), make(kv_indices, KA_INT32, {3}),
-                    make(last, KA_INT32, {2}), make(&scale, KA_FLOAT32, {})};
-  ka_tensor out[] = {make(o, KA_BFLOAT16, {5, 8, 16}), make(lse, KA_FLOAT32, {5, 8})};
-  KaArgs ka;
-  if (const char* e = ka_bind(in, 8, out, 2, &ka)) return std::printf("bind: %s\n", e), 1;)") +
-          kPitches);
-  EXPECT_EQ(paged, "q 128 128 kv 32 32 32\n");
+  if (const char* e = ka_bind(in, 3, out, 1, &ka)) return std::printf("bind: %s\n", e), 1;)",
+                       q_shape, kv_shape);
+  };
+  // Head-major (the built-in problem, 32 heads of 128 dims): a head's rows are contiguous.
+  EXPECT_EQ(pitches(load_definition(kSource /
+                                    "problems/cuda/attention_causal_bf16_h32_d128/definition.json"),
+                    dense_bind("{1, 32, 4, 128}", "{1, 32, 4, 128}")),
+            "q 128 128 kv 128 128 128\n");
+  // Token-major: heads interleaved.
+  EXPECT_EQ(pitches(make_definition({{"q", tensor({"B", "S", "num_qo_heads", "head_dim"})},
+                                     {"k", tensor({"B", "S", "num_kv_heads", "head_dim"})},
+                                     {"v", tensor({"B", "S", "num_kv_heads", "head_dim"})}},
+                                    {{"out", tensor({"B", "S", "num_qo_heads", "head_dim"})}}),
+                    dense_bind("{1, 4, 8, 16}", "{1, 4, 2, 16}")),
+            "q 128 128 kv 32 32 32\n");
+  // Paged: keys 0 and 1 of sequence 0 share page 2.
+  EXPECT_EQ(pitches(make_definition(kPagedPrefillInputs, kTokenOutputs, {{"causal", true}}),
+                    kPagedPrefillBind),
+            "q 128 128 kv 32 32 32\n");
 }
 
 }  // namespace
