@@ -11,7 +11,8 @@
 # ONLY (tests: a part of the test names, e.g. "attention_prefill_wgmma" or "moe_backward__"),
 # SWEEP_ARGS (more flags for the sweep, e.g. "--template gemm_wgmma"),
 # KERNELARC_TEMPLATE_POINTS=default (tests at the default points only: the nvcc-built GEMM
-# templates take ~30-60 s to compile per point, so the full test set may not fit one call).
+# templates take ~30-60 s to compile per point, so the full test set may not fit one call),
+# TARGETS="kernelarc test_eval" (build only what the tests stage runs; scripts/gpu-build.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu-build.sh
