@@ -14,15 +14,16 @@
 // N-major from shared memory (its rows as they arrive, no transpose). The two consumer
 // warpgroups run out of step, so one's softmax hides behind the other's tensor-core work.
 //
-// Loads. The producer copies rows with 16-byte cp.async through the header's row accessors
-// (ka.k_row(b, j, kvh), ...), so dense, ragged and paged caches (any page size) are read the
-// same way; rows past the sequence's end are zero-filled (cp.async with a source size of 0).
+// Loads. The producer copies rows with 16-byte cp.async from the header's row accessors
+// (ka.k_row(b, j, kvh), ...): dense and ragged tiles from row 0 at the constant row pitch
+// (KaArgs::q_pitch / kv_pitch), paged ones row by row through the page table (any page size);
+// rows past the sequence's end are zero-filled (cp.async with a source size of 0).
 // Shared memory holds every tile as 128-byte rows of 64 elements under the 128B swizzle (chunk
 // c of row r at chunk c ^ (r % 8)), one such block per 64 columns of the head dim, which is
 // the layout the wgmma descriptors describe. A tile is announced on its mbarrier by
 // cp.async.mbarrier.arrive (one arrival per producer thread, each once its copies landed);
 // consumers release a K or V buffer by an arrival per warp on its "empty" barrier once the
-// wgmma that read it completed. A row whose address is not 16-byte aligned is copied by plain
+// wgmma that read it completed. A tensor whose base is not 16-byte aligned is copied by plain
 // loads and stores instead, after which that producer thread waits for its own cp.asyncs and
 // arrives normally.
 //
