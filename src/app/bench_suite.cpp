@@ -27,6 +27,7 @@ std::vector<SuiteProblem> discover_suite(const std::filesystem::path& suite,
 
   std::vector<SuiteProblem> problems;
   std::set<std::string> found;
+  std::vector<std::string> unreadable;  // a name asked for may be one of these definitions
   for (const auto& dir : dirs) {
     const std::string dir_name = dir.filename().string();
     SuiteProblem problem{dir, dir_name, ""};
@@ -34,6 +35,7 @@ std::vector<SuiteProblem> discover_suite(const std::filesystem::path& suite,
       problem.name = load_definition(dir / "definition.json").name;
     } catch (const InputError& error) {
       problem.error = error.what();
+      unreadable.push_back(problem.error);
     }
     const bool listed = only.empty() ||
                         std::find(only.begin(), only.end(), dir_name) != only.end() ||
@@ -47,10 +49,12 @@ std::vector<SuiteProblem> discover_suite(const std::filesystem::path& suite,
   for (const std::string& name : only)
     if (!found.contains(name)) unknown.push_back(name);
   if (!unknown.empty())
-    throw InputError(
-        fmt::format("--problems: no problem of {} is named {} (by directory or "
-                    "definition name)",
-                    suite.string(), fmt::join(unknown, ", ")));
+    throw InputError(fmt::format(
+        "--problems: no problem of {} is named {} (by directory or definition name){}",
+        suite.string(), fmt::join(unknown, ", "),
+        unreadable.empty()
+            ? ""
+            : fmt::format("; these definitions cannot be read: {}", fmt::join(unreadable, "; "))));
   // A list given is the order to bench in (the cheap or urgent first); else directory order.
   const auto rank = [&only](const SuiteProblem& p) {
     const auto named = [&p](const std::string& n) {

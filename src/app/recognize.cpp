@@ -52,6 +52,22 @@ std::string no_binding_template(const Problem& problem, const FamilyMatch& match
   return fmt::format("{}", fmt::join(reasons, "; "));
 }
 
+/// Why no template serves the problem's annotated op_family on `target` (on either target when
+/// none is given), or "" when some template shares the family (bound or not: then the annotation
+/// stands and its binding errors are what the user needs).
+std::string unserved_family(const Problem& problem, std::optional<DeviceKind> target) {
+  static const std::vector<KernelTemplate> library = load_template_library(default_template_root());
+  std::vector<std::string> reasons;
+  for (const DeviceKind kind : {DeviceKind::Cpu, DeviceKind::Cuda}) {
+    if (target && kind != *target) continue;
+    if (!match_templates(library, problem, kind).empty()) return "";
+    reasons.push_back(describe_no_template(library, problem, kind));
+  }
+  return fmt::format("{}", fmt::join(reasons, "; "));
+}
+
+Recognition recognize_reference(const Problem& problem, const RecognizeOptions& options);
+
 }  // namespace
 
 std::string source_name(Recognition::Source source) {
@@ -70,14 +86,37 @@ std::string source_name(Recognition::Source source) {
 
 Recognition recognize(const Problem& problem, const RecognizeOptions& options) {
   const Definition& def = problem.definition;
-  Recognition r;
-  if (!def.ext.op_family.empty()) {
-    r.source = Recognition::Source::Annotated;
-    r.family = def.ext.op_family;
-    r.op_params = def.ext.op_params;
-    r.summary = fmt::format("{} (kernelarc.op_family in the definition)", r.family);
-    return r;
+  if (def.ext.op_family.empty()) return recognize_reference(problem, options);
+  Recognition annotated;
+  annotated.source = Recognition::Source::Annotated;
+  annotated.family = def.ext.op_family;
+  annotated.op_params = def.ext.op_params;
+  annotated.summary = fmt::format("{} (kernelarc.op_family in the definition)", annotated.family);
+  // A family no template implements (a user's name for the operation, or one kernelarc has no
+  // kernel for yet) would leave the problem unserved: what its reference computes may still be
+  // a family that is served, or a fused plan.
+  const std::string unserved = options.trace ? unserved_family(problem, options.target) : "";
+  if (unserved.empty()) return annotated;
+  Problem unannotated = problem;
+  unannotated.definition.ext.op_family.clear();
+  unannotated.definition.ext.op_params = OrderedJson::object();
+  Recognition r = recognize_reference(unannotated, options);
+  const std::string note =
+      fmt::format("kernelarc.op_family \"{}\" is annotated, but {}", annotated.family, unserved);
+  if (!r.served()) {
+    annotated.notes.push_back(
+        fmt::format("{}; the reference did not serve it either: {}", note, r.reason));
+    return annotated;
   }
+  r.notes.insert(r.notes.begin(), note + ": recognized from the reference instead");
+  return r;
+}
+
+namespace {
+
+Recognition recognize_reference(const Problem& problem, const RecognizeOptions& options) {
+  const Definition& def = problem.definition;
+  Recognition r;
   // Before the trace: the tracer cannot follow the page-table loops of attention references or
   // the routed token selection of mixture-of-experts ones.
   std::string signature_note;
@@ -150,6 +189,8 @@ Recognition recognize(const Problem& problem, const RecognizeOptions& options) {
       fmt::format("{} (and no hand-written family matches: {})", lowering.reason, match.reason);
   return r;
 }
+
+}  // namespace
 
 void apply_recognition(Problem& problem, const Recognition& r) {
   DefinitionExtension& ext = problem.definition.ext;

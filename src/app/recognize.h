@@ -1,7 +1,8 @@
 // Recognition: which template family serves a problem, and with which op_params. An annotated
-// definition (kernelarc.op_family) is taken as written; otherwise the PyTorch reference is
-// traced into an op graph (docs/RECOGNITION.md §1), matched against the hand-written families,
-// and else lowered into a kernel plan for the "fused" family (§2).
+// definition (kernelarc.op_family) is taken as written unless no template implements its family;
+// otherwise the PyTorch reference is traced into an op graph (docs/RECOGNITION.md §1), matched
+// against the hand-written families, and else lowered into a kernel plan for the "fused" family
+// (§2).
 #pragma once
 
 #include <filesystem>

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,20 @@ TEST_F(BenchSuite, AnUnknownNameIsBadInputNamingIt) {
     FAIL() << "expected InputError";
   } catch (const InputError& error) {
     EXPECT_NE(std::string(error.what()).find("no_such"), std::string::npos) << error.what();
+  }
+}
+
+TEST_F(BenchSuite, AnUnknownNameAlsoShowsTheDefinitionsThatCannotBeRead) {
+  // A definition that fails to load cannot be matched by its name: the error says why it failed.
+  std::ofstream(suite_ / "softmax_f32" / "definition.json") << "{\"name\": \"broken\"";
+  try {
+    discover_suite(suite_.path(), {"broken"});
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("no problem of"), std::string::npos) << message;
+    EXPECT_NE(message.find("these definitions cannot be read: "), std::string::npos) << message;
+    EXPECT_NE(message.find("softmax_f32/definition.json"), std::string::npos) << message;
   }
 }
 

@@ -1,6 +1,7 @@
 // Recognition end to end through the tracer (the oracle's Python): an unannotated problem is
 // matched to a hand-written family or lowered to a fused plan, an annotated one is taken as
-// written without tracing, an unsupported op is named; the derived bytes and FLOPs feed the
+// written without tracing (unless no template implements its family: then its reference is
+// recognized), an unsupported op is named; the derived bytes and FLOPs feed the
 // speed-of-light bound, which counts a half-precision fused matmul on the tensor cores.
 #include <gtest/gtest.h>
 
@@ -116,6 +117,44 @@ TEST_F(Recognize, AnAnnotatedDefinitionIsTakenAsWrittenWithoutTracing) {
   EXPECT_FALSE(fs::exists(dir_ / "graphs"));
   apply_recognition(problem, r);
   EXPECT_EQ(problem.definition.ext.bytes, "7");
+}
+
+TEST_F(Recognize, AnAnnotatedFamilyNoTemplateImplementsIsRecognizedFromTheReference) {
+  // "swiglu_gate" names no family of the library: the reference (an rmsnorm) is traced instead.
+  Problem problem = row_problem(
+      "import torch\n\ndef run(x, weight):\n"
+      "    variance = x.pow(2).mean(-1, keepdim=True)\n"
+      "    return weight * (x * torch.rsqrt(variance + 1e-6))\n",
+      {{"op_family", "swiglu_gate"}, {"op_params", {{"gated", true}}}, {"bytes", "7"}});
+  const Recognition r = recognize(problem, options());
+  ASSERT_EQ(r.source, Recognition::Source::Matched) << r.reason;
+  EXPECT_EQ(r.family, "rmsnorm");
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes.front().find("kernelarc.op_family \"swiglu_gate\" is annotated, but no cpu "
+                                 "template serves op family \"swiglu_gate\""),
+            std::string::npos)
+      << r.notes.front();
+  EXPECT_NE(r.notes.front().find("recognized from the reference instead"), std::string::npos);
+  apply_recognition(problem, r);
+  EXPECT_EQ(problem.definition.ext.op_family, "rmsnorm");
+  EXPECT_EQ(problem.definition.ext.bytes, "7");  // the annotation's costs stay
+
+  // A reference nothing serves either keeps the annotation, and says why.
+  const Recognition sorted =
+      recognize(row_problem("import torch\n\ndef run(x, weight):\n"
+                            "    return torch.sort(x, dim=-1).values * weight\n",
+                            {{"op_family", "swiglu_gate"}}),
+                options());
+  EXPECT_EQ(sorted.source, Recognition::Source::Annotated);
+  EXPECT_EQ(sorted.family, "swiglu_gate");
+  ASSERT_FALSE(sorted.notes.empty());
+  EXPECT_NE(sorted.notes.front().find("the reference did not serve it either"), std::string::npos)
+      << sorted.notes.front();
+
+  // With tracing off the annotation is taken as written.
+  RecognizeOptions off = options();
+  off.trace = false;
+  EXPECT_EQ(recognize(problem, off).source, Recognition::Source::Annotated);
 }
 
 TEST_F(Recognize, WithTracingOffAnUnannotatedDefinitionIsNotServed) {
