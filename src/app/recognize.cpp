@@ -34,11 +34,16 @@ void derive_costs(const Definition& def, const OpGraph& graph, const OrderedJson
   if (plan != nullptr) r.flops = plan_flops_expr(*plan);
 }
 
+const std::vector<KernelTemplate>& template_library() {
+  static const std::vector<KernelTemplate> library = load_template_library(default_template_root());
+  return library;
+}
+
 /// Why no template of `target` serves `problem` once `family` and `op_params` are applied, or
 /// "" when one binds.
 std::string no_binding_template(const Problem& problem, const FamilyMatch& match,
                                 DeviceKind target) {
-  static const std::vector<KernelTemplate> library = load_template_library(default_template_root());
+  const std::vector<KernelTemplate>& library = template_library();
   Problem matched = problem;
   matched.definition.ext.op_family = match.family;
   matched.definition.ext.op_params = match.op_params;
@@ -56,7 +61,7 @@ std::string no_binding_template(const Problem& problem, const FamilyMatch& match
 /// none is given), or "" when some template shares the family (bound or not: then the annotation
 /// stands and its binding errors are what the user needs).
 std::string unserved_family(const Problem& problem, std::optional<DeviceKind> target) {
-  static const std::vector<KernelTemplate> library = load_template_library(default_template_root());
+  const std::vector<KernelTemplate>& library = template_library();
   std::vector<std::string> reasons;
   for (const DeviceKind kind : {DeviceKind::Cpu, DeviceKind::Cuda}) {
     if (target && kind != *target) continue;
@@ -66,54 +71,8 @@ std::string unserved_family(const Problem& problem, std::optional<DeviceKind> ta
   return fmt::format("{}", fmt::join(reasons, "; "));
 }
 
-Recognition recognize_reference(const Problem& problem, const RecognizeOptions& options);
-
-}  // namespace
-
-std::string source_name(Recognition::Source source) {
-  switch (source) {
-    case Recognition::Source::Annotated:
-      return "annotated";
-    case Recognition::Source::Matched:
-      return "matched";
-    case Recognition::Source::Fused:
-      return "fused";
-    case Recognition::Source::NotServed:
-      return "not served";
-  }
-  return "not served";
-}
-
-Recognition recognize(const Problem& problem, const RecognizeOptions& options) {
-  const Definition& def = problem.definition;
-  if (def.ext.op_family.empty()) return recognize_reference(problem, options);
-  Recognition annotated;
-  annotated.source = Recognition::Source::Annotated;
-  annotated.family = def.ext.op_family;
-  annotated.op_params = def.ext.op_params;
-  annotated.summary = fmt::format("{} (kernelarc.op_family in the definition)", annotated.family);
-  // A family no template implements (a user's name for the operation, or one kernelarc has no
-  // kernel for yet) would leave the problem unserved: what its reference computes may still be
-  // a family that is served, or a fused plan.
-  const std::string unserved = options.trace ? unserved_family(problem, options.target) : "";
-  if (unserved.empty()) return annotated;
-  Problem unannotated = problem;
-  unannotated.definition.ext.op_family.clear();
-  unannotated.definition.ext.op_params = OrderedJson::object();
-  Recognition r = recognize_reference(unannotated, options);
-  const std::string note =
-      fmt::format("kernelarc.op_family \"{}\" is annotated, but {}", annotated.family, unserved);
-  if (!r.served()) {
-    annotated.notes.push_back(
-        fmt::format("{}; the reference did not serve it either: {}", note, r.reason));
-    return annotated;
-  }
-  r.notes.insert(r.notes.begin(), note + ": recognized from the reference instead");
-  return r;
-}
-
-namespace {
-
+/// recognize() for a definition without kernelarc.op_family: the signature matchers, then the
+/// trace, the hand-written families and the fused plan.
 Recognition recognize_reference(const Problem& problem, const RecognizeOptions& options) {
   const Definition& def = problem.definition;
   Recognition r;
@@ -191,6 +150,48 @@ Recognition recognize_reference(const Problem& problem, const RecognizeOptions& 
 }
 
 }  // namespace
+
+std::string source_name(Recognition::Source source) {
+  switch (source) {
+    case Recognition::Source::Annotated:
+      return "annotated";
+    case Recognition::Source::Matched:
+      return "matched";
+    case Recognition::Source::Fused:
+      return "fused";
+    case Recognition::Source::NotServed:
+      return "not served";
+  }
+  return "not served";
+}
+
+Recognition recognize(const Problem& problem, const RecognizeOptions& options) {
+  const Definition& def = problem.definition;
+  if (def.ext.op_family.empty()) return recognize_reference(problem, options);
+  Recognition annotated;
+  annotated.source = Recognition::Source::Annotated;
+  annotated.family = def.ext.op_family;
+  annotated.op_params = def.ext.op_params;
+  annotated.summary = fmt::format("{} (kernelarc.op_family in the definition)", annotated.family);
+  // A family no template implements (a user's name for the operation, or one kernelarc has no
+  // kernel for yet) would leave the problem unserved: what its reference computes may still be
+  // a family that is served, or a fused plan.
+  const std::string unserved = options.trace ? unserved_family(problem, options.target) : "";
+  if (unserved.empty()) return annotated;
+  Problem unannotated = problem;
+  unannotated.definition.ext.op_family.clear();
+  unannotated.definition.ext.op_params = OrderedJson::object();
+  Recognition r = recognize_reference(unannotated, options);
+  const std::string note =
+      fmt::format("kernelarc.op_family \"{}\" is annotated, but {}", annotated.family, unserved);
+  if (!r.served()) {
+    annotated.notes.push_back(
+        fmt::format("{}; the reference did not serve it either: {}", note, r.reason));
+    return annotated;
+  }
+  r.notes.insert(r.notes.begin(), note + ": recognized from the reference instead");
+  return r;
+}
 
 void apply_recognition(Problem& problem, const Recognition& r) {
   DefinitionExtension& ext = problem.definition.ext;

@@ -158,9 +158,11 @@ class AttentionHeaderWriter {
 
   /// The offset of (query i of sequence b, head h) counted in heads: q's and the output's row
   /// index, and the lse's element index.
+  /// Whether a query head's rows are contiguous in q and the output (dense head-major prefill).
+  bool queries_head_major() const { return p_.layout == AttentionLayout::Bhsd && !p_.decode; }
+
   std::string query_head_index() const {
-    if (p_.layout == AttentionLayout::Bhsd && !p_.decode)
-      return "(b * KA_Q_HEADS + h) * q_seq_ + i";
+    if (queries_head_major()) return "(b * KA_Q_HEADS + h) * q_seq_ + i";
     return "(q_start(b) + i) * KA_Q_HEADS + h";
   }
 
@@ -227,8 +229,7 @@ class AttentionHeaderWriter {
         "  // and v (within a page when paged).\n"
         "  static constexpr long long q_pitch = {};\n"
         "  static constexpr long long kv_pitch = {};\n",
-        p_.layout == AttentionLayout::Bhsd && !p_.decode ? "KA_HEAD_DIM"
-                                                         : "KA_Q_HEADS * KA_HEAD_DIM",
+        queries_head_major() ? "KA_HEAD_DIM" : "KA_Q_HEADS * KA_HEAD_DIM",
         p_.layout == AttentionLayout::Bhsd ? std::string(kv_row)
                                            : std::string("KA_KV_HEADS * ") + kv_row);
     if (p_.kv_fp4) {
