@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 namespace kernelarc {
 
@@ -26,6 +27,34 @@ TaskTimes read_task_times(pid_t pid) {
   }
   times.valid = !error && !times.cpu_ns.empty();
   return times;
+}
+
+namespace {
+
+/// Whether any thread of `pid` is running or waiting for a core ('R' in its stat line, whose
+/// state follows the last ')': the command name before it may hold spaces and parentheses).
+bool any_thread_runnable(pid_t pid) {
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(tasks, error), end; !error && it != end;
+       it.increment(error)) {
+    std::ifstream stat(it->path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const std::size_t name_end = line.rfind(')');
+    if (name_end != std::string::npos && name_end + 2 < line.size() && line[name_end + 2] == 'R')
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TaskTimes read_task_times_at_rest(pid_t pid, std::chrono::microseconds patience) {
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  while (any_thread_runnable(pid) && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  return read_task_times(pid);
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 
 namespace kernelarc {
@@ -20,8 +21,16 @@ struct TaskTimes {
   int tasks() const { return static_cast<int>(cpu_ns.size()); }
 };
 
-/// The CPU time of every thread of `pid` now.
+/// The CPU time of every thread of `pid` now. A thread that is on a CPU at this moment shows
+/// only the time it had at its last scheduler tick (up to 4 ms less at 250 Hz): the kernel
+/// brings a running thread's count up to date only at ticks and switches.
 TaskTimes read_task_times(pid_t pid);
+
+/// The CPU time of every thread of `pid` once none of them is running or runnable, waiting at
+/// most `patience` for that: read just after a worker's reply, the time its calling thread spent
+/// in the call since its last tick would otherwise land in the interval after the call. A thread
+/// still running when the patience ends is read as it stands.
+TaskTimes read_task_times_at_rest(pid_t pid, std::chrono::microseconds patience);
 
 /// CPU time the threads used from `before` to `after`: a thread that started in between counts
 /// from zero, one that ended in between is lost (its time cannot be read any more), so the

@@ -33,6 +33,9 @@ constexpr milliseconds kStartTimeout{30'000};
 constexpr milliseconds kExitGrace{2000};
 // The log is emptied before a request once it is this large, and the worker cannot write a
 // file beyond kLogLimit (RLIMIT_FSIZE), so a candidate printing in a loop cannot fill /dev/shm.
+// How long the reading after a reply waits for the worker's threads to block: an honest worker
+// is blocked within microseconds of replying, and its threads' counts are exact only then.
+constexpr std::chrono::microseconds kSettlePatience{2000};
 constexpr off_t kLogTrimSize = off_t{64} << 20;
 constexpr std::size_t kLogLimit = std::size_t{256} << 20;
 
@@ -368,7 +371,7 @@ struct Worker::Impl {
     reply_time = std::chrono::steady_clock::now();
     const double parent_waited = this_thread_run_queue_wait() - parent_waited_before;
     if (running()) {
-      const TaskTimes after = read_task_times(worker_pid);
+      const TaskTimes after = read_task_times_at_rest(worker_pid, kSettlePatience);
       observed.valid = before.valid && after.valid;
       observed.wall_ns = std::chrono::duration<double, std::nano>(reply_time - sent).count();
       observed.main_cpu_ns = cpu_used_by(before, after, worker_pid);
