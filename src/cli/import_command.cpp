@@ -28,6 +28,7 @@
 #include "core/paths.h"
 #include "core/problem.h"
 #include "oracle/python_bridge.h"
+#include "oracle/python_environment.h"
 #include "oracle/subprocess.h"
 
 namespace kernelarc {
@@ -142,15 +143,18 @@ class BatchImport {
     // The watchdog's clock restarts whenever the script reports progress.
     auto deadline = std::chrono::steady_clock::now() + kFileTimeout;
     std::uintmax_t reported = 0;
-    const ProcessResult process = run_process(argv, log, [&] {
-      std::error_code ignored;
-      const std::uintmax_t size = std::filesystem::file_size(results, ignored);
-      if (!ignored && size != reported) {
-        reported = size;
-        deadline = std::chrono::steady_clock::now() + kFileTimeout;
-      }
-      return std::chrono::steady_clock::now() < deadline;
-    });
+    const ProcessResult process = run_process(
+        argv, log,
+        [&] {
+          std::error_code ignored;
+          const std::uintmax_t size = std::filesystem::file_size(results, ignored);
+          if (!ignored && size != reported) {
+            reported = size;
+            deadline = std::chrono::steady_clock::now() + kFileTimeout;
+          }
+          return std::chrono::steady_clock::now() < deadline;
+        },
+        oracle_python_environment(), /*python_script=*/true);
 
     std::optional<std::string> running;
     std::vector<std::string> started;

@@ -18,6 +18,7 @@
 #include "oracle/oracle_cache.h"
 #include "oracle/python_bridge.h"
 #include "oracle/python_detection.h"
+#include "oracle/python_environment.h"
 #include "oracle/subprocess.h"
 
 namespace kernelarc {
@@ -235,8 +236,10 @@ TracerRun run_tracer(const std::string& python, const std::filesystem::path& job
     std::error_code ignored;
     std::filesystem::remove(out, ignored);
     std::filesystem::remove(log, ignored);
-    return run_process({interpreter, tracer_path().string(), job.string(), out.string()}, log,
-                       [&] { return std::chrono::steady_clock::now() < deadline; });
+    return run_process(
+        {interpreter, tracer_path().string(), job.string(), out.string()}, log,
+        [&] { return std::chrono::steady_clock::now() < deadline; }, oracle_python_environment(),
+        /*python_script=*/true);
   };
   std::string origin;
   std::vector<std::string> candidates = python_candidates(python, origin);

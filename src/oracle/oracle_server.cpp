@@ -19,7 +19,7 @@ namespace kernelarc {
 
 OracleServer::OracleServer(const std::string& interpreter, const std::filesystem::path& script,
                            const std::filesystem::path& log_dir,
-                           const std::vector<std::string>& environment)
+                           const std::vector<std::string>& environment, bool may_use_host)
     : interpreter_(interpreter) {
   const auto executable = find_executable(interpreter);
   if (!executable) {
@@ -42,13 +42,10 @@ OracleServer::OracleServer(const std::string& interpreter, const std::filesystem
     spawn_error_ = std::string("cannot make a socket pair: ") + std::strerror(errno);
     return;
   }
-  SpawnOptions spawn;
-  spawn.argv = {*executable, script.string(), "--serve", "3"};
-  spawn.fds = {{3, ends[1]}};
-  spawn.stdout_fd = log_fd_;
-  spawn.environment = environment;
   try {
-    pid_ = spawn_process(spawn);
+    process_.emplace(*executable, std::vector<std::string>{script.string(), "--serve", "3"},
+                     log_fd_, std::vector<std::pair<int, int>>{{3, ends[1]}}, environment,
+                     may_use_host);
   } catch (...) {
     ::close(ends[0]);
     ::close(ends[1]);
@@ -69,16 +66,16 @@ OracleServer::~OracleServer() {
 }
 
 void OracleServer::wind_down(ProcessResult& result) {
-  if (!wait_exited(pid_, std::chrono::milliseconds(2000))) kill_process_group(pid_);
+  if (!process_->wait_exited(std::chrono::milliseconds(2000))) process_->kill_group();
   end(result);
 }
 
 void OracleServer::end(ProcessResult& result) {
   if (socket_ >= 0) ::close(socket_);
   socket_ = -1;
-  if (pid_ <= 0) return;
-  const ExitStatus status = reap_process(pid_);
-  pid_ = -1;
+  if (!process_) return;
+  const ExitStatus status = process_->reap();
+  process_.reset();
   if (status.signaled) {
     result.signal = status.signal;
   } else {
@@ -131,12 +128,12 @@ ProcessResult OracleServer::run(const std::filesystem::path& job_file,
       wind_down(result);
       return result;
     }
-    if (wait_exited(pid_, std::chrono::milliseconds(0))) {
+    if (process_->wait_exited(std::chrono::milliseconds(0))) {
       end(result);
       return result;
     }
     if (!keep_going()) {
-      kill_process_group(pid_);
+      process_->kill_group();
       result.stopped = true;
       end(result);
       return result;

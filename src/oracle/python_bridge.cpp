@@ -188,7 +188,7 @@ OracleServer& PythonBridge::server_for(const std::string& interpreter, const std
   if (!reusable) {
     server_.reset();
     server_ = std::make_unique<OracleServer>(interpreter, script_path(), log_dir,
-                                             oracle_python_environment());
+                                             oracle_python_environment(), /*may_use_host=*/true);
     server_problem_.clear();
   }
   if (!problem.empty()) server_problem_ = problem;
@@ -226,7 +226,7 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
     if (!server.alive()) server_.reset();
   } else {
     launch.process = run_process({interpreter, script_path().string(), job_file.string()}, log,
-                                 keep_going, oracle_python_environment());
+                                 keep_going, oracle_python_environment(), /*python_script=*/true);
     launch.log_tail = file_tail(log);
   }
   launch.events = read_events(results);

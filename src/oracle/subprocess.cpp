@@ -8,15 +8,18 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "backend/process.h"
+#include "oracle/python_process.h"
 
 namespace kernelarc {
 
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::filesystem::path& log_path,
                           const std::function<bool()>& keep_going,
-                          const std::optional<std::vector<std::string>>& environment) {
+                          const std::optional<std::vector<std::string>>& environment,
+                          bool python_script) {
   ProcessResult result;
   const auto executable = find_executable(argv.front());
   if (!executable) {
@@ -28,23 +31,26 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     result.spawn_error = "cannot open " + log_path.string() + ": " + std::strerror(errno);
     return result;
   }
-  SpawnOptions spawn;
-  spawn.argv = argv;
-  spawn.argv.front() = *executable;
-  spawn.stdout_fd = log_fd;
-  spawn.environment = environment;
-  const pid_t pid = spawn_process(spawn);
+  std::optional<PythonProcess> process;
+  try {
+    process.emplace(*executable, std::vector<std::string>(argv.begin() + 1, argv.end()), log_fd,
+                    std::vector<std::pair<int, int>>{},
+                    environment ? *environment : current_environment(), python_script);
+  } catch (...) {
+    ::close(log_fd);
+    throw;
+  }
   ::close(log_fd);
   result.started = true;
 
-  while (!wait_exited(pid, std::chrono::milliseconds(50))) {
+  while (!process->wait_exited(std::chrono::milliseconds(50))) {
     if (!keep_going()) {
-      kill_process_group(pid);
+      process->kill_group();
       result.stopped = true;
       break;
     }
   }
-  const ExitStatus status = reap_process(pid);
+  const ExitStatus status = process->reap();
   if (status.signaled) {
     result.signal = status.signal;
   } else {

@@ -22,11 +22,13 @@ struct ProcessResult {
 /// Runs argv[0] (searched on PATH) with stdin from /dev/null and stdout + stderr appended to
 /// `log_path`, in its own process group. `keep_going` is polled while it runs; when it returns
 /// false the whole group is killed. `environment` (NAME=value entries) replaces this process'
-/// environment when set.
+/// environment when set. With `python_script`, argv is `python SCRIPT ARGS...` and may run in
+/// the interpreter host (python_process.h).
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::filesystem::path& log_path,
                           const std::function<bool()>& keep_going,
-                          const std::optional<std::vector<std::string>>& environment = {});
+                          const std::optional<std::vector<std::string>>& environment = {},
+                          bool python_script = false);
 
 /// The last `max_bytes` of a file, starting at a line boundary, trimmed ("" if unreadable).
 std::string file_tail(const std::filesystem::path& path, std::size_t max_bytes = 2000);
