@@ -24,6 +24,7 @@ import gc
 import json
 import os
 import random
+import resource
 import runpy
 import selectors
 import signal
@@ -31,6 +32,7 @@ import socket
 import struct
 import sys
 import time
+import traceback
 
 MAX_FDS = 8
 MAX_REQUEST = 1 << 20
@@ -71,10 +73,21 @@ class Become(BaseException):
         numpy_random = sys.modules.get("numpy.random")
         if numpy_random is not None:
             numpy_random.seed()
-        script = self.request["argv"][0]
+        script = os.path.abspath(self.request["argv"][0])
         sys.argv = list(self.request["argv"])
-        sys.path[0] = os.path.dirname(os.path.abspath(script))
-        runpy.run_path(script, run_name="__main__")
+        sys.path[0] = os.path.dirname(script)
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit:
+            raise
+        except BaseException as error:  # noqa: BLE001  (reported as the interpreter would)
+            # From the script's first frame on, as a fresh interpreter shows it: the host's
+            # frames and runpy's are not the script's.
+            frames = error.__traceback__
+            while frames is not None and frames.tb_frame.f_code.co_filename != script:
+                frames = frames.tb_next
+            traceback.print_exception(type(error), error, frames)
+            sys.exit(1)
 
 
 def send_line(conn, message):
@@ -222,6 +235,10 @@ def main():
     os.umask(old_mask)
     listener.listen(64)
     identity = os.stat(socket_path).st_ino
+    # Descriptors inherited past the starter (a test runner's or CI's pipes that were not
+    # close-on-exec) would keep their readers waiting for as long as the host lives.
+    os.closerange(3, listener.fileno())
+    os.closerange(listener.fileno() + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     if os.fork() > 0:
         os._exit(0)  # the starter reaps this process: requests can queue from now on
     os.setsid()
@@ -251,8 +268,10 @@ def remove_own_socket(socket_path, identity):
 
 if __name__ == "__main__":
     try:
-        code = main()
-    except Become as become:
-        become.run()
-    else:
-        sys.exit(code)
+        sys.exit(main())
+    except Become as raised:
+        child = raised
+    # Outside the handler, so that the script's own errors are reported as a fresh
+    # interpreter reports them, with nothing of the host's frames in their tracebacks.
+    child.with_traceback(None)
+    child.run()

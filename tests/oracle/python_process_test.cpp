@@ -28,6 +28,8 @@ print("parent", os.getppid())
 print("group", os.getpgid(0) == os.getpid())
 print("torch", "torch" in sys.modules)
 os.write(3, b"through fd 3")
+if sys.argv[1] == "raise":
+    raise ValueError("boom")
 if sys.argv[1] == "sleep":
     import time
     time.sleep(60)
@@ -113,6 +115,16 @@ TEST_F(PythonProcessTest, AKilledScriptIsReportedBySignal) {
   ASSERT_TRUE(killed.hosted) << killed.output;
   EXPECT_TRUE(killed.status.signaled);
   EXPECT_EQ(killed.status.signal, 9);
+}
+
+TEST_F(PythonProcessTest, AnErrorIsReportedAsAFreshInterpreterReportsIt) {
+  const Run failed = run("raise");
+  ASSERT_TRUE(failed.hosted) << failed.output;
+  EXPECT_EQ(failed.status.exit_code, 1) << failed.output;
+  EXPECT_NE(failed.output.find("ValueError: boom"), std::string::npos) << failed.output;
+  // Nothing of the host: its frames and the exception that made the child are not shown.
+  EXPECT_EQ(failed.output.find("kernelarc_python_host"), std::string::npos) << failed.output;
+  EXPECT_EQ(failed.output.find("During handling"), std::string::npos) << failed.output;
 }
 
 TEST_F(PythonProcessTest, TurnedOffTheInterpreterIsAChildOfThisProcess) {
