@@ -44,10 +44,14 @@ std::vector<std::string> passed_variables(const std::vector<std::string>& entrie
   return passed;
 }
 
-std::vector<std::string> child_environment() {
+std::vector<std::string> current_environment() {
   std::vector<std::string> entries;
   for (char** entry = environ; entry && *entry; ++entry) entries.emplace_back(*entry);
-  return passed_variables(entries);
+  return entries;
+}
+
+std::vector<std::string> child_environment() {
+  return passed_variables(current_environment());
 }
 
 }  // namespace kernelarc

@@ -21,6 +21,9 @@ bool is_passed_variable(std::string_view name);
 /// `entries` ("NAME=value") reduced to the passed variables, in their order.
 std::vector<std::string> passed_variables(const std::vector<std::string>& entries);
 
+/// This process's environment, as NAME=value entries.
+std::vector<std::string> current_environment();
+
 /// This process's environment reduced to the passed variables.
 std::vector<std::string> child_environment();
 

@@ -1,14 +1,13 @@
 #include "oracle/python_environment.h"
 
-#include <unistd.h>
-
 #include <string_view>
+
+#include "backend/child_environment.h"
 
 namespace kernelarc {
 
 std::vector<std::string> oracle_python_environment() {
-  std::vector<std::string> environment;
-  for (char** entry = environ; *entry != nullptr; ++entry) environment.emplace_back(*entry);
+  std::vector<std::string> environment = current_environment();
   for (std::string_view setting : kOracleMallocSettings) {
     const std::string_view name = setting.substr(0, setting.find('=') + 1);
     bool set_by_user = false;

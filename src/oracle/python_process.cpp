@@ -10,23 +10,15 @@
 #include "core/json_fields.h"
 #include "oracle/python_host.h"
 
-extern char** environ;
-
 namespace kernelarc {
-
-std::vector<std::string> current_environment() {
-  std::vector<std::string> environment;
-  for (char** entry = environ; *entry != nullptr; ++entry) environment.emplace_back(*entry);
-  return environment;
-}
 
 PythonProcess::PythonProcess(const std::string& interpreter,
                              const std::vector<std::string>& script_and_arguments, int output_fd,
                              const std::vector<std::pair<int, int>>& fds,
                              const std::vector<std::string>& environment, bool may_use_host) {
-  std::vector<std::pair<int, int>> passed = {{1, output_fd}, {2, output_fd}};
-  passed.insert(passed.end(), fds.begin(), fds.end());
   if (may_use_host) {
+    std::vector<std::pair<int, int>> passed = {{1, output_fd}, {2, output_fd}};
+    passed.insert(passed.end(), fds.begin(), fds.end());
     if (auto hosted = run_in_python_host(interpreter, script_and_arguments, passed, environment)) {
       pid_ = hosted->pid;
       host_connection_ = hosted->connection;
@@ -66,7 +58,7 @@ bool PythonProcess::wait_exited(std::chrono::milliseconds grace) {
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       // The host is gone without a word: whatever the script was doing, it is ended now.
-      ::kill(-pid_, SIGKILL);
+      kill_process_group(pid_);
       ended_ = ExitStatus{true, SIGKILL, 0, 0};
       return true;
     }
@@ -81,7 +73,7 @@ bool PythonProcess::wait_exited(std::chrono::milliseconds grace) {
   } else if (reply.is_object() && reply.contains("exit")) {
     status.exit_code = reply["exit"].get<int>();
   } else {
-    ::kill(-pid_, SIGKILL);
+    kill_process_group(pid_);
     status = ExitStatus{true, SIGKILL, 0, 0};
   }
   ended_ = status;
@@ -89,11 +81,7 @@ bool PythonProcess::wait_exited(std::chrono::milliseconds grace) {
 }
 
 void PythonProcess::kill_group() {
-  if (ended_) return;
-  if (hosted())
-    ::kill(-pid_, SIGKILL);
-  else
-    kill_process_group(pid_);
+  if (!ended_) kill_process_group(pid_);
 }
 
 ExitStatus PythonProcess::reap() {

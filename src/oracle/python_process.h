@@ -51,7 +51,4 @@ class PythonProcess {
   std::optional<ExitStatus> ended_;
 };
 
-/// The environment this process runs with, as NAME=value entries.
-std::vector<std::string> current_environment();
-
 }  // namespace kernelarc

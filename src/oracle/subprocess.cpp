@@ -10,6 +10,7 @@
 #include <cstring>
 #include <optional>
 
+#include "backend/child_environment.h"
 #include "backend/process.h"
 #include "oracle/python_process.h"
 

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "backend/child_environment.h"
 #include "backend/process.h"
 #include "oracle_test_support.h"
 
