@@ -48,6 +48,11 @@ bool any_thread_runnable(pid_t pid) {
   return false;
 }
 
+double delta(const TaskTimes& before, pid_t tid, double now) {
+  const auto it = before.cpu_ns.find(tid);
+  return it == before.cpu_ns.end() ? now : std::max(0.0, now - it->second);
+}
+
 }  // namespace
 
 TaskTimes read_task_times_at_rest(pid_t pid, std::chrono::microseconds patience) {
@@ -56,15 +61,6 @@ TaskTimes read_task_times_at_rest(pid_t pid, std::chrono::microseconds patience)
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   return read_task_times(pid);
 }
-
-namespace {
-
-double delta(const TaskTimes& before, pid_t tid, double now) {
-  const auto it = before.cpu_ns.find(tid);
-  return it == before.cpu_ns.end() ? now : std::max(0.0, now - it->second);
-}
-
-}  // namespace
 
 double cpu_used(const TaskTimes& before, const TaskTimes& after) {
   double total = 0;
