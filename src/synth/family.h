@@ -58,16 +58,17 @@ class FamilyBinder {
   virtual FamilyBinding bind(const Definition& definition, const KernelTemplate& kernel) const = 0;
 };
 
-std::unique_ptr<FamilyBinder> make_row_binder();          // rmsnorm, layernorm, softmax, logsumexp
-std::unique_ptr<FamilyBinder> make_elementwise_binder();  // elementwise, activation
-std::unique_ptr<FamilyBinder> make_gemm_binder();         // gemm
-std::unique_ptr<FamilyBinder> make_rope_binder();         // rope
-std::unique_ptr<FamilyBinder> make_transpose_binder();    // transpose
-std::unique_ptr<FamilyBinder> make_fused_binder();        // fused (a kernel plan)
-std::unique_ptr<FamilyBinder> make_attention_binder();    // attention
-std::unique_ptr<FamilyBinder> make_scaled_gemm_binder();  // scaled_gemm (FP8 with scales)
-std::unique_ptr<FamilyBinder> make_moe_binder();          // moe (mixture-of-experts forward)
+std::unique_ptr<FamilyBinder> make_row_binder();           // rmsnorm, layernorm, softmax, logsumexp
+std::unique_ptr<FamilyBinder> make_elementwise_binder();   // elementwise, activation
+std::unique_ptr<FamilyBinder> make_gemm_binder();          // gemm
+std::unique_ptr<FamilyBinder> make_rope_binder();          // rope
+std::unique_ptr<FamilyBinder> make_transpose_binder();     // transpose
+std::unique_ptr<FamilyBinder> make_fused_binder();         // fused (a kernel plan)
+std::unique_ptr<FamilyBinder> make_attention_binder();     // attention
+std::unique_ptr<FamilyBinder> make_scaled_gemm_binder();   // scaled_gemm (FP8 with scales)
+std::unique_ptr<FamilyBinder> make_moe_binder();           // moe (mixture-of-experts forward)
 std::unique_ptr<FamilyBinder> make_moe_backward_binder();  // moe_backward (its experts' backward)
+std::unique_ptr<FamilyBinder> make_mlp_binder();           // mlp (a dense gated MLP)
 
 /// The binder serving `family`, or nullptr.
 const FamilyBinder* find_family_binder(std::string_view family);

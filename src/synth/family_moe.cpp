@@ -24,7 +24,7 @@ class MoeProblemReader : MoeReaderBase {
     find_expert_weights();
     find_activations_and_routing();
     assign_expert_weights();
-    check_output();
+    p_.output = read_output(p_.hidden);
     read_params();
     return p_;
   }
@@ -75,19 +75,6 @@ class MoeProblemReader : MoeReaderBase {
       mismatch(def_, field(p_.router_weight),
                "expected [" + experts_axis_ + ", " + hidden_axis_ + "]");
     if (p_.bias) require_float(p_.bias);
-  }
-
-  void check_output() {
-    if (def_.outputs.size() != 1) mismatch(def_, "outputs", "expected one output, [T, H]");
-    p_.output = {&def_.outputs[0], 0};
-    if (p_.output.spec->is_scalar() || shape(p_.output) != shape(p_.hidden))
-      mismatch(
-          def_, field(p_.output, "outputs"),
-          "expected the shape of " + p_.hidden.spec->name + ", " + shape_text(shape(p_.hidden)));
-    if (p_.output.spec->dtype != p_.hidden.spec->dtype)
-      mismatch(def_, field(p_.output, "outputs") + ".dtype",
-               "expected the dtype of " + p_.hidden.spec->name + ", " +
-                   std::string(dtype_name(p_.hidden.spec->dtype)));
   }
 
   void read_params() {

@@ -47,7 +47,12 @@ const char* moe_activation_name(MoeActivation activation);
 /// as the family defines it.
 MoeProblem read_moe_problem(const Definition& def);
 
-/// ka_problem.h for `problem` (ka_bind form: CUDA shared objects and CPU templates).
+/// The mlp family: a dense gated MLP, read as a layer of one expert that every token takes
+/// (experts 1, top_k 1, no routing input). Throws TemplateMismatch naming the field otherwise.
+MoeProblem read_mlp_problem(const Definition& def);
+
+/// ka_problem.h for `problem` (ka_bind form: CUDA shared objects and CPU templates); a problem
+/// without routing (read_mlp_problem) gets no routing members.
 std::string generate_moe_header(const MoeProblem& problem, const Definition& def,
                                 const KernelTemplate& kernel);
 

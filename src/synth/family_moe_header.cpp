@@ -89,6 +89,8 @@ class MoeHeaderWriter {
  private:
   std::string type(DType dtype) const { return header_element_type(dtype, cuda_); }
   const MoeTensor& routing() const { return p_.logits ? p_.logits : p_.router_weight; }
+  /// A dense MLP (the mlp family) is one expert that every token takes: nothing routes.
+  bool routed() const { return static_cast<bool>(routing()); }
 
   void write_macros() {
     out_ += fmt::format(
@@ -102,9 +104,9 @@ class MoeHeaderWriter {
         p_.router_weight ? 1 : 0, float_literal(p_.routed_scaling),
         p_.activation == MoeActivation::Silu ? 1 : 0, p_.activation == MoeActivation::Gelu ? 1 : 0,
         p_.activation == MoeActivation::GeluTanh ? 1 : 0);
-    out_ += fmt::format("typedef {} ka_act_t;\ntypedef {} ka_w_t;\ntypedef {} ka_logit_t;\n",
-                        type(p_.hidden.spec->dtype), type(p_.w_down.spec->dtype),
-                        type(routing().spec->dtype));
+    out_ += fmt::format("typedef {} ka_act_t;\ntypedef {} ka_w_t;\n", type(p_.hidden.spec->dtype),
+                        type(p_.w_down.spec->dtype));
+    if (routed()) out_ += fmt::format("typedef {} ka_logit_t;\n", type(routing().spec->dtype));
     if (p_.bias) out_ += fmt::format("typedef {} ka_bias_t;\n", type(p_.bias.spec->dtype));
   }
 
@@ -112,7 +114,8 @@ class MoeHeaderWriter {
     out_ +=
         "\n// The problem's tensors; the accessors hide how the weights are stored.\n"
         "struct KaArgs {\n"
-        "  const ka_act_t* x;\n  ka_act_t* out;\n  const ka_logit_t* routing;\n";
+        "  const ka_act_t* x;\n  ka_act_t* out;\n";
+    if (routed()) out_ += "  const ka_logit_t* routing;\n";
     if (p_.bias) out_ += "  const ka_bias_t* bias_;\n";
     out_ += "  const ka_w_t* gate_;\n";
     if (!p_.fused_gate_up()) out_ += "  const ka_w_t* up_;\n";
@@ -126,7 +129,7 @@ class MoeHeaderWriter {
           "  // The router's weight row of expert e; the logit is x_row(t) . router_row(e).\n"
           "  KA_HD const ka_logit_t* router_row(int e) const {\n"
           "    return routing + static_cast<long long>(e) * KA_HIDDEN;\n  }\n";
-    else
+    else if (p_.logits)
       out_ +=
           "  KA_HD float logit(long long t, int e) const {\n"
           "    return ka_to_float(routing[t * KA_EXPERTS + e]);\n  }\n";
@@ -160,7 +163,9 @@ class MoeHeaderWriter {
     }
     body += fmt::format("  args->x = static_cast<const ka_act_t*>({});\n", data(p_.hidden));
     body += fmt::format("  args->out = static_cast<ka_act_t*>({});\n", data(p_.output, true));
-    body += fmt::format("  args->routing = static_cast<const ka_logit_t*>({});\n", data(routing()));
+    if (routed())
+      body +=
+          fmt::format("  args->routing = static_cast<const ka_logit_t*>({});\n", data(routing()));
     if (p_.bias)
       body += fmt::format("  args->bias_ = static_cast<const ka_bias_t*>({});\n", data(p_.bias));
     body += fmt::format("  args->gate_ = static_cast<const ka_w_t*>({});\n",

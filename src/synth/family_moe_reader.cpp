@@ -19,8 +19,8 @@ bool name_has(const TensorSpec& t, std::initializer_list<const char*> words) {
 
 }  // namespace
 
-MoeReaderBase::MoeReaderBase(const Definition& def, MoeExperts& mlp)
-    : def_(def), known_(static_axes(def)), mlp_(mlp) {}
+MoeReaderBase::MoeReaderBase(const Definition& def, MoeExperts& mlp, bool dense)
+    : def_(def), known_(static_axes(def)), mlp_(mlp), lead_(dense ? 0 : 1) {}
 
 std::string MoeReaderBase::field(const MoeTensor& t, const char* kind) const {
   return std::string(kind) + "." + t.spec->name;
@@ -65,20 +65,29 @@ std::string MoeReaderBase::choice(const OrderedJson& value, const std::string& f
   mismatch(def_, field, "expected " + expected + ", got " + value.dump());
 }
 
+bool MoeReaderBase::is_weight(const TensorSpec& t) const {
+  if (t.is_scalar() || t.shape->size() != static_cast<std::size_t>(lead_ + 2)) return false;
+  // A dense MLP's [T, H] hidden states are rank 2 as well: weights have static sizes only.
+  return lead_ == 1 || std::all_of(t.shape->begin(), t.shape->end(),
+                                   [&](const std::string& axis) { return known_.count(axis) > 0; });
+}
+
 void MoeReaderBase::find_expert_weights() {
-  for (std::size_t i = 0; i < def_.inputs.size(); ++i) {
-    const TensorSpec& t = def_.inputs[i];
-    if (!t.is_scalar() && t.shape->size() == 3) weights_.push_back({&t, static_cast<int>(i)});
-  }
+  for (std::size_t i = 0; i < def_.inputs.size(); ++i)
+    if (is_weight(def_.inputs[i])) weights_.push_back({&def_.inputs[i], static_cast<int>(i)});
   if (weights_.size() != 2 && weights_.size() != 3)
     mismatch(def_, "inputs",
-             fmt::format("expected the experts' weights as 2 tensors ([E, 2I, H] gate and up, "
-                         "[E, H, I] down) or 3 ([E, I, H] gate, up, [E, H, I] down), found {} "
-                         "of rank 3",
-                         weights_.size()));
-  experts_axis_ = shape(weights_[0])[0];
+             lead_ == 1 ? fmt::format("expected the experts' weights as 2 tensors ([E, 2I, H] gate "
+                                      "and up, [E, H, I] down) or 3 ([E, I, H] gate, up, [E, H, I] "
+                                      "down), found {} of rank 3",
+                                      weights_.size())
+                        : fmt::format("expected the MLP's weights as 2 tensors ([2I, H] gate and "
+                                      "up, [H, I] down) or 3 ([I, H] gate, up, [H, I] down) of "
+                                      "static sizes, found {}",
+                                      weights_.size()));
+  if (lead_ == 1) experts_axis_ = shape(weights_[0])[0];
   for (const MoeTensor& w : weights_) {
-    if (shape(w)[0] != experts_axis_)
+    if (lead_ == 1 && shape(w)[0] != experts_axis_)
       mismatch(
           def_, field(w),
           "expected the experts axis " + experts_axis_ + " first, as in " + weights_[0].spec->name);
@@ -88,18 +97,23 @@ void MoeReaderBase::find_expert_weights() {
                "expected the dtype of " + weights_[0].spec->name + ", " +
                    std::string(dtype_name(weights_[0].spec->dtype)));
   }
-  mlp_.experts = static_value(weights_[0], 0, "expert count");
+  mlp_.experts = lead_ == 1 ? static_value(weights_[0], 0, "expert count") : 1;
+}
+
+std::string MoeReaderBase::weight_shape(const std::string& out, const std::string& in) const {
+  return "[" + (lead_ == 1 ? experts_axis_ + ", " : std::string()) + out + ", " + in + "]";
 }
 
 void MoeReaderBase::assign_expert_weights() {
-  std::vector<MoeTensor> into_hidden, from_hidden;  // [E, H, *] and [E, *, H]
+  std::vector<MoeTensor> into_hidden, from_hidden;  // [(E,) H, *] and [(E,) *, H]
+  const char* lead = lead_ == 1 ? "E, " : "";
   for (const MoeTensor& w : weights_) {
-    const bool ends_hidden = shape(w)[2] == hidden_axis_;
-    const bool starts_hidden = shape(w)[1] == hidden_axis_;
+    const bool ends_hidden = shape(w)[lead_ + 1] == hidden_axis_;
+    const bool starts_hidden = shape(w)[lead_] == hidden_axis_;
     if (!ends_hidden && !starts_hidden)
-      mismatch(
-          def_, field(w),
-          "expected [E, out, in] weights with the hidden size " + hidden_axis_ + " as in or out");
+      mismatch(def_, field(w),
+               fmt::format("expected [{}out, in] weights with the hidden size {} as in or out",
+                           lead, hidden_axis_));
     if (starts_hidden && (!ends_hidden || name_has(*w.spec, {"down", "w2"})))
       into_hidden.push_back(w);
     else
@@ -107,16 +121,17 @@ void MoeReaderBase::assign_expert_weights() {
   }
   if (into_hidden.size() != 1)
     mismatch(def_, "inputs",
-             "expected one down projection [E, H, I] (named down or w2 when I equals H)");
+             fmt::format("expected one down projection [{}H, I] (named down or w2 when I equals H)",
+                         lead));
   mlp_.w_down = into_hidden[0];
-  const std::string& inter_axis = shape(mlp_.w_down)[2];
-  mlp_.inter = static_value(mlp_.w_down, 2, "intermediate size");
+  const std::string& inter_axis = shape(mlp_.w_down)[lead_ + 1];
+  mlp_.inter = static_value(mlp_.w_down, lead_ + 1, "intermediate size");
   if (from_hidden.size() == 1) {
     mlp_.w13 = from_hidden[0];
-    if (static_value(mlp_.w13, 1, "gate and up rows") != 2 * mlp_.inter)
+    if (static_value(mlp_.w13, lead_, "gate and up rows") != 2 * mlp_.inter)
       mismatch(def_, field(mlp_.w13),
-               fmt::format("expected [E, 2 * {}, H]: the gate and up rows of {} each", inter_axis,
-                           mlp_.inter));
+               fmt::format("expected [{}2 * {}, H]: the gate and up rows of {} each", lead,
+                           inter_axis, mlp_.inter));
     return;
   }
   // Separate gate and up: the one named up (or w3) is up.
@@ -125,9 +140,21 @@ void MoeReaderBase::assign_expert_weights() {
   mlp_.w_gate = from_hidden[first_is_up ? 1 : 0];
   mlp_.w_up = from_hidden[first_is_up ? 0 : 1];
   for (const MoeTensor* w : {&mlp_.w_gate, &mlp_.w_up})
-    if (shape(*w)[1] != inter_axis)
-      mismatch(def_, field(*w),
-               "expected [" + experts_axis_ + ", " + inter_axis + ", " + hidden_axis_ + "]");
+    if (shape(*w)[lead_] != inter_axis)
+      mismatch(def_, field(*w), "expected " + weight_shape(inter_axis, hidden_axis_));
+}
+
+MoeTensor MoeReaderBase::read_output(const MoeTensor& hidden) const {
+  if (def_.outputs.size() != 1) mismatch(def_, "outputs", "expected one output, [T, H]");
+  const MoeTensor output{&def_.outputs[0], 0};
+  if (output.spec->is_scalar() || shape(output) != shape(hidden))
+    mismatch(def_, field(output, "outputs"),
+             "expected the shape of " + hidden.spec->name + ", " + shape_text(shape(hidden)));
+  if (output.spec->dtype != hidden.spec->dtype)
+    mismatch(def_, field(output, "outputs") + ".dtype",
+             "expected the dtype of " + hidden.spec->name + ", " +
+                 std::string(dtype_name(hidden.spec->dtype)));
+  return output;
 }
 
 bool MoeReaderBase::read_weight_param(const std::string& key, const OrderedJson& value) {

@@ -13,7 +13,8 @@ namespace kernelarc {
 
 class MoeReaderBase {
  protected:
-  MoeReaderBase(const Definition& def, MoeExperts& experts);
+  /// `dense`: one MLP whose weights are [out, in] (the mlp family), not [E, out, in].
+  MoeReaderBase(const Definition& def, MoeExperts& experts, bool dense = false);
 
   const std::vector<std::string>& shape(const MoeTensor& t) const { return *t.spec->shape; }
   std::string field(const MoeTensor& t, const char* kind = "inputs") const;
@@ -24,11 +25,18 @@ class MoeReaderBase {
   std::string choice(const OrderedJson& value, const std::string& field,
                      std::initializer_list<const char*> allowed) const;
 
-  /// The rank-3 inputs are the experts' weights, [E, out, in], sharing E and a float dtype.
+  /// The rank-3 inputs are the experts' weights, [E, out, in], sharing E and a float dtype
+  /// (dense: the rank-2 inputs of static sizes, [out, in]).
   void find_expert_weights();
   /// Down projects I to H ([E, H, I]); gate and up project H to I. Shapes decide, and names
   /// where shapes cannot (I == H). Needs hidden_axis_.
   void assign_expert_weights();
+  /// Whether input `t` is one of the weights find_expert_weights() collects.
+  bool is_weight(const TensorSpec& t) const;
+  /// "[E, out, in]" or, dense, "[out, in]".
+  std::string weight_shape(const std::string& out, const std::string& in) const;
+  /// The one output, of `hidden`'s shape and dtype.
+  MoeTensor read_output(const MoeTensor& hidden) const;
   /// activation or gate_up_order; false for another key.
   bool read_weight_param(const std::string& key, const OrderedJson& value);
   /// gate_up_order names a fused weight's halves only.
@@ -39,6 +47,7 @@ class MoeReaderBase {
   std::vector<MoeTensor> weights_;
   std::string experts_axis_, hidden_axis_;
   MoeExperts& mlp_;  ///< the weights of the problem being read
+  const int lead_;   ///< dimensions ahead of a weight's [out, in]: 1 (experts) or 0 (dense)
 };
 
 /// The first row of expert e's gate (or, `up`, up) block in a header's KaArgs, whose members

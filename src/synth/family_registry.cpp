@@ -18,6 +18,7 @@ const FamilyBinder* find_family_binder(std::string_view family) {
     all.push_back(make_scaled_gemm_binder());
     all.push_back(make_moe_binder());
     all.push_back(make_moe_backward_binder());
+    all.push_back(make_mlp_binder());
     return all;
   }();
   for (const auto& binder : binders) {

@@ -130,22 +130,29 @@ struct MTile {
   int nt;         ///< N tile
 };
 
-/// The tile of CTA blockIdx.x in a 1-D grid of m_tiles x kNTiles CTAs, ordered in groups of
-/// kMGroup M tiles: inside a group the M tiles advance fastest, then the N tiles, so that the
-/// CTAs running at once share B tiles (an expert's weights) and the group's A rows stay in L2.
-/// false (the same for every thread of the CTA) past the real tile count. Called by all
-/// kThreads threads; holds one barrier when it returns true.
-template <int kExperts, int kBM, int kMGroup, int kNTiles, int kThreads>
-__device__ __forceinline__ bool find_m_tile(int m_tiles, const int* tile_prefix, const int* offsets,
-                                            MTile& tile) {
-  __shared__ int s_expert;
+/// The M tile of CTA blockIdx.x in a 1-D grid of m_tiles x kNTiles CTAs, ordered in groups of
+/// kMGroup M tiles, and its N tile in `nt`: inside a group the M tiles advance fastest, then the
+/// N tiles, so that the CTAs running at once share B tiles (an expert's weights) and the group's
+/// A rows stay in L2.
+template <int kMGroup, int kNTiles>
+__device__ __forceinline__ int grouped_m_tile(int m_tiles, int& nt) {
   const int per_group = kMGroup * kNTiles;
   const int group = blockIdx.x / per_group;
   const int first_m = group * kMGroup;
   const int group_rows = min(m_tiles - first_m, kMGroup);
   const int in_group = blockIdx.x % per_group;
-  const int mt = first_m + in_group % group_rows;
-  tile.nt = in_group / group_rows;
+  nt = in_group / group_rows;
+  return first_m + in_group % group_rows;
+}
+
+/// The tile of CTA blockIdx.x in the grouped order of grouped_m_tile over the routing's M-tile
+/// schedule. false (the same for every thread of the CTA) past the real tile count. Called by
+/// all kThreads threads; holds one barrier when it returns true.
+template <int kExperts, int kBM, int kMGroup, int kNTiles, int kThreads>
+__device__ __forceinline__ bool find_m_tile(int m_tiles, const int* tile_prefix, const int* offsets,
+                                            MTile& tile) {
+  __shared__ int s_expert;
+  const int mt = grouped_m_tile<kMGroup, kNTiles>(m_tiles, tile.nt);
   if (mt >= tile_prefix[kExperts]) return false;
   for (int e = threadIdx.x; e < kExperts; e += kThreads)
     if (tile_prefix[e] <= mt && mt < tile_prefix[e + 1]) s_expert = e;  // exactly one
@@ -155,6 +162,20 @@ __device__ __forceinline__ bool find_m_tile(int m_tiles, const int* tile_prefix,
   tile.m0 = (mt - tile_prefix[tile.expert]) * kBM;
   tile.rows = min(kBM, offsets[tile.expert + 1] - tile.seg_start - tile.m0);
   return true;
+}
+
+/// The tile of CTA blockIdx.x of a dense GEMM over `rows_total` rows (one segment, no routing:
+/// the mlp_gated template), in the grouped order of grouped_m_tile; m_tiles = ceil(rows_total /
+/// kBM), so every CTA has a tile.
+template <int kBM, int kMGroup, int kNTiles>
+__device__ __forceinline__ MTile dense_m_tile(int m_tiles, long long rows_total) {
+  MTile tile;
+  const int mt = grouped_m_tile<kMGroup, kNTiles>(m_tiles, tile.nt);
+  tile.expert = 0;
+  tile.seg_start = 0;
+  tile.m0 = mt * kBM;
+  tile.rows = static_cast<int>(min(static_cast<long long>(kBM), rows_total - tile.m0));
+  return tile;
 }
 
 /// The warp tiling of a BM x BN CTA tile for mma.sync m16n8k16: WARPS_M x WARPS_N warps, each

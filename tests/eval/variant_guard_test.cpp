@@ -1,6 +1,7 @@
 // Per-shape dispatch inside one solution (kernelarc.variants): the guard builds the solution once
 // per variant in use and runs each workload with the variant its axes select, and a malformed
-// variant is an input error that names its field.
+// variant is an input error that names its field. On a GPU: the SwiGLU MLP of a Llama-3-8B layer
+// with its fused gate/up route at decode shapes and cuBLASLt's elsewhere.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,10 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cuda_device.h"
 #include "core/error.h"
 #include "eval/guard_harness.h"
 #include "eval/solution_variants.h"
 #include "source_dir.h"
+#include "synth/bound_template.h"
+#include "synth/knob_point.h"
 
 namespace kernelarc {
 namespace {
@@ -133,6 +137,51 @@ TEST(SolutionVariants, ResolvingReplacesTheKnobsAndTheTemplatePoint) {
   EXPECT_FALSE(small.ext.contains("variants"));
   EXPECT_EQ(select_variant(dispatching, variants, {{"n", 9}}), std::optional<std::size_t>(0));
   EXPECT_EQ(select_variant(dispatching, variants, {{"n", 8}}), std::nullopt);
+}
+
+// The mlp_gated template at its default point (FUSE_GATE_UP=0: cuBLASLt's gate and up GEMMs, a
+// pointwise pass, cuBLASLt's down GEMM) with one variant, the fused gate/up GEMM at 16-row
+// tiles, for the decode-sized shapes: the two routes are different builds, and each must pass
+// the guard at the shapes it serves.
+TEST(GpuVariantGuard, TheMlpTakesItsFusedRouteAtDecodeShapesAndCublasLtElsewhere) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  Problem problem = load_problem(kSource / "problems/cuda/swiglu_mlp_bf16_h4096_i14336");
+  std::erase_if(problem.workloads, [](const Workload& w) {
+    const int64_t tokens = w.axes.at("num_tokens");
+    return tokens != 1 && tokens != 7 && tokens != 128;
+  });
+  ASSERT_EQ(problem.workloads.size(), 3u);
+  testing::GuardHarness harness(std::move(problem), "cuda:0", [](GuardOptions& options) {
+    tune(options);
+    options.call_timeout = std::chrono::milliseconds(20000);
+  });
+  const std::vector<KernelTemplate> library = load_template_library(kSource / "templates");
+  const auto kernel = std::find_if(library.begin(), library.end(),
+                                   [](const KernelTemplate& t) { return t.name == "mlp_gated"; });
+  ASSERT_NE(kernel, library.end());
+  const BoundTemplate bound(*kernel, harness.problem());
+  const KnobPoint base_point = bound.space().space().default_point();
+  KnobPoint fused_point = base_point;
+  for (const auto& [name, value] : parse_knob_point("FUSE_GATE_UP=1,BM=16,WARPS_M=1,BN=64"))
+    fused_point[name] = value;
+  ASSERT_TRUE(bound.space().is_valid(fused_point));
+  const Solution fused = bound.instantiate(fused_point);
+  const Solution solution =
+      with_variants(bound.instantiate(base_point),
+                    {{"num_tokens <= 16", fused.ext["knobs"], format_knob_point(fused_point)}});
+  const auto traces = harness.guard().evaluate(harness.problem(), solution);
+  ASSERT_EQ(traces.size(), 3u);
+  for (const Trace& trace : traces) {
+    const int64_t tokens = trace.workload["axes"]["num_tokens"].get<int64_t>();
+    EXPECT_EQ(trace.status, EvalStatus::Passed) << tokens << " tokens: " << trace.log;
+    ASSERT_TRUE(trace.extra.contains("variant")) << trace.extra.dump();
+    if (tokens <= 16) {
+      EXPECT_EQ(trace.extra["variant"]["index"], 0) << tokens << " tokens";
+      EXPECT_EQ(trace.extra["variant"]["knobs"]["FUSE_GATE_UP"], 1);
+    } else {
+      EXPECT_TRUE(trace.extra["variant"]["index"].is_null()) << tokens << " tokens";
+    }
+  }
 }
 
 }  // namespace

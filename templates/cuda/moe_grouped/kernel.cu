@@ -1,6 +1,6 @@
 // Mixture-of-experts forward with grouped tensor-core GEMMs, host side: binds the tensors,
 // checks the alignment the 16-byte copies need and the workspace, and launches on the caller's
-// stream (moe_route.cuh, moe_gemm.cuh):
+// stream (moe_route.cuh, ka_moe_gemm.cuh):
 //
 //   memset counts -> [router_logits] -> route -> permute (+ scan) -> GEMM 1 (gate/up + act)
 //   -> GEMM 2 (down) -> combine
@@ -18,7 +18,7 @@
 #include "ka_cuda_entry.h"
 #include "ka_problem.h"
 #include "kernelarc/abi.h"
-#include "moe_gemm.cuh"
+#include "ka_moe_gemm.cuh"
 #include "moe_route.cuh"
 
 namespace {

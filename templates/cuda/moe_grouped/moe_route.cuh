@@ -1,4 +1,4 @@
-// The moe_grouped kernels around the two grouped GEMMs (moe_gemm.cuh):
+// The moe_grouped kernels around the two grouped GEMMs (ka_moe_gemm.cuh):
 //
 //  router_logits_kernel  (KA_ROUTER_WEIGHT only) logits[t][e] = dot(x_row(t), router_row(e)) in
 //                        float32: a CTA per (ROUTER_TOKENS tokens, 8 experts), a warp per expert,
@@ -19,7 +19,7 @@
 #pragma once
 
 #include "ka_moe_routing.h"
-#include "moe_common.cuh"
+#include "ka_moe_common.cuh"
 
 namespace ka_moe {
 

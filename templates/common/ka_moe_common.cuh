@@ -1,5 +1,5 @@
-// Shared definitions of the moe_grouped template: the workspace as the kernels see it, and small
-// load / store helpers (the problem's sizes: ka_moe_grouped.cuh).
+// Shared definitions of the moe_grouped and mlp_gated templates: the workspace as the kernels see
+// it, and small load / store helpers (the problem's sizes: ka_moe_grouped.cuh).
 #pragma once
 
 #include <cuda_bf16.h>

@@ -1,4 +1,5 @@
-// The grouped GEMMs of moe_grouped: one kernel template, instantiated twice.
+// The grouped GEMMs of moe_grouped (and, dense, of mlp_gated): one kernel template,
+// instantiated twice per template.
 //
 //  kGated = true  (GEMM 1, gate/up): for the sorted rows of expert e,
 //                 h[row][n] = act(x[token(row)] . gate_e[n]) * (x[token(row)] . up_e[n]),
@@ -12,6 +13,10 @@
 // [tile_prefix[e], tile_prefix[e + 1]), ceil(count_e / BM) of them). The host launches a 1-D grid
 // of m_tiles x N-tiles CTAs for the upper bound m_tiles = ceil(T*K / BM) + min(E, T*K), ordered
 // in groups of M_GROUP M tiles (see below); CTAs past tile_prefix[E] return at once.
+//
+// kDense (mlp_gated: one expert, no routing): the rows are the tokens themselves, A row r of
+// GEMM 1 is x_row(r), the grid is exactly ceil(T / BM) x N-tiles and no schedule is read; only
+// ws.h and ws.y are used (y may be the output itself).
 //
 // Shared memory, per stage: the A tile [BM][BK + 8], then the B tile [NB * BN][BK + 8] (NB = 2
 // for GEMM 1: rows [0, BN) are gate rows n0.., rows [BN, 2 BN) the up rows of the same columns,
@@ -29,7 +34,7 @@
 #pragma once
 
 #include "ka_mma_sync.cuh"
-#include "moe_common.cuh"
+#include "ka_moe_common.cuh"
 
 namespace ka_moe {
 
@@ -63,11 +68,11 @@ struct GemmConfig : WarpTiles<kBM, kBN, kWarpsM, kWarpsN> {
 };
 
 template <int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, int kStages, bool kGated,
-          int kMGroup>
+          int kMGroup, bool kDense = false>
 __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
     grouped_gemm_kernel(KaArgs ka, Workspace ws, int m_tiles) {
   using C = GemmConfig<kBM, kBN, kBK, kWarpsM, kWarpsN, kStages, kGated>;
-  using elem_t = ka_act_t;  // == ka_w_t (moe_common.cuh)
+  using elem_t = ka_act_t;  // == ka_w_t (ka_moe_common.cuh)
   constexpr int kThreads = C::kThreads;
   constexpr int kLd = C::kLd;
   constexpr int kN = C::kN;
@@ -87,9 +92,12 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
   // ---- The tile schedule (find_m_tile, ka_moe_grouped.cuh: groups of kMGroup M tiles).
   constexpr int kNTiles = (kN + kBN - 1) / kBN;
   MTile tile;
-  if (!find_m_tile<kExperts, kBM, kMGroup, kNTiles, kThreads>(m_tiles, ws.tile_prefix, ws.offsets,
-                                                              tile))
+  if constexpr (kDense) {
+    tile = dense_m_tile<kBM, kMGroup, kNTiles>(m_tiles, ka.tokens());
+  } else if (!find_m_tile<kExperts, kBM, kMGroup, kNTiles, kThreads>(m_tiles, ws.tile_prefix,
+                                                                     ws.offsets, tile)) {
     return;  // past the real tile count: uniform exit
+  }
   const int expert = tile.expert;
   const int seg_start = tile.seg_start;
   const int m0 = tile.m0;
@@ -161,7 +169,7 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
     if (r < rows) {
       const long long pos = static_cast<long long>(seg_start) + m0 + r;
       if (kGated)
-        row = ka.x_row(ws.sorted_slot[pos] / kTopK);
+        row = ka.x_row(kDense ? pos : ws.sorted_slot[pos] / kTopK);
       else
         row = ws.h + pos * kInter;
     }

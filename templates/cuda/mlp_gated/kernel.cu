@@ -1,0 +1,152 @@
+// A dense gated MLP, out = down(act(x gate^T) * (x up^T)), host side: binds the tensors, checks
+// the alignment the 16-byte copies need and the workspace, and launches on the caller's stream.
+//
+//   FUSE_GATE_UP = 0:  cuBLASLt g = x gate^T, u = x up^T (each rounded to the element type, as a
+//                      framework's two linear layers are) -> pointwise h = act(g) * u in float32,
+//                      rounded -> cuBLASLt out = h down^T
+//   FUSE_GATE_UP = 1:  one tensor-core GEMM, h = act(x . gate) * (x . up) from its float32
+//                      accumulators, rounded (ka_moe_gemm.cuh, dense: the rows are the tokens)
+//                      -> cuBLASLt out = h down^T
+//
+// The fused route reads x once and keeps g and u out of memory; cuBLASLt's GEMMs are the faster
+// tensor-core GEMMs. Neither wins every shape: the search measures both per shape and composes
+// them with kernelarc.variants.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+
+#include "ka_cuda_entry.h"
+#include "ka_lt_matmul.cuh"
+#include "ka_moe_gemm.cuh"
+#include "ka_problem.h"
+#include "kernelarc/abi.h"
+
+namespace {
+
+using ka_moe::kHidden;
+using ka_moe::kInter;
+
+constexpr auto kGateUp =
+    ka_moe::grouped_gemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, M_GROUP, true>;
+using GateUp = ka_moe::GemmConfig<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true>;
+
+constexpr const char* kName = "mlp_gated";
+constexpr int kPointwiseThreads = 256;
+// cuBLASLt's scratch (template.json's workspace_bytes: 2 [T, I] buffers + this + padding).
+constexpr size_t kLtScratchBytes = size_t(32) << 20;
+
+/// h = act(g) * u over `packs` packs of 8 elements, in float32, rounded once. h may be g.
+__global__ void __launch_bounds__(kPointwiseThreads)
+    gated_activation_kernel(const ka_act_t* g, const ka_act_t* u, ka_act_t* h, long long packs) {
+  using Pack = ka_moe::Pack8<ka_act_t>;
+  const long long i = static_cast<long long>(blockIdx.x) * kPointwiseThreads + threadIdx.x;
+  if (i >= packs) return;
+  const Pack gate = reinterpret_cast<const Pack*>(g)[i];
+  const Pack up = reinterpret_cast<const Pack*>(u)[i];
+  Pack out;
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+    out.v[j] = ka_from_float<ka_act_t>(ka_moe_activation(ka_moe::to_float(gate.v[j])) *
+                                       ka_moe::to_float(up.v[j]));
+  reinterpret_cast<Pack*>(h)[i] = out;
+}
+
+/// d[rows, n] = a[rows, k] . b[n, k]^T, every matrix row major with rows of its last dimension.
+KaLtMatmul product(const ka_act_t* a, const ka_w_t* b, ka_act_t* d, long long rows, long long n,
+                   long long k) {
+  constexpr cudaDataType_t type =
+      std::is_same<ka_act_t, __nv_bfloat16>::value ? CUDA_R_16BF : CUDA_R_16F;
+  KaLtMatmul call;
+  call.type_ab = call.type_d = type;
+  call.m = rows;
+  call.n = n;
+  call.k = k;
+  call.a = a;
+  call.a_m = k;
+  call.a_k = 1;
+  call.b = b;  // B[k][n] = b[n][k]
+  call.b_k = 1;
+  call.b_n = k;
+  call.d = d;
+  call.d_m = n;
+  call.d_n = 1;
+  return call;
+}
+
+bool aligned16(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+}
+
+/// cuBLASLt's product, or ka_fail's 1 naming `what` and why cuBLASLt refused it.
+int run_product(const KaLtMatmul& call, const char* what, void* scratch, cudaStream_t stream) {
+  if (const char* why = ka_lt_matmul(call, scratch, kLtScratchBytes, stream))
+    return ka_fail("%s: the %s product through cuBLASLt: %s", kName, what, why);
+  return 0;
+}
+
+}  // namespace
+
+extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs, int n_outputs,
+                      void* stream, void* workspace, size_t workspace_bytes) {
+  KaArgs ka;
+  long long tokens = 0, slots = 0;
+  if (ka_moe::begin_call(kName, inputs, n_inputs, outputs, n_outputs, ka, tokens, slots) != 0)
+    return 1;
+  if (tokens <= 0) return 0;
+  if (!aligned16(ka.x_row(0)) || !aligned16(ka.out_row(0)) || !aligned16(ka.gate_rows(0)) ||
+      !aligned16(ka.up_rows(0)) || !aligned16(ka.down_rows(0)))
+    return ka_fail("%s: the hidden states, the weights and the output must be 16-byte aligned",
+                   kName);
+
+  // Workspace: h (and g in place), u, then cuBLASLt's scratch.
+  ka_moe::WorkspaceCarver carver;
+  const size_t activations = sizeof(ka_act_t) * static_cast<size_t>(tokens) * kInter;
+  const size_t h_at = carver.take(activations);
+  const size_t u_at = carver.take(FUSE_GATE_UP ? 0 : activations);
+  const size_t scratch_at = carver.take(kLtScratchBytes);
+  if (ka_moe::check_workspace(kName, workspace, workspace_bytes, carver.at, tokens) != 0) return 1;
+  unsigned char* base = static_cast<unsigned char*>(workspace);
+  ka_act_t* h = reinterpret_cast<ka_act_t*>(base + h_at);
+  ka_act_t* u = reinterpret_cast<ka_act_t*>(base + u_at);
+  void* scratch = base + scratch_at;
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+
+#if FUSE_GATE_UP
+  int multiprocessors = 0;
+  if (ka_prepare_device(multiprocessors, [](int device) {
+        const cudaError_t status = cudaFuncSetAttribute(
+            kGateUp, cudaFuncAttributeMaxDynamicSharedMemorySize, GateUp::kSharedBytes);
+        if (status == cudaSuccess) return 0;
+        return ka_fail(
+            "%s: preparing the gate/up GEMM on device %d: %s (%d bytes of shared memory)", kName,
+            device, cudaGetErrorString(status), GateUp::kSharedBytes);
+      }) != 0)
+    return 1;
+  const long long m_tiles = (tokens + BM - 1) / BM;
+  const long long ctas = m_tiles * ((kInter + BN - 1) / BN);
+  if (ctas > INT_MAX) return ka_fail("%s: %lld tokens are too many for the grid", kName, tokens);
+  ka_moe::Workspace ws = {};
+  ws.h = h;
+  kGateUp<<<static_cast<unsigned>(ctas), GateUp::kThreads, GateUp::kSharedBytes, s>>>(
+      ka, ws, static_cast<int>(m_tiles));
+  if (ka_moe::check_launch(kName, "gate/up GEMM") != 0) return 1;
+#else
+  if (run_product(product(ka.x_row(0), ka.gate_rows(0), h, tokens, kInter, kHidden), "gate",
+                  scratch, s) != 0 ||
+      run_product(product(ka.x_row(0), ka.up_rows(0), u, tokens, kInter, kHidden), "up", scratch,
+                  s) != 0)
+    return 1;
+  const long long packs = tokens * (kInter / 8);
+  const long long blocks = (packs + kPointwiseThreads - 1) / kPointwiseThreads;
+  if (blocks > INT_MAX) return ka_fail("%s: %lld tokens are too many", kName, tokens);
+  gated_activation_kernel<<<static_cast<unsigned>(blocks), kPointwiseThreads, 0, s>>>(h, u, h,
+                                                                                      packs);
+  if (ka_moe::check_launch(kName, "activation") != 0) return 1;
+#endif
+  return run_product(product(h, ka.down_rows(0), ka.out_row(0), tokens, kHidden, kInter), "down",
+                     scratch, s);
+}
