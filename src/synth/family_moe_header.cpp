@@ -129,7 +129,11 @@ class MoeHeaderWriter {
           "  // The router's weight row of expert e; the logit is x_row(t) . router_row(e).\n"
           "  KA_HD const ka_logit_t* router_row(int e) const {\n"
           "    return routing + static_cast<long long>(e) * KA_HIDDEN;\n  }\n";
-    else if (p_.logits)
+    else if (!routed())
+      out_ +=
+          "  // One expert that every token takes: softmax over its one logit gives weight 1.\n"
+          "  KA_HD float logit(long long, int) const { return 0.0f; }\n";
+    else
       out_ +=
           "  KA_HD float logit(long long t, int e) const {\n"
           "    return ka_to_float(routing[t * KA_EXPERTS + e]);\n  }\n";

@@ -78,16 +78,19 @@ TEST(MlpBinder, ReadsADenseGatedMlpAsOneExpertWithoutRouting) {
   EXPECT_EQ(b.constants.at("TOP_K"), 1);
   EXPECT_EQ(b.constants.at("INTER"), 8);
   EXPECT_EQ(b.constants.at("HIDDEN"), 16);
-  EXPECT_FALSE(contains(b.header, "routing"));
+  EXPECT_FALSE(contains(b.header, "routing"));  // no routing input, no ka_logit_t
 }
 
 // The header's accessors, run on the CPU: a fused w13 with the up rows first puts the gate rows
-// I * H = 128 elements in; x and out rows are H apart; the activation is the one asked for.
+// I * H = 128 elements in; x and out rows are H apart; the activation is the one asked for; the
+// routing rule the moe templates apply sends every token to expert 0 with weight exactly 1.
 TEST(MlpBinder, HeaderAddressesTheWeightsAsTheMoeTemplatesExpect) {
   const FamilyBinding b = make_mlp_binder()->bind(
       mlp_definition(kFusedInputs, {{"gate_up_order", "up_gate"}, {"activation", "silu"}}),
       mlp_template());
   const std::string output = testing::run_header_driver(b.header, R"(
+#include <cmath>
+#include "ka_moe_routing.h"
 int main() {
   static float x[3 * 16], w13[16 * 16], w2[16 * 8], out[3 * 16];
   ka_tensor in[3] = {make(x, KA_FLOAT32, {3, 16}), make(w13, KA_FLOAT32, {16, 16}),
@@ -99,6 +102,12 @@ int main() {
               ka.tokens(), (long)(ka.up_rows(0) - w13), (long)(ka.gate_rows(0) - w13),
               (long)(ka.down_rows(0) - w2), (long)(ka.x_row(2) - x), (long)(ka.out_row(1) - out),
               ka_moe_activation(1.0f), KA_EXPERTS);
+  // The one expert's logit: routing through the moe families' rule takes it with weight 1.
+  float logit = ka.logit(2, 0);
+  int id = -1;
+  float weight = 0.0f;
+  ka_moe_route(ka, &logit, &id, &weight);
+  std::printf("route %d %.9g\n", id, weight);
   in[0].shape[1] = 15;
   std::printf("wrong hidden: %s\n", ka_bind(in, 3, o, 1, &ka) ? "refused" : "bound");
   return 0;
@@ -107,6 +116,7 @@ int main() {
   // silu(1) = 1 / (1 + e^-1) = 0.73106.
   EXPECT_TRUE(contains(output, "tokens 3 up 0 gate 128 down 0 x 32 out 16 act 0.73106 experts 1"))
       << output;
+  EXPECT_TRUE(contains(output, "route 0 1\n")) << output;
   EXPECT_TRUE(contains(output, "wrong hidden: refused")) << output;
 }
 
