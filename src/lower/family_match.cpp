@@ -138,10 +138,11 @@ FamilyMatch match_family(const OpGraph& graph, const Definition& definition) {
     if (output.value < 0) return no_match(fmt::format("output `{}` is not a tensor", output.name));
     context.outputs.emplace_back(output.name, context.terms.term(output.value));
   }
-  // The most specific family first: a gemm may end in element-wise work, and a row reduction
-  // may start with it.
+  // The most specific family first: an MLP is three GEMMs, a gemm may end in element-wise work,
+  // and a row reduction may start with it.
   std::optional<FamilyMatch> refusal;
-  for (const auto matcher : {match_gemm_family, match_row_family, match_elementwise_family}) {
+  for (const auto matcher :
+       {match_mlp_family, match_gemm_family, match_row_family, match_elementwise_family}) {
     std::optional<FamilyMatch> match = matcher(context);
     if (!match) continue;
     if (match->ok) return *match;

@@ -41,10 +41,23 @@ std::optional<std::string> expression_text(const Term& term, const TermNamer& na
 /// "float32, float16 or bfloat16": what the families' tensors may be.
 bool is_family_float(DType dtype);
 
+/// Every Op term named `op` under `term` (itself included), outermost first.
+void collect_ops(const Term& term, const std::string& op, std::vector<const Term*>& found);
+
+/// A matrix operand of mm: input `input` read as [rows, cols], either as stored or transposed.
+struct MatrixRead {
+  std::string input;
+  bool as_stored = true;
+};
+
+/// How an mm operand reads its input, or nullopt with `why` (a computed value, another view).
+std::optional<MatrixRead> matrix_read(const OpGraph& graph, const Term& term, std::string* why);
+
 /// Each matcher returns nullopt when the graph does not have its family's shape at all, else a
 /// match or the reason this family cannot serve it.
 std::optional<FamilyMatch> match_row_family(MatchContext& context);
 std::optional<FamilyMatch> match_gemm_family(MatchContext& context);
 std::optional<FamilyMatch> match_elementwise_family(MatchContext& context);
+std::optional<FamilyMatch> match_mlp_family(MatchContext& context);
 
 }  // namespace kernelarc

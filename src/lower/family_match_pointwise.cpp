@@ -40,12 +40,6 @@ const Term* first_non_pointwise(const Term& term) {
   return nullptr;
 }
 
-void collect_ops(const Term& term, const std::string& op, std::vector<const Term*>& found) {
-  if (term.kind == Term::Kind::Op && term.op == op) found.push_back(&term);
-  for (const TermPtr& arg : term.args)
-    if (arg) collect_ops(*arg, op, found);
-}
-
 std::string unused_inputs(const MatchContext& context, const Term& term) {
   const std::vector<std::string> used = term_inputs(term);
   std::vector<std::string> unused;
@@ -134,32 +128,6 @@ class ElementwiseMatch {
 
 // --- gemm -------------------------------------------------------------------------------------
 
-/// A matrix operand of mm: input `input` read as [rows, cols], either as stored or transposed.
-struct MatrixRead {
-  std::string input;
-  bool as_stored = true;
-};
-
-std::optional<MatrixRead> matrix_read(const OpGraph& graph, const Term& term, std::string* why) {
-  if (term.kind != Term::Kind::Leaf) {
-    *why = "an operand of the matrix product is a computed value, not an input";
-    return std::nullopt;
-  }
-  const GraphValue& read = graph.value(term.access);
-  const GraphValue& own = graph.value(graph.find_input(term.input)->value);
-  if (own.rank() == 2 && read.rank() == 2 && read.offset.is_zero()) {
-    if (read.shape == own.shape && read.stride[0] == own.shape[1] && read.stride[1].is_one())
-      return MatrixRead{term.input, true};
-    if (read.shape[0] == own.shape[1] && read.shape[1] == own.shape[0] && read.stride[0].is_one() &&
-        read.stride[1] == own.shape[1])
-      return MatrixRead{term.input, false};
-  }
-  *why = fmt::format("`{}` {} is read with shape {}, strides {}: not the matrix or its transpose",
-                     term.input, shape_string(own.shape), shape_string(read.shape),
-                     shape_string(read.stride));
-  return std::nullopt;
-}
-
 FamilyMatch gemm_match(const MatchContext& context, const Term& term, const Term& product) {
   const auto fail = [](const std::string& why) { return no_match("gemm: " + why); };
   const std::vector<SymSize>& out_shape = context.output_value(0).shape;
@@ -235,6 +203,32 @@ FamilyMatch gemm_match(const MatchContext& context, const Term& term, const Term
 }
 
 }  // namespace
+
+void collect_ops(const Term& term, const std::string& op, std::vector<const Term*>& found) {
+  if (term.kind == Term::Kind::Op && term.op == op) found.push_back(&term);
+  for (const TermPtr& arg : term.args)
+    if (arg) collect_ops(*arg, op, found);
+}
+
+std::optional<MatrixRead> matrix_read(const OpGraph& graph, const Term& term, std::string* why) {
+  if (term.kind != Term::Kind::Leaf) {
+    *why = "an operand of the matrix product is a computed value, not an input";
+    return std::nullopt;
+  }
+  const GraphValue& read = graph.value(term.access);
+  const GraphValue& own = graph.value(graph.find_input(term.input)->value);
+  if (own.rank() == 2 && read.rank() == 2 && read.offset.is_zero()) {
+    if (read.shape == own.shape && read.stride[0] == own.shape[1] && read.stride[1].is_one())
+      return MatrixRead{term.input, true};
+    if (read.shape[0] == own.shape[1] && read.shape[1] == own.shape[0] && read.stride[0].is_one() &&
+        read.stride[1] == own.shape[1])
+      return MatrixRead{term.input, false};
+  }
+  *why = fmt::format("`{}` {} is read with shape {}, strides {}: not the matrix or its transpose",
+                     term.input, shape_string(own.shape), shape_string(read.shape),
+                     shape_string(read.stride));
+  return std::nullopt;
+}
 
 std::optional<FamilyMatch> match_gemm_family(MatchContext& context) {
   std::vector<const Term*> products;

@@ -3,6 +3,9 @@
 // weight one (no routing), so that the moe family's header and its grouped GEMMs serve it: the
 // weights are found by shape as the moe binder finds an expert's, minus the experts axis. See
 // docs/TEMPLATES.md ("Family: mlp").
+#include <map>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "synth/family_moe.h"
@@ -13,7 +16,7 @@ namespace kernelarc {
 
 namespace {
 
-constexpr const char* kMlpParams = "gated, activation, gate_up_order";
+constexpr const char* kMlpParams = "gated, activation, gate_up_order, gate, up, down";
 
 class MlpProblemReader : MoeReaderBase {
  public:
@@ -25,6 +28,7 @@ class MlpProblemReader : MoeReaderBase {
     assign_expert_weights();
     p_.output = read_output(p_.hidden);
     read_params();
+    apply_weight_names();
     p_.top_k = 1;
     return p_;
   }
@@ -56,6 +60,9 @@ class MlpProblemReader : MoeReaderBase {
           mismatch(def_, field,
                    "the mlp family serves gated MLPs, down(act(x gate^T) * (x up^T)); an "
                    "ungated one is a GEMM, an activation and a GEMM");
+      } else if (key == "gate" || key == "up" || key == "down") {
+        if (!value.is_string()) mismatch(def_, field, "expected the name of an input");
+        names_[key] = value.get<std::string>();
       } else if (!read_weight_param(key, value)) {
         mismatch(def_, field, std::string("unknown field (expected ") + kMlpParams + ")");
       }
@@ -63,7 +70,33 @@ class MlpProblemReader : MoeReaderBase {
     check_weight_params();
   }
 
+  /// op_params.gate / up / down name the weights (recognition reads them off the graph, where
+  /// the activation says which is the gate): they override the guess from names, and must name
+  /// the weights the shapes found.
+  void apply_weight_names() {
+    const auto named = [&](const MoeTensor& t, const char* role) {
+      const auto it = names_.find(role);
+      return it != names_.end() && t && t.spec->name == it->second;
+    };
+    if (names_.count("gate") || names_.count("up")) {
+      if (p_.fused_gate_up())
+        mismatch(def_, "kernelarc.op_params.gate",
+                 "names separate gate and up weights, but " + p_.w13.spec->name + " holds both");
+      if (!named(p_.w_gate, "gate") && !named(p_.w_up, "up")) std::swap(p_.w_gate, p_.w_up);
+      for (const auto& [t, role] : {std::pair{&p_.w_gate, "gate"}, std::pair{&p_.w_up, "up"}})
+        if (names_.count(role) && !named(*t, role))
+          mismatch(def_, std::string("kernelarc.op_params.") + role,
+                   "\"" + names_.at(role) + "\" is not one of the [I, H] weights (" +
+                       p_.w_gate.spec->name + ", " + p_.w_up.spec->name + ")");
+    }
+    if (names_.count("down") && !named(p_.w_down, "down"))
+      mismatch(
+          def_, "kernelarc.op_params.down",
+          "\"" + names_.at("down") + "\" is not the [H, I] weight (" + p_.w_down.spec->name + ")");
+  }
+
   MoeProblem p_;
+  std::map<std::string, std::string> names_;  ///< op_params' gate, up, down
 };
 
 class MlpBinder : public FamilyBinder {

@@ -157,6 +157,8 @@ std::vector<PatternCase> cases() {
       {Form::Sol, "gated_gelu_bf16", fused},
       {Form::Sol, "linear_residual_bf16", {"gemm", "fused"}},
       {Form::KernelBench, "swiglu", fused},
+      // a whole gated MLP, weights named neutrally: the graph says which is the gate
+      {Form::Sol, "gated_mlp", {"mlp"}},
       // the two blocks of a decoder layer around attention and the MLP's GEMMs: residual add +
       // RMSNorm -> QKV projection -> rotate-half RoPE, and residual add + RMSNorm -> SwiGLU MLP
       {Form::Sol, "decoder_qkv_rope", fused},

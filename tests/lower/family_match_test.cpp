@@ -151,6 +151,23 @@ TEST(FamilyMatch, GemmWithBiasAndGeluTanhEpilogue) {
   expect_match("gemm_bias_gelu", "gemm", annotated_params("cuda/gemm_bias_gelu_bf16_n14336_k4096"));
 }
 
+TEST(FamilyMatch, SwigluMlpNamesItsWeightsFromTheGraph) {
+  // The bundled problem's reference: linear layers, casts to float32 and back, silu * up.
+  expect_match("mlp_swiglu", "mlp",
+               {{"activation", "silu"},
+                {"gate", "gate_proj"},
+                {"up", "up_proj"},
+                {"down", "down_proj"}},
+               {"cpu", "cuda"});
+}
+
+TEST(FamilyMatch, MlpWhoseNamesSayNothingTakesTheActivatedProductAsTheGate) {
+  // (x p^T) * gelu_tanh(x q^T) r^T: q is the gate although p comes first; float32, so only the
+  // CPU template binds (mlp_gated multiplies 16-bit operands).
+  expect_match("mlp_unnamed", "mlp",
+               {{"activation", "gelu_tanh"}, {"gate", "q"}, {"up", "p"}, {"down", "r"}}, {"cpu"});
+}
+
 TEST(FamilyMatch, PostNormResidualIsNotAnRmsnorm) {
   expect_refusal("olmo3_post_norm",
                  "rmsnorm: the output adds `residual` after the rmsnorm, which the row family "

@@ -71,6 +71,13 @@ TEST(MlpBinder, ReadsADenseGatedMlpAsOneExpertWithoutRouting) {
   EXPECT_EQ(p.activation, MoeActivation::Gelu);
   EXPECT_EQ(p.tokens_axis, "T");
 
+  // Names in op_params (recognition reads them off the graph) override the names' hints.
+  const Definition named =
+      mlp_definition(kSeparateInputs, {{"gate", "up_proj"}, {"up", "gate_proj"}});
+  const MoeProblem n = read_mlp_problem(named);
+  EXPECT_EQ(n.w_gate.spec->name, "up_proj");
+  EXPECT_EQ(n.w_up.spec->name, "gate_proj");
+
   const FamilyBinding b = make_mlp_binder()->bind(
       mlp_definition(kFusedInputs, {{"gate_up_order", "up_gate"}}), mlp_template());
   EXPECT_EQ(b.sizes.at("TOKENS"), "T");
@@ -129,12 +136,24 @@ TEST(MlpBinder, RejectsWhatTheFamilyCannotServeNamingTheField) {
       input_error_of([] {
         read_mlp_problem(mlp_definition(kSeparateInputs, {{"top_k", 2}}));
       }),
-      "kernelarc.op_params.top_k: unknown field (expected gated, activation, gate_up_order)"));
+      "kernelarc.op_params.top_k: unknown field (expected gated, activation, gate_up_order, gate, up, "
+               "down)"));
   EXPECT_TRUE(
       contains(input_error_of([] {
                  read_mlp_problem(mlp_definition(kSeparateInputs, {{"gate_up_order", "up_gate"}}));
                }),
                "applies to a fused gate-and-up weight only"));
+  EXPECT_TRUE(contains(input_error_of([] {
+                         read_mlp_problem(mlp_definition(kSeparateInputs, {{"gate", "x"}}));
+                       }),
+                       "kernelarc.op_params.gate: \"x\" is not one of the [I, H] weights"));
+  EXPECT_TRUE(contains(input_error_of([] {
+                         read_mlp_problem(mlp_definition(kSeparateInputs, {{"down", "up_proj"}}));
+                       }),
+                       "kernelarc.op_params.down: \"up_proj\" is not the [H, I] weight"));
+  EXPECT_TRUE(contains(
+      input_error_of([] { read_mlp_problem(mlp_definition(kFusedInputs, {{"gate", "w13"}})); }),
+      "kernelarc.op_params.gate: names separate gate and up weights, but w13 holds both"));
   OrderedJson half_w13 = kFusedInputs;
   half_w13["w13"] = tensor({"I", "H"});
   EXPECT_TRUE(contains(input_error_of([&] { read_mlp_problem(mlp_definition(half_w13, {})); }),

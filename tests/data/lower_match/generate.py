@@ -86,7 +86,21 @@ def cases(repo):
                    "bias": {"shape": ["N"], "dtype": "bfloat16"}},
         "outputs": {"output": {"shape": ["M", "N"], "dtype": "bfloat16"}},
         "reference": header(["x", "weight", "bias"]) + "    return F.linear(x, weight, bias)\n"}
+    # A GeGLU MLP whose weights' names say nothing: the up projection is listed first.
+    mlp_unnamed = {
+        "name": "mlp_unnamed", "op_type": "ffn",
+        "axes": {"T": {"type": "var"}, "H": {"type": "const", "value": 64},
+                 "F": {"type": "const", "value": 96}},
+        "inputs": {"x": {"shape": ["T", "H"], "dtype": "float32"},
+                   "p": {"shape": ["F", "H"], "dtype": "float32"},
+                   "q": {"shape": ["F", "H"], "dtype": "float32"},
+                   "r": {"shape": ["H", "F"], "dtype": "float32"}},
+        "outputs": {"y": {"shape": ["T", "H"], "dtype": "float32"}},
+        "reference": header(["x", "p", "q", "r"]) +
+        "    return (x @ p.t() * F.gelu(x @ q.t(), approximate='tanh')) @ r.t()\n"}
     return {
+        "mlp_swiglu": problem("cuda/swiglu_mlp_bf16_h4096_i14336"),
+        "mlp_unnamed": mlp_unnamed,
         "rmsnorm": sol_example(repo, "cuda_cpp/rmsnorm") if repo else None,
         "fused_add_rmsnorm": problem("cuda/fused_add_rmsnorm_bf16"),
         "rmsnorm_square_div": with_reference(
