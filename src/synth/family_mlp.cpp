@@ -23,8 +23,8 @@ class MlpProblemReader : MoeReaderBase {
   explicit MlpProblemReader(const Definition& def) : MoeReaderBase(def, p_, /*dense=*/true) {}
 
   MoeProblem read() {
-    find_expert_weights();
     find_hidden();
+    find_expert_weights();
     assign_expert_weights();
     p_.output = read_output(p_.hidden);
     read_params();
@@ -34,18 +34,25 @@ class MlpProblemReader : MoeReaderBase {
   }
 
  private:
-  /// Every input that is not a weight: exactly one, the [T, H] hidden states.
+  /// The hidden states: the first rank-2 input shaped as the output, [T, H] (T may be static,
+  /// as in a fixed-shape benchmark, so shapes alone cannot tell them from a weight). Every other
+  /// input must be a weight.
   void find_hidden() {
-    for (std::size_t i = 0; i < def_.inputs.size(); ++i) {
+    const TensorSpec* out = def_.outputs.size() == 1 ? &def_.outputs[0] : nullptr;
+    for (std::size_t i = 0; i < def_.inputs.size() && out && !out->is_scalar(); ++i) {
       const TensorSpec& t = def_.inputs[i];
-      if (is_weight(t)) continue;
-      if (p_.hidden || t.is_scalar() || t.shape->size() != 2)
-        mismatch(def_, "inputs." + t.name,
-                 "not an MLP input: expected [T, H] hidden states and [out, in] weights of "
-                 "static sizes");
-      p_.hidden = {&t, static_cast<int>(i)};
+      if (!t.is_scalar() && t.shape->size() == 2 && *t.shape == *out->shape) {
+        p_.hidden = {&t, static_cast<int>(i)};
+        break;
+      }
     }
-    if (!p_.hidden) mismatch(def_, "inputs", "expected the hidden states, [T, H]");
+    if (!p_.hidden)
+      mismatch(def_, "inputs", "expected the hidden states, [T, H], shaped as the one output");
+    dense_hidden_ = p_.hidden.spec;
+    for (const TensorSpec& t : def_.inputs)
+      if (&t != dense_hidden_ && !is_weight(t))
+        mismatch(def_, "inputs." + t.name,
+                 "not an MLP input: expected [T, H] hidden states and [out, in] weights");
     require_float(p_.hidden);
     p_.tokens_axis = shape(p_.hidden)[0];
     hidden_axis_ = shape(p_.hidden)[1];

@@ -67,9 +67,8 @@ std::string MoeReaderBase::choice(const OrderedJson& value, const std::string& f
 
 bool MoeReaderBase::is_weight(const TensorSpec& t) const {
   if (t.is_scalar() || t.shape->size() != static_cast<std::size_t>(lead_ + 2)) return false;
-  // A dense MLP's [T, H] hidden states are rank 2 as well: weights have static sizes only.
-  return lead_ == 1 || std::all_of(t.shape->begin(), t.shape->end(),
-                                   [&](const std::string& axis) { return known_.count(axis) > 0; });
+  // A dense MLP's [T, H] hidden states are rank 2 as well.
+  return &t != dense_hidden_;
 }
 
 void MoeReaderBase::find_expert_weights() {
@@ -82,8 +81,8 @@ void MoeReaderBase::find_expert_weights() {
                                       "down), found {} of rank 3",
                                       weights_.size())
                         : fmt::format("expected the MLP's weights as 2 tensors ([2I, H] gate and "
-                                      "up, [H, I] down) or 3 ([I, H] gate, up, [H, I] down) of "
-                                      "static sizes, found {}",
+                                      "up, [H, I] down) or 3 ([I, H] gate, up, [H, I] down) "
+                                      "beside the hidden states, found {}",
                                       weights_.size()));
   if (lead_ == 1) experts_axis_ = shape(weights_[0])[0];
   for (const MoeTensor& w : weights_) {

@@ -26,7 +26,7 @@ class MoeReaderBase {
                      std::initializer_list<const char*> allowed) const;
 
   /// The rank-3 inputs are the experts' weights, [E, out, in], sharing E and a float dtype
-  /// (dense: the rank-2 inputs of static sizes, [out, in]).
+  /// (dense: the rank-2 inputs other than dense_hidden_, [out, in]).
   void find_expert_weights();
   /// Down projects I to H ([E, H, I]); gate and up project H to I. Shapes decide, and names
   /// where shapes cannot (I == H). Needs hidden_axis_.
@@ -48,6 +48,8 @@ class MoeReaderBase {
   std::string experts_axis_, hidden_axis_;
   MoeExperts& mlp_;  ///< the weights of the problem being read
   const int lead_;   ///< dimensions ahead of a weight's [out, in]: 1 (experts) or 0 (dense)
+  const TensorSpec* dense_hidden_ = nullptr;  ///< dense: the hidden states, the one rank-2
+                                              ///< input that is not a weight
 };
 
 /// The first row of expert e's gate (or, `up`, up) block in a header's KaArgs, whose members

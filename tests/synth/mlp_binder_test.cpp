@@ -28,14 +28,15 @@ OrderedJson tensor(const std::vector<std::string>& shape, const std::string& dty
 
 /// Hidden 16, intermediate 8 (I != H, so shapes decide), tokens T.
 Definition mlp_definition(const OrderedJson& inputs, const OrderedJson& op_params,
-                          const OrderedJson& outputs = {{"out", tensor({"T", "H"})}}) {
+                          const OrderedJson& outputs = {{"out", tensor({"T", "H"})}},
+                          const OrderedJson& tokens_axis = {{"type", "var"}}) {
   std::string parameters;
   for (const auto& [input, spec] : inputs.items())
     parameters += (parameters.empty() ? "" : ", ") + input;
   OrderedJson json = {{"name", "mlp_case"},
                       {"op_type", "mlp"},
                       {"axes",
-                       {{"T", {{"type", "var"}}},
+                       {{"T", tokens_axis},
                         {"H", {{"type", "const"}, {"value", 16}}},
                         {"I", {{"type", "const"}, {"value", 8}}},
                         {"I2", {{"type", "const"}, {"value", 16}}}}},
@@ -70,6 +71,13 @@ TEST(MlpBinder, ReadsADenseGatedMlpAsOneExpertWithoutRouting) {
   EXPECT_EQ(p.inter, 8);
   EXPECT_EQ(p.activation, MoeActivation::Gelu);
   EXPECT_EQ(p.tokens_axis, "T");
+
+  // A fixed-shape benchmark's tokens axis is static: x is still told from the weights.
+  const Definition fixed = mlp_definition(kSeparateInputs, {}, {{"out", tensor({"T", "H"})}},
+                                          {{"type", "const"}, {"value", 5}});
+  const MoeProblem f = read_mlp_problem(fixed);
+  EXPECT_EQ(f.hidden.spec->name, "x");
+  EXPECT_EQ(f.w_down.spec->name, "down_proj");
 
   // Names in op_params (recognition reads them off the graph) override the names' hints.
   const Definition named =
@@ -132,12 +140,12 @@ TEST(MlpBinder, RejectsWhatTheFamilyCannotServeNamingTheField) {
                          read_mlp_problem(mlp_definition(kSeparateInputs, {{"gated", false}}));
                        }),
                        "kernelarc.op_params.gated: the mlp family serves gated MLPs"));
-  EXPECT_TRUE(contains(
-      input_error_of([] {
-        read_mlp_problem(mlp_definition(kSeparateInputs, {{"top_k", 2}}));
-      }),
-      "kernelarc.op_params.top_k: unknown field (expected gated, activation, gate_up_order, gate, up, "
-               "down)"));
+  EXPECT_TRUE(contains(input_error_of([] {
+                         read_mlp_problem(mlp_definition(kSeparateInputs, {{"top_k", 2}}));
+                       }),
+                       "kernelarc.op_params.top_k: unknown field (expected gated, activation, "
+                       "gate_up_order, gate, up, "
+                       "down)"));
   EXPECT_TRUE(
       contains(input_error_of([] {
                  read_mlp_problem(mlp_definition(kSeparateInputs, {{"gate_up_order", "up_gate"}}));
@@ -151,9 +159,11 @@ TEST(MlpBinder, RejectsWhatTheFamilyCannotServeNamingTheField) {
                          read_mlp_problem(mlp_definition(kSeparateInputs, {{"down", "up_proj"}}));
                        }),
                        "kernelarc.op_params.down: \"up_proj\" is not the [H, I] weight"));
-  EXPECT_TRUE(contains(
-      input_error_of([] { read_mlp_problem(mlp_definition(kFusedInputs, {{"gate", "w13"}})); }),
-      "kernelarc.op_params.gate: names separate gate and up weights, but w13 holds both"));
+  EXPECT_TRUE(
+      contains(input_error_of([] {
+                 read_mlp_problem(mlp_definition(kFusedInputs, {{"gate", "w13"}}));
+               }),
+               "kernelarc.op_params.gate: names separate gate and up weights, but w13 holds both"));
   OrderedJson half_w13 = kFusedInputs;
   half_w13["w13"] = tensor({"I", "H"});
   EXPECT_TRUE(contains(input_error_of([&] { read_mlp_problem(mlp_definition(half_w13, {})); }),
@@ -162,12 +172,16 @@ TEST(MlpBinder, RejectsWhatTheFamilyCannotServeNamingTheField) {
   two_activations["residual"] = tensor({"T", "H"});
   EXPECT_TRUE(
       contains(input_error_of([&] { read_mlp_problem(mlp_definition(two_activations, {})); }),
-               "inputs.residual: not an MLP input"));
+               "expected the MLP's weights as 2 tensors"));
   EXPECT_TRUE(contains(
       input_error_of([] {
         read_mlp_problem(mlp_definition(kSeparateInputs, {}, {{"out", tensor({"T", "I"})}}));
       }),
-      "outputs.out: expected the shape of x, [T, H]"));
+      "inputs: expected the hidden states, [T, H], shaped as the one output"));
+  OrderedJson with_norm = kSeparateInputs;
+  with_norm["norm_weight"] = tensor({"H"});
+  EXPECT_TRUE(contains(input_error_of([&] { read_mlp_problem(mlp_definition(with_norm, {})); }),
+                       "inputs.norm_weight: not an MLP input"));
   OrderedJson no_down = kSeparateInputs;
   no_down.erase("down_proj");
   EXPECT_TRUE(contains(input_error_of([&] { read_mlp_problem(mlp_definition(no_down, {})); }),
