@@ -1,4 +1,5 @@
-// End to end on the CPU, through the real executable: for each pattern class a problem written
+// End to end through the real executable (and, for the bundled decoder chains, on a GPU). On the
+// CPU: for each pattern class a problem written
 // as a user would, once as an SOL-ExecBench definition (tests/data/e2e/sol, no kernelarc key)
 // and once as a KernelBench file (tests/data/e2e/kernelbench, imported here), is recognized by
 // `kernelarc explain` (a hand-written family or the fused one), and the default point of the
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cuda_device.h"
 #include "cli/cli_test_support.h"
 #include "core/error.h"
 #include "core/json_fields.h"
@@ -167,6 +169,41 @@ std::vector<PatternCase> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Patterns, PatternEndToEnd, ::testing::ValuesIn(cases()), case_name);
+
+// On a GPU: the bundled decoder-layer chains (unannotated, Llama-3-8B sizes) are recognized for
+// CUDA and the first template that binds passes the guard on every workload, decode to prefill.
+class GpuDecoderChain : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GpuDecoderChain, IsServedOnCudaAndPassesTheGuardOnEveryWorkload) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  if (testing::torch_python().empty()) GTEST_SKIP() << "no Python with torch";
+  const TempDir temp;
+  const std::string dir =
+      (std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems/cuda" / GetParam()).string();
+  const std::string workspace = " --workspace " + (temp / "ws").string();
+  const CommandResult explained = run("explain " + dir + " --device cuda:0 --json" + workspace);
+  ASSERT_EQ(explained.exit_code, 0) << explained.output;
+  const OrderedJson explanation = printed_json(explained);
+  ASSERT_TRUE(explanation.is_object()) << explained.output;
+  EXPECT_EQ(explanation.at("recognition").value("source", ""), "fused") << explained.output;
+  std::string template_name;
+  for (const OrderedJson& verdict : explanation.at("templates"))
+    if (verdict.at("binds").get<bool>() && template_name.empty())
+      template_name = verdict.at("template").get<std::string>();
+  ASSERT_FALSE(template_name.empty()) << explained.output;
+  const CommandResult tried =
+      run("templates try " + dir + " " + template_name + " --device cuda:0" + workspace +
+          " --trials 2 --warmup 1 --iterations 3 --timing-budget 0.05 --no-baseline");
+  EXPECT_EQ(tried.exit_code, 0) << tried.output;
+  EXPECT_NE(tried.output.find("workloads: 7 of 7 PASSED"), std::string::npos) << tried.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(GpuBundled, GpuDecoderChain,
+                         ::testing::Values("decoder_qkv_rope_bf16_llama3_8b",
+                                           "decoder_mlp_block_bf16_llama3_8b"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace kernelarc
