@@ -1,10 +1,10 @@
-// End to end through the real executable (and, for the bundled decoder chains, on a GPU). On the
-// CPU: for each pattern class a problem written
+// End to end through the real executable. On the CPU: for each pattern class a problem written
 // as a user would, once as an SOL-ExecBench definition (tests/data/e2e/sol, no kernelarc key)
 // and once as a KernelBench file (tests/data/e2e/kernelbench, imported here), is recognized by
 // `kernelarc explain` (a hand-written family or the fused one), and the default point of the
 // first template that binds passes the guard (`kernelarc templates try`, the cheapest real path:
-// one instantiation, one compile, the largest workload).
+// one instantiation, one compile, the largest workload). On a GPU: the bundled decoder-layer
+// chains, on every workload.
 #include <gtest/gtest.h>
 
 #include <algorithm>
