@@ -49,10 +49,17 @@ class MlpProblemReader : MoeReaderBase {
     if (!p_.hidden)
       mismatch(def_, "inputs", "expected the hidden states, [T, H], shaped as the one output");
     dense_hidden_ = p_.hidden.spec;
-    for (const TensorSpec& t : def_.inputs)
-      if (&t != dense_hidden_ && !is_weight(t))
+    for (const TensorSpec& t : def_.inputs) {
+      if (&t == dense_hidden_) continue;
+      if (!is_weight(t))
         mismatch(def_, "inputs." + t.name,
                  "not an MLP input: expected [T, H] hidden states and [out, in] weights");
+      if (*t.shape == *out->shape)
+        mismatch(def_, "inputs." + t.name,
+                 "a second input shaped as the output (a residual?): the mlp family reads one, "
+                 "the hidden states " +
+                     p_.hidden.spec->name);
+    }
     require_float(p_.hidden);
     p_.tokens_axis = shape(p_.hidden)[0];
     hidden_axis_ = shape(p_.hidden)[1];

@@ -172,7 +172,7 @@ TEST(MlpBinder, RejectsWhatTheFamilyCannotServeNamingTheField) {
   two_activations["residual"] = tensor({"T", "H"});
   EXPECT_TRUE(
       contains(input_error_of([&] { read_mlp_problem(mlp_definition(two_activations, {})); }),
-               "expected the MLP's weights as 2 tensors"));
+               "inputs.residual: a second input shaped as the output"));
   EXPECT_TRUE(contains(
       input_error_of([] {
         read_mlp_problem(mlp_definition(kSeparateInputs, {}, {{"out", tensor({"T", "I"})}}));

@@ -1,7 +1,7 @@
 """Writes the decoder-layer chain problems: the two blocks of a Llama-style decoder layer that
 surround attention and the MLP's GEMMs, with their element-wise and row work left in, so that
 kernelarc decides per shape what to fuse (docs/RECOGNITION.md: they are recognized from their
-references, not annotated).
+references; the bundled ones state their FLOPs and bytes, but no op_family).
 
     python3 problems/cuda/tools/make_decoder_problems.py [problems_root] [e2e_root]
 
@@ -217,6 +217,22 @@ def mlp_definition(name, dtype, hidden, inter, eps, model):
     }
 
 
+def with_costs(definition, flops, bytes_):
+    """The bundled problems state their costs (the speed-of-light model reads them) but no
+    op_family: what serves them is left to recognition."""
+    definition = dict(definition)
+    definition["kernelarc"] = {"flops": flops, "bytes": bytes_}
+    return definition
+
+
+QKV_FLOPS = "2 * num_tokens * qkv_size * hidden_size"
+QKV_BYTES = ("2 * (3 * num_tokens * hidden_size + hidden_size + qkv_size * hidden_size"
+             " + 2 * num_tokens * head_dim + num_tokens * qkv_size)")
+MLP_FLOPS = "6 * num_tokens * hidden_size * intermediate_size"
+MLP_BYTES = ("2 * (4 * num_tokens * hidden_size + hidden_size"
+             " + 3 * hidden_size * intermediate_size)")
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_ROOT)
     e2e = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else DEFAULT_E2E)
@@ -225,11 +241,13 @@ def main():
     tokens = [1, 4, 16, 64, 256, 1024, 4096]
     model = "Llama-3-8B"
     write(os.path.join(root, "cuda", "decoder_qkv_rope_bf16_llama3_8b"),
-          qkv_definition("decoder_qkv_rope_bf16_llama3_8b", "bfloat16", 4096, 32, 8, 128, 1e-5,
-                         model), tokens, bf16, "kernelarc/problems/cuda")
+          with_costs(qkv_definition("decoder_qkv_rope_bf16_llama3_8b", "bfloat16", 4096, 32, 8,
+                                    128, 1e-5, model), QKV_FLOPS, QKV_BYTES),
+          tokens, bf16, "kernelarc/problems/cuda")
     write(os.path.join(root, "cuda", "decoder_mlp_block_bf16_llama3_8b"),
-          mlp_definition("decoder_mlp_block_bf16_llama3_8b", "bfloat16", 4096, 14336, 1e-5,
-                         model), tokens, bf16, "kernelarc/problems/cuda")
+          with_costs(mlp_definition("decoder_mlp_block_bf16_llama3_8b", "bfloat16", 4096, 14336,
+                                    1e-5, model), MLP_FLOPS, MLP_BYTES),
+          tokens, bf16, "kernelarc/problems/cuda")
     small = "a small float32 layer"
     write(os.path.join(e2e, "decoder_qkv_rope"),
           qkv_definition("decoder_qkv_rope", "float32", 64, 4, 2, 16, 1e-6, small), [3, 40], f32,
