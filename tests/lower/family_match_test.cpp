@@ -153,12 +153,10 @@ TEST(FamilyMatch, GemmWithBiasAndGeluTanhEpilogue) {
 
 TEST(FamilyMatch, SwigluMlpNamesItsWeightsFromTheGraph) {
   // The bundled problem's reference: linear layers, casts to float32 and back, silu * up.
-  expect_match("mlp_swiglu", "mlp",
-               {{"activation", "silu"},
-                {"gate", "gate_proj"},
-                {"up", "up_proj"},
-                {"down", "down_proj"}},
-               {"cpu", "cuda"});
+  expect_match(
+      "mlp_swiglu", "mlp",
+      {{"activation", "silu"}, {"gate", "gate_proj"}, {"up", "up_proj"}, {"down", "down_proj"}},
+      {"cpu", "cuda"});
 }
 
 TEST(FamilyMatch, MlpWhoseNamesSayNothingTakesTheActivatedProductAsTheGate) {

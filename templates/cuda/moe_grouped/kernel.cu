@@ -16,9 +16,9 @@
 #include <cstdio>
 
 #include "ka_cuda_entry.h"
+#include "ka_moe_gemm.cuh"
 #include "ka_problem.h"
 #include "kernelarc/abi.h"
-#include "ka_moe_gemm.cuh"
 #include "moe_route.cuh"
 
 namespace {

@@ -18,8 +18,8 @@
 // row of a GEMM is computed on its own (same K order), and the combine is per token.
 #pragma once
 
-#include "ka_moe_routing.h"
 #include "ka_moe_common.cuh"
+#include "ka_moe_routing.h"
 
 namespace ka_moe {
 
