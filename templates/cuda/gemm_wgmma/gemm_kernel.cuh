@@ -21,13 +21,15 @@
 
 #include "ka_problem.h"
 #include "ka_sm90.cuh"
+#include "ka_sm90_gemm.cuh"
 #include "ka_wgmma.cuh"
-#include "sm90_ops.h"
 
 namespace ka_gemm {
 
-constexpr int kBlockK = 64;  // one 128-byte swizzle row of two-byte elements
-constexpr int kRowBytes = kBlockK * 2;
+// K steps of 64 two-byte elements: one 128-byte swizzle row.
+using Ring = ka_sm90::RingShape<STAGES, BM, BN, 64, 2, RASTER == KA_RASTER_swizzle>;
+constexpr int kBlockK = Ring::kBlockK;
+constexpr int kRowBytes = Ring::kRowBytes;
 constexpr int kConsumers = CONSUMERS;
 constexpr int kThreads = 128 * (kConsumers + 1);
 constexpr int kBlockM = BM;
@@ -36,11 +38,9 @@ constexpr int kStages = STAGES;
 constexpr int kConsumerRows = kBlockM / kConsumers;
 constexpr int kSubtilesM = kConsumerRows / 64;
 constexpr int kAccumulators = kBlockN / 2;  // per thread, per m64 subtile
-constexpr int kTileBytesA = kBlockM * kRowBytes;
-constexpr int kTileBytesB = kBlockN * kRowBytes;
-constexpr int kStageBytes = kTileBytesA + kTileBytesB;
-constexpr int kSharedBytes = kStages * kStageBytes + 1024;  // + slack for 1024-byte alignment
-constexpr int kRasterGroup = 8;  // M tiles per group in the swizzled order
+constexpr int kTileBytesA = Ring::kTileBytesA;
+constexpr int kTileBytesB = Ring::kTileBytesB;
+constexpr int kSharedBytes = Ring::kSharedBytes;
 constexpr bool kF16 = std::is_same_v<ka_a_t, __half>;
 
 static_assert(std::is_same_v<ka_a_t, ka_b_t>, "gemm_wgmma: A and B must have the same type");
@@ -49,23 +49,6 @@ static_assert(std::is_same_v<ka_a_t, __nv_bfloat16> || std::is_same_v<ka_a_t, __
 static_assert(KA_A_K_MAJOR == 1 && KA_B_K_MAJOR == 1, "gemm_wgmma: A and B must be K-major");
 static_assert(kConsumerRows % 64 == 0, "BM must be a multiple of 64 * CONSUMERS");
 static_assert(kSubtilesM * kAccumulators <= 128, "accumulators exceed the register budget");
-
-struct TileCoord {
-  int m, n;
-};
-
-__device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles_n) {
-  if (RASTER == KA_RASTER_swizzle) {
-    // Groups of kRasterGroup M tiles walked column by column: CTAs running at the same time
-    // share a few panels of A and of B in L2.
-    const int group_span = kRasterGroup * tiles_n;
-    const int first_m = tile / group_span * kRasterGroup;
-    const int group_m = min(tiles_m - first_m, kRasterGroup);
-    const int in_group = tile % group_span;
-    return {first_m + in_group % group_m, in_group / group_m};
-  }
-  return {tile / tiles_n, tile % tiles_n};
-}
 
 /// Writes one consumer's m64 x BN accumulator block at (row0, col0): through the epilogue, or
 /// raw into `partial` (this split's [M, N] float32 slice) when the K range is split.
@@ -114,64 +97,27 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t shared_raw[];
   __shared__ unsigned long long full[kStages];
   __shared__ unsigned long long empty[kStages];
-  uint8_t* shared = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) &
-                                               ~static_cast<uintptr_t>(1023));
-  uint8_t* tiles_a = shared;
-  uint8_t* tiles_b = shared + kStages * kTileBytesA;
-
-  const int tiles_m = static_cast<int>((ka.m + kBlockM - 1) / kBlockM);
-  const int tiles_n = static_cast<int>((ka.n + kBlockN - 1) / kBlockN);
-  // A work unit is one K range (split_steps k-steps) of one output tile; the host picks
-  // splits > 1 only when there are too few tiles to fill the GPU, and no range is empty.
-  const int units = tiles_m * tiles_n * splits;
-  const int k_steps = static_cast<int>((ka.k + kBlockK - 1) / kBlockK);
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      ka_sm90::mbarrier_init(&full[s], 1);
-      ka_sm90::mbarrier_init(&empty[s], kConsumers);
-    }
-    ka_sm90::fence_barrier_init();
-  }
-  __syncthreads();
+  const ka_sm90::RingTiles<Ring> tiles(shared_raw);
+  const ka_sm90::WorkUnits<Ring> work(ka.m, ka.n, ka.k, splits, split_steps);
+  ka_sm90::init_ring<Ring>(full, empty, kConsumers);
 
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
     if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_dec<40>();
-    if (threadIdx.x != 0) return;
-    ka_sm90::prefetch_tensor_map(&map_a);
-    ka_sm90::prefetch_tensor_map(&map_b);
-    int step = 0;
-    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-      const TileCoord t = tile_coord(unit / splits, tiles_m, tiles_n);
-      const int k_begin = unit % splits * split_steps;
-      const int k_end = min(k_steps, k_begin + split_steps);
-      for (int k = k_begin; k < k_end; ++k, ++step) {
-        const int s = step % kStages;
-        // A fresh barrier counts as having completed the phase before phase 0, so the first
-        // pass over the ring does not wait.
-        ka_sm90::mbarrier_wait(&empty[s], ((step / kStages) & 1) ^ 1);
-        ka_sm90::mbarrier_arrive_expect_tx(&full[s], kStageBytes);
-        ka_sm90::tma_load_2d(tiles_a + s * kTileBytesA, &map_a, k * kBlockK, t.m * kBlockM,
-                             &full[s]);
-        ka_sm90::tma_load_2d(tiles_b + s * kTileBytesB, &map_b, k * kBlockK, t.n * kBlockN,
-                             &full[s]);
-      }
-    }
+    if (threadIdx.x == 0) ka_sm90::produce<Ring>(&map_a, &map_b, tiles, full, empty, work);
     return;
   }
 
   if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_inc<232>();
   const int consumer = warpgroup - 1;
   const bool signals = threadIdx.x % 128 == 0;
-  const uint32_t a_base = ka_sm90::smem_address(tiles_a) + consumer * kConsumerRows * kRowBytes;
-  const uint32_t b_base = ka_sm90::smem_address(tiles_b);
+  const uint32_t a_base = ka_sm90::smem_address(tiles.a) + consumer * kConsumerRows * kRowBytes;
+  const uint32_t b_base = ka_sm90::smem_address(tiles.b);
   float acc[kSubtilesM][kAccumulators];
   int step = 0;
-  for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-    const TileCoord t = tile_coord(unit / splits, tiles_m, tiles_n);
-    const int k_begin = unit % splits * split_steps;
-    const int k_end = min(k_steps, k_begin + split_steps);
+  for (int unit = blockIdx.x; unit < work.units; unit += gridDim.x) {
+    const ka_sm90::TileCoord t = work.tile(unit);
+    const int k_begin = work.k_begin(unit), k_end = work.k_end(unit);
 #pragma unroll
     for (int i = 0; i < kSubtilesM; ++i)
 #pragma unroll
