@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# On a GPU machine, for short device sessions: build once (scripts/gpu-build.sh: Release,
+# kernelarc, test_eval and test_e2e, calibration), then run steps in order, each under its own
+# time limit, so that one slow step cannot take the rest of the call with it. Logs and a summary
+# go to $OUT (default ./gpu-results). Steps:
+#   eval:FILTER:SECONDS                  test_eval --gtest_filter=FILTER
+#   e2e:FILTER:SECONDS                   test_e2e --gtest_filter=FILTER
+#   try:PROBLEM:TEMPLATE:SECONDS         kernelarc templates try problems/cuda/PROBLEM TEMPLATE
+#                                        --workloads largest
+#   bench:P1,P2,...:BUDGET:SECONDS       kernelarc bench problems/cuda --problems ... --budget
+#                                        BUDGET --workloads largest, resumed from $BENCH_FROM
+#                                        (a bench.json of an earlier call) when it is set
+# GPU tests run at the templates' default points (KERNELARC_TEMPLATE_POINTS=default) unless the
+# environment says otherwise. BENCH_WALL (default 330) stops starting new bench problems.
+# Example:
+#   scripts/gpu-steps.sh 'eval:GpuLibrary/GpuTemplateGuard.*scaled_gemm_wgmma*:120' \
+#     'bench:fp8_gemm_rowwise_bf16_n7168_k2048:32:300'
+set -uo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+[ -f .gpudeps/unpack.sh ] && source .gpudeps/unpack.sh > /dev/null 2>&1
+export KERNELARC_TEMPLATE_POINTS=${KERNELARC_TEMPLATE_POINTS:-default}
+TARGETS=${TARGETS:-"kernelarc test_eval test_e2e"} source scripts/gpu-build.sh
+echo "built and calibrated in $((SECONDS - start)) s"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+summary=$out/summary.txt
+for step in "$@"; do
+  IFS=: read -r kind first second third <<< "$step"
+  began=$SECONDS
+  case $kind in
+    eval | e2e)
+      log=$out/$kind-$(echo "$first" | tr -c 'A-Za-z0-9_\n' '_').txt
+      timeout "$second" "$build/tests/test_$kind" --gtest_filter="$first" > "$log" 2>&1
+      status=$?
+      excerpt=$(grep -E '^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|skipped' "$log" | tail -30) ;;
+    try)
+      log=$out/try-$first-$second.txt
+      timeout "$third" "$build/kernelarc" templates try "problems/cuda/$first" "$second" \
+        --device cuda:0 --workspace "$workspace" --workloads largest > "$log" 2>&1
+      status=$?
+      excerpt=$(tail -25 "$log") ;;
+    bench)
+      results=$out/bench
+      mkdir -p "$results"
+      if [ -n "${BENCH_FROM:-}" ] && [ -f "$BENCH_FROM" ] && [ ! -f "$results/bench.json" ]; then
+        cp "$BENCH_FROM" "$results/bench.json"
+      fi
+      resume=()
+      [ -f "$results/bench.json" ] && resume=(--resume)
+      log=$results/bench-$began.log
+      timeout "$third" "$build/kernelarc" bench problems/cuda --problems "$first" \
+        --budget "$second" --workloads largest --device cuda:0 --workspace "$workspace" \
+        --out "$results" --plain --wall-time "${BENCH_WALL:-330}" "${resume[@]}" > "$log" 2>&1
+      status=$?
+      excerpt=$(tail -30 "$log") ;;
+    *)
+      echo "unknown step kind '$kind' in '$step' (eval, e2e, try or bench)"
+      exit 2 ;;
+  esac
+  { echo "== $step: exit $status, $((SECONDS - began)) s"; echo "$excerpt"; } | tee -a "$summary"
+done
+nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+echo "total $((SECONDS - start)) s"
