@@ -5,8 +5,9 @@
 # go to $OUT (default ./gpu-results). Steps:
 #   eval:FILTER:SECONDS                  test_eval --gtest_filter=FILTER
 #   e2e:FILTER:SECONDS                   test_e2e --gtest_filter=FILTER
-#   try:PROBLEM:TEMPLATE:SECONDS         kernelarc templates try problems/cuda/PROBLEM TEMPLATE
-#                                        --workloads largest
+#   try:PROBLEM:TEMPLATE:SECONDS[:KNOBS] kernelarc templates try problems/cuda/PROBLEM TEMPLATE
+#                                        --workloads largest [--knobs KNOBS] $TRY_ARGS (e.g.
+#                                        TRY_ARGS=--profile: Nsight Compute on the largest)
 #   bench:P1,P2,...:BUDGET:SECONDS       kernelarc bench problems/cuda --problems ... --budget
 #                                        BUDGET --workloads largest, resumed from $BENCH_FROM
 #                                        (a bench.json of an earlier call) when it is set
@@ -25,7 +26,7 @@ echo "built and calibrated in $((SECONDS - start)) s"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 summary=$out/summary.txt
 for step in "$@"; do
-  IFS=: read -r kind first second third <<< "$step"
+  IFS=: read -r kind first second third fourth <<< "$step"
   began=$SECONDS
   case $kind in
     eval | e2e)
@@ -34,9 +35,13 @@ for step in "$@"; do
       status=$?
       excerpt=$(grep -E '^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|skipped' "$log" | tail -30) ;;
     try)
-      log=$out/try-$first-$second.txt
+      log=$out/try-$first-$second-$began.txt
+      knobs=()
+      [ -n "$fourth" ] && knobs=(--knobs "$fourth")
+      # shellcheck disable=SC2086 # TRY_ARGS is a list of flags
       timeout "$third" "$build/kernelarc" templates try "problems/cuda/$first" "$second" \
-        --device cuda:0 --workspace "$workspace" --workloads largest > "$log" 2>&1
+        --device cuda:0 --workspace "$workspace" --workloads largest "${knobs[@]}" ${TRY_ARGS:-} \
+        > "$log" 2>&1
       status=$?
       excerpt=$(tail -25 "$log") ;;
     bench)
