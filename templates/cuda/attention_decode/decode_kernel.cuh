@@ -57,13 +57,14 @@ using WarpStates = ka_split_kv::WarpStates<kWarps, kGroup>;
 constexpr int kSharedBytes = kPipeBytes > WarpStates::kBytes ? kPipeBytes : WarpStates::kBytes;
 constexpr int kSplitStep = 16;  // keys per split in whole 16-key steps (tidier tiles only)
 
-constexpr bool kSixteenBit = std::is_same<ka_qkv_t, __nv_bfloat16>::value ||
-                             std::is_same<ka_qkv_t, __half>::value;
+constexpr bool kSixteenBit =
+    std::is_same<ka_qkv_t, __nv_bfloat16>::value || std::is_same<ka_qkv_t, __half>::value;
 constexpr bool kHalf = std::is_same<ka_qkv_t, __half>::value;
 constexpr bool kUseMma = MATH == KA_MATH_auto && kSixteenBit && kHeadDim % 16 == 0;
 
 static_assert(KA_DECODE == 1, "attention_decode serves decode problems (one query per sequence)");
-static_assert(kElemBytes == 2 || kElemBytes == 4, "q, k and v must be float32, float16 or bfloat16");
+static_assert(kElemBytes == 2 || kElemBytes == 4,
+              "q, k and v must be float32, float16 or bfloat16");
 static_assert((kHeadDim * kElemBytes) % 16 == 0, "head rows must be whole 16-byte chunks");
 static_assert(kTile % 16 == 0, "KTILE must be a multiple of 16");
 static_assert(kStages >= 2, "STAGES must be at least 2");
@@ -88,7 +89,6 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t address, uint32_t& r0, uint32_t& r1,
                                             uint32_t& r2, uint32_t& r3) {
@@ -149,22 +149,57 @@ __device__ __forceinline__ void chunk_to_float(const uint4& raw, float* out) {
 /// Copies keys [key0, key0 + valid) of (b, kvh) into a stage: K rows at `stage`, V rows
 /// kTile * kRowPitch bytes later. Rows >= valid are zero-filled (src-size 0 reads nothing; the
 /// address given is key0's, which is valid), so a masked key never brings NaN or Inf from
-/// stale shared memory into P V. Each row's address comes from the header: paged rows of
-/// consecutive keys may sit in different pages.
+/// stale shared memory into P V.
+///
+/// Every lane of every warp issues these copies between its tiles' math, so their address
+/// arithmetic competes with the math for issue slots (a 64-bit row computation per 16-byte
+/// chunk was most of a tile's instructions). Without pages, consecutive keys are
+/// KaArgs::kv_pitch elements apart: when a row's chunks divide the warp, each lane keeps one
+/// chunk column, computes its first row's address once and reaches the tile's other rows by
+/// immediate offsets. Paged rows of consecutive keys may sit in different pages, so they (and
+/// head rows of other widths) take each row's address from the header.
 __device__ __forceinline__ void load_tile(const KaArgs& ka, long long b, int kvh, long long key0,
                                           int valid, uint32_t stage, int lane) {
   const uint32_t v_stage = stage + kTile * kRowPitch;
+  if constexpr (!KA_LAYOUT_PAGED && 32 % kChunks == 0 && kTile % (32 / kChunks) == 0) {
+    constexpr int kRowsPerPass = 32 / kChunks;
+    constexpr long long kPitch = KaArgs::kv_pitch;
+    const int chunk = lane % kChunks;
+    const int first = lane / kChunks;
+    const ka_qkv_t* k_row0 = ka.k_row(b, key0, kvh);
+    const ka_qkv_t* v_row0 = ka.v_row(b, key0, kvh);
+    const ka_qkv_t* k_src = k_row0 + first * kPitch + chunk * kChunkElems;
+    const ka_qkv_t* v_src = v_row0 + first * kPitch + chunk * kChunkElems;
+    const uint32_t offset = static_cast<uint32_t>(first * kRowPitch + chunk * 16);
+    if (valid >= kTile) {
+#pragma unroll
+      for (int pass = 0; pass < kTile / kRowsPerPass; ++pass) {
+        const uint32_t at = offset + pass * kRowsPerPass * kRowPitch;
+        cp_async16(stage + at, k_src + pass * kRowsPerPass * kPitch, 16);
+        cp_async16(v_stage + at, v_src + pass * kRowsPerPass * kPitch, 16);
+      }
+    } else {
 #pragma unroll 4
-  for (int i = lane; i < kTile * kChunks; i += 32) {
-    const int row = i / kChunks;
-    const int chunk = i % kChunks;
-    const bool ok = row < valid;
-    const long long key = key0 + (ok ? row : 0);
-    const ka_qkv_t* k_src = ka.k_row(b, key, kvh) + chunk * kChunkElems;
-    const ka_qkv_t* v_src = ka.v_row(b, key, kvh) + chunk * kChunkElems;
-    const uint32_t offset = static_cast<uint32_t>(row * kRowPitch + chunk * 16);
-    cp_async16(stage + offset, k_src, ok ? 16 : 0);
-    cp_async16(v_stage + offset, v_src, ok ? 16 : 0);
+      for (int pass = 0; pass < kTile / kRowsPerPass; ++pass) {
+        const bool ok = first + pass * kRowsPerPass < valid;
+        const uint32_t at = offset + pass * kRowsPerPass * kRowPitch;
+        cp_async16(stage + at, ok ? k_src + pass * kRowsPerPass * kPitch : k_row0, ok ? 16 : 0);
+        cp_async16(v_stage + at, ok ? v_src + pass * kRowsPerPass * kPitch : v_row0, ok ? 16 : 0);
+      }
+    }
+  } else {
+#pragma unroll 4
+    for (int i = lane; i < kTile * kChunks; i += 32) {
+      const int row = i / kChunks;
+      const int chunk = i % kChunks;
+      const bool ok = row < valid;
+      const long long key = key0 + (ok ? row : 0);
+      const ka_qkv_t* k_src = ka.k_row(b, key, kvh) + chunk * kChunkElems;
+      const ka_qkv_t* v_src = ka.v_row(b, key, kvh) + chunk * kChunkElems;
+      const uint32_t offset = static_cast<uint32_t>(row * kRowPitch + chunk * 16);
+      cp_async16(stage + offset, k_src, ok ? 16 : 0);
+      cp_async16(v_stage + offset, v_src, ok ? 16 : 0);
+    }
   }
 }
 
@@ -173,8 +208,8 @@ __device__ __forceinline__ void load_tile(const KaArgs& ka, long long b, int kvh
 /// warp w takes t = w, w + kWarps, ...
 template <class State>
 __device__ __forceinline__ void stream_tiles(const KaArgs& ka, long long b, int kvh, long long k0,
-                                             long long k1, unsigned char* ring, int warp,
-                                             int lane, State& state) {
+                                             long long k1, unsigned char* ring, int warp, int lane,
+                                             State& state) {
   const long long n_tiles = (k1 - k0 + kTile - 1) / kTile;
   const long long my_tiles = n_tiles > warp ? (n_tiles - warp + kWarps - 1) / kWarps : 0;
   const uint32_t ring_base = smem_address(ring);
@@ -235,7 +270,9 @@ struct MmaState {
   int lane;
 
   /// Is half h (rows +8h) of m-tile mt a real head for any lane? (A compile-time answer.)
-  __host__ __device__ static constexpr bool half_used(int mt, int h) { return mt * 16 + 8 * h < kGroup; }
+  __host__ __device__ static constexpr bool half_used(int mt, int h) {
+    return mt * 16 + 8 * h < kGroup;
+  }
 
   __device__ __forceinline__ void init(const KaArgs& ka, long long b, int kvh, int lane_,
                                        float scale_log2_) {
@@ -275,10 +312,10 @@ struct MmaState {
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
 
-    // S = Q K^T. One ldmatrix.x4 gives the B fragments of two n8 key tiles for one k16 step:
-    // lanes 0-7 address keys 8*(2p)+0..7 at dims 16kk+0..7 (reg0 of tile 2p), lanes 8-15 the
-    // same keys at dims 16kk+8..15 (reg1), lanes 16-31 the same for keys 8*(2p+1)+0..7. K is
-    // stored [key][dim], i.e. B = K^T column-major, so no transpose is needed.
+          // S = Q K^T. One ldmatrix.x4 gives the B fragments of two n8 key tiles for one k16 step:
+          // lanes 0-7 address keys 8*(2p)+0..7 at dims 16kk+0..7 (reg0 of tile 2p), lanes 8-15 the
+          // same keys at dims 16kk+8..15 (reg1), lanes 16-31 the same for keys 8*(2p+1)+0..7. K is
+          // stored [key][dim], i.e. B = K^T column-major, so no transpose is needed.
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
 #pragma unroll
