@@ -7,7 +7,7 @@
 // combine of a head's splits, with the combine kernel.
 //
 // Include after ka_problem.h (KaArgs, the KA_ shape macros) in the template's one translation
-// unit; it reads the templates' common knobs CTAS_PER_SM and MIN_SPLIT_TOKENS.
+// unit; it reads the templates' common knobs CTAS_PER_SM, MIN_SPLIT_TOKENS and MAX_REGS.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,9 +20,22 @@
 #include "ka_problem.h"
 #include "ka_softmax_base2.cuh"
 
+/// The split kernels' __launch_bounds__. MAX_REGS > 0 asks for as many CTAs per multiprocessor as
+/// the register file holds at MAX_REGS registers a thread, which holds the compiler to about that
+/// many (spilling if it must); 0 leaves the count to the compiler. CTAS_PER_SM sets only the split
+/// count, and occupancy is whatever the registers allow, so the search needs this lever to trade
+/// registers for more CTAs in flight on a memory-bound decode.
+#if MAX_REGS > 0
+#define KA_SPLIT_KERNEL_BOUNDS(threads) \
+  __launch_bounds__(threads, 65536 / ((threads)*MAX_REGS) > 1 ? 65536 / ((threads)*MAX_REGS) : 1)
+#else
+#define KA_SPLIT_KERNEL_BOUNDS(threads) __launch_bounds__(threads)
+#endif
+
 namespace ka_split_kv {
 
 constexpr int kMaxSplits = 128;  // splits per sequence (the workspace_bytes expressions assume it)
+
 constexpr int kCombineThreads = 128;
 
 /// Where the partial results go; `splits` is the host's split bound S (the partials' stride).

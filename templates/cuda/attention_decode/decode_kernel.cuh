@@ -552,7 +552,7 @@ using TileState = typename std::conditional<kUseMma, MmaState<>, SimtState<>>::t
 // Kernels.
 
 /// blockIdx.x = (b * KV_HEADS + kvh) * ws.splits + s.
-__global__ void __launch_bounds__(kThreads)
+__global__ void KA_SPLIT_KERNEL_BOUNDS(kThreads)
     decode_split_kernel(const KaArgs ka, const ka_split_kv::Workspace ws) {
   extern __shared__ __align__(16) unsigned char smem[];
   ka_split_kv::Split split;

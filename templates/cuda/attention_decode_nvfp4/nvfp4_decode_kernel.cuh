@@ -147,7 +147,7 @@ struct LaneState : ka_split_kv::LaneSoftmax<kLanes, kGroup, kBlock> {
 // Kernels.
 
 /// blockIdx.x = (b * KV_HEADS + kvh) * ws.splits + s.
-__global__ void __launch_bounds__(kThreads)
+__global__ void KA_SPLIT_KERNEL_BOUNDS(kThreads)
     decode_split_kernel(const KaArgs ka, const ka_split_kv::Workspace ws) {
   __shared__ __align__(16) float merge[WarpStates::kBytes / 4];
   __shared__ float table[16];
