@@ -293,18 +293,40 @@ def holds_tensors(torch, data):
     return False
 
 
+def repeat_interleave_by_views(tensor, repeats, dim=None, output_size=None):
+    """tensor.repeat_interleave(repeats, dim) for an int `repeats`, as the views it amounts to:
+    each slice along `dim` repeated in place, i.e. unsqueeze, expand, then merge the two axes.
+    Run as itself, the op draws its index from a tensor it fills in place (empty, fill_,
+    repeat_interleave.Tensor, index_select), which the lowering cannot follow; as views it is the
+    broadcast the attention and MoE references mean by it (GQA's shared kv heads, a scale per
+    block of values)."""
+    del output_size  # only a hint of the result's length, which the views know
+    if dim is None:
+        tensor, dim = tensor.reshape(-1), 0
+    dim = dim % tensor.dim()
+    shape = list(tensor.shape)
+    expanded = tensor.unsqueeze(dim + 1).expand(*shape[:dim + 1], repeats, *shape[dim + 1:])
+    return expanded.reshape(*shape[:dim], shape[dim] * repeats, *shape[dim + 1:])
+
+
 def literal_tensors(torch, recorder):
-    """A mode in which torch.tensor(...) and torch.as_tensor(...) of Python numbers, which the
-    reference builds inside its forward (`torch.min(x, torch.tensor(0.5, device=x.device))`),
-    become the recorder's constants. Without it their values are lost: the factories do not
-    dispatch an op on torch 1.13, and on meta tensors there is no value to read."""
+    """A mode over the reference's torch calls, for what the ATen ops alone would lose:
+    - torch.tensor(...) and torch.as_tensor(...) of Python numbers, which the reference builds
+      inside its forward (`torch.min(x, torch.tensor(0.5, device=x.device))`), become the
+      recorder's constants. Without it their values are lost: the factories do not dispatch an
+      op on torch 1.13, and on meta tensors there is no value to read.
+    - repeat_interleave by an int count runs as views (repeat_interleave_by_views)."""
     from torch.overrides import TorchFunctionMode
 
     class LiteralTensors(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = dict(kwargs or {})
-            if getattr(func, "__name__", "") not in LITERAL_FACTORIES or not args or \
-                    holds_tensors(torch, args[0]):
+            name = getattr(func, "__name__", "")
+            if name == "repeat_interleave" and len(args) >= 2 and \
+                    isinstance(args[0], torch.Tensor) and args[0].dim() > 0 and \
+                    isinstance(args[1], int) and not isinstance(args[1], bool):
+                return repeat_interleave_by_views(*args, **kwargs)
+            if name not in LITERAL_FACTORIES or not args or holds_tensors(torch, args[0]):
                 return func(*args, **kwargs)
             kwargs.pop("device", None)
             kwargs.pop("pin_memory", None)

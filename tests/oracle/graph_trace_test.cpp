@@ -180,6 +180,19 @@ TEST_F(GraphTrace, TensorsBuiltFromNumbersInTheReferenceAreConstants) {
       << graph["buffers"].dump();
 }
 
+TEST_F(GraphTrace, RepeatInterleaveByAnIntCountIsTracedAsViews) {
+  // Run as itself it fills an index tensor in place (empty, fill_, repeat_interleave.Tensor,
+  // index_select), which the lowering cannot follow.
+  const OrderedJson graph = traced("repeat_interleave");
+  const Strings names = ops(graph);
+  for (const char* op : {"aten.fill_.Scalar", "aten.index_select.default",
+                         "aten.repeat_interleave.Tensor", "aten.empty.memory_format"})
+    EXPECT_EQ(std::count(names.begin(), names.end(), op), 0)
+        << op << " in " << graph["nodes"].dump();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "aten.expand.default"), 2);
+  EXPECT_EQ(result_of(graph, "aten.mul.Tensor")["shape"], OrderedJson({"4", "rows", "4"}));
+}
+
 TEST_F(GraphTrace, AnIntScalarThatDiffersBetweenWorkloadsIsNotTraced) {
   Problem problem = trace_problem("reduce_middle");
   problem.workloads.at(1).inputs.at("dim").scalar_value = 2;
