@@ -77,13 +77,16 @@ def header_shape(torch, tensor):
 
 
 def tensor_bytes(tensor):
-    """Raw bytes of a CPU tensor, without numpy (it may be absent)."""
+    """The raw bytes of a CPU tensor, without numpy (it may be absent): a view of the tensor's own
+    memory, which it keeps alive. A copy into a bytes object cost a zero-filled allocation and a
+    pass over the data per tensor, a third of a second per 117 MiB on the CPU machine."""
     flat = tensor.detach().cpu().contiguous().reshape(-1)
     size = flat.numel() * flat.element_size()
-    buffer = bytearray(size)
-    if size:
-        ctypes.memmove((ctypes.c_char * size).from_buffer(buffer), flat.data_ptr(), size)
-    return buffer
+    if not size:
+        return memoryview(b"")
+    view = (ctypes.c_char * size).from_address(flat.data_ptr())
+    view.tensor = flat  # the memory's owner, for as long as the view lives
+    return memoryview(view).cast("B")
 
 
 def write_atomically(path, chunks):
@@ -120,12 +123,19 @@ def write_safetensors(torch, path, tensors):
 def read_safetensors_tensor(torch, path, key):
     try:
         with open(path, "rb") as file:
-            data = file.read()
+            return read_tensor(torch, path, file, key)
     except OSError as error:
         raise InputFault(f"{path}: {error.strerror}") from None
+
+
+def read_tensor(torch, path, file, key):
+    """The tensor `key` of an open safetensors file. Only its own bytes are read, once, into the
+    buffer the tensor then uses: reading the file whole and slicing it copied a 117 MiB tensor
+    three times (1.2 s on the CPU machine)."""
+    size = os.fstat(file.fileno()).st_size
     try:
-        (length,) = struct.unpack_from("<Q", data, 0)
-        header = json.loads(data[8 : 8 + length])
+        (length,) = struct.unpack("<Q", file.read(8))
+        header = json.loads(file.read(min(length, size)))
     except (struct.error, ValueError) as error:
         raise InputFault(f"{path}: not a safetensors file ({error})") from None
     if key not in header or key == "__metadata__":
@@ -136,7 +146,11 @@ def read_safetensors_tensor(torch, path, key):
         raise InputFault(f"{path}: tensor '{key}' has unsupported dtype {entry.get('dtype')}")
     dtype = torch_dtype(torch, by_st_name[entry["dtype"]])
     begin, end = entry["data_offsets"]
-    raw = bytearray(data[8 + length + begin : 8 + length + end])
+    # The bytes a slice of the whole file would hold: none past its end.
+    start, stop, _ = slice(8 + length + begin, 8 + length + end).indices(size)
+    file.seek(start)
+    raw = bytearray(max(0, stop - start))
+    file.readinto(raw)
     shape = list(entry["shape"])
     packed = entry["dtype"] == PACKED_ST_NAME
     if packed:

@@ -6,7 +6,7 @@ namespace kernelarc {
 
 HostTensor::HostTensor(DType dtype_, std::vector<int64_t> shape_)
     : dtype(dtype_), shape(std::move(shape_)) {
-  bytes.resize(static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype));
+  bytes.resize(static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype), std::byte{0});
 }
 
 int64_t HostTensor::numel() const {

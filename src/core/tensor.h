@@ -9,13 +9,18 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/large_block.h"
 
 namespace kernelarc {
+
+/// A tensor's bytes: large ones in blocks of their own (core/large_block.h), and not zeroed by
+/// resize(), since a tensor's storage is written in full once it has its size.
+using TensorBytes = std::vector<std::byte, BlockAllocator<std::byte>>;
 
 struct HostTensor {
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;  ///< empty for a 0-D tensor or a scalar
-  std::vector<std::byte> bytes;
+  TensorBytes bytes;
 
   HostTensor() = default;
   /// Allocates zero-filled storage for the shape.

@@ -11,6 +11,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,22 +49,27 @@ const KernelTemplate& find_template(const std::string& name) {
 
 /// Every (template, problem) pair of one target where the template serves the problem (its op
 /// family, and its binder accepts the problem: a column sum is of the "reduce" family, which the
-/// row templates serve only over the last axis); cheap, since gtest lists the cases when ctest
-/// discovers them.
+/// row templates serve only over the last axis), by template. Each problem is read and matched
+/// once: every process of this binary, one per test under ctest, lists the cases first, and
+/// reading each problem once per template cost each of them 0.25 s.
 std::vector<TemplateCase> cases(const std::string& target) {
-  std::vector<TemplateCase> result;
+  const DeviceKind kind = *device_kind_from_name(target);
   std::vector<std::filesystem::path> problems;
   for (const auto& entry : std::filesystem::directory_iterator(kSource / "problems" / target))
     if (std::filesystem::exists(entry.path() / "definition.json")) problems.push_back(entry.path());
   std::sort(problems.begin(), problems.end());
+  std::vector<std::set<std::string>> bound(problems.size());  // template names, by problem
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    const Problem problem = load_problem(problems[i]);
+    for (const TemplateMatch& match : match_templates(library(), problem, kind))
+      if (match.bound && match.kernel->serves(problem.definition.ext.op_family))
+        bound[i].insert(match.kernel->name);
+  }
+  std::vector<TemplateCase> result;
   for (const KernelTemplate& kernel : library()) {
-    if (kernel.target != *device_kind_from_name(target)) continue;
-    for (const auto& dir : problems) {
-      const Problem problem = load_problem(dir);
-      if (!kernel.serves(problem.definition.ext.op_family)) continue;
-      for (const TemplateMatch& match : match_templates(library(), problem, kernel.target))
-        if (match.kernel->name == kernel.name && match.bound) result.push_back({kernel.name, dir});
-    }
+    if (kernel.target != kind) continue;
+    for (std::size_t i = 0; i < problems.size(); ++i)
+      if (bound[i].contains(kernel.name)) result.push_back({kernel.name, problems[i]});
   }
   return result;
 }

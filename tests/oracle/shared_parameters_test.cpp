@@ -162,7 +162,7 @@ TEST_F(SharedParametersTest, TrialsShareTheWeightsAndDrawFreshActivations) {
             oracle.inputs(problem, a, 0)->at("w").bytes);
 
   // A corrupt parameters file is reported, deleted and drawn again, identically.
-  const std::vector<std::byte> w_before = oracle.inputs(problem, a, 0)->at("w").bytes;
+  const TensorBytes w_before = oracle.inputs(problem, a, 0)->at("w").bytes;
   for (const auto& file : parameter_files)
     std::ofstream(file, std::ios::binary | std::ios::trunc) << "garbage";
   Oracle reader(options("oracle", 1 << 20));
