@@ -8,6 +8,9 @@
 #   try:PROBLEM:TEMPLATE:SECONDS[:KNOBS] kernelarc templates try problems/cuda/PROBLEM TEMPLATE
 #                                        --workloads largest [--knobs KNOBS] $TRY_ARGS (e.g.
 #                                        TRY_ARGS=--profile: Nsight Compute on the largest)
+#   sweep:PROBLEM:TEMPLATE:SECONDS:N     kernelarc templates sweep problems/cuda/PROBLEM --template
+#                                        TEMPLATE --random-points N --workloads largest: the
+#                                        default, extreme and N random points, best first
 #   bench:P1,P2,...:BUDGET:SECONDS       kernelarc bench problems/cuda --problems ... --budget
 #                                        BUDGET --workloads largest, resumed from $BENCH_FROM
 #                                        (a bench.json of an earlier call) when it is set
@@ -44,6 +47,13 @@ for step in "$@"; do
         > "$log" 2>&1
       status=$?
       excerpt=$(tail -25 "$log") ;;
+    sweep)
+      log=$out/sweep-$first-$second-$began.txt
+      timeout "$third" "$build/kernelarc" templates sweep "problems/cuda/$first" --template "$second" \
+        --random-points "${fourth:-8}" --device cuda:0 --workspace "$workspace" \
+        --workloads largest > "$log" 2>&1
+      status=$?
+      excerpt=$(tail -30 "$log") ;;
     bench)
       results=$out/bench
       mkdir -p "$results"
@@ -59,7 +69,7 @@ for step in "$@"; do
       status=$?
       excerpt=$(tail -30 "$log") ;;
     *)
-      echo "unknown step kind '$kind' in '$step' (eval, e2e, try or bench)"
+      echo "unknown step kind '$kind' in '$step' (eval, e2e, try, sweep or bench)"
       exit 2 ;;
   esac
   { echo "== $step: exit $status, $((SECONDS - began)) s"; echo "$excerpt"; } | tee -a "$summary"
