@@ -15,8 +15,8 @@
 #include "scaled_kernel.cuh"
 
 #if !defined(BM) || !defined(BN) || !defined(STAGES) || !defined(CONSUMERS) || !defined(RASTER) || \
-    !defined(PROMOTE)
-#error "scaled_gemm_wgmma needs -DBM -DBN -DSTAGES -DCONSUMERS -DRASTER -DPROMOTE"
+    !defined(PROMOTE) || !defined(PINGPONG)
+#error "scaled_gemm_wgmma needs -DBM -DBN -DSTAGES -DCONSUMERS -DRASTER -DPROMOTE -DPINGPONG"
 #endif
 
 namespace {

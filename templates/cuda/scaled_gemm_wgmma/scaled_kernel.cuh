@@ -17,6 +17,20 @@
 // only) the wgmmas accumulate across all of K with one step in flight, as gemm_wgmma does,
 // cuBLASLt's "fast accumulation". Row and tensor scales multiply once in the epilogue.
 //
+// Schedule. Cooperative: the consumers split each BM x BN tile by rows and work on it together,
+// so the tensor cores idle while they both store it. PINGPONG (two consumers): each consumer
+// owns whole BM x BN tiles, every other unit of the CTA's walk; the ring hands the units' K steps
+// out in order, so one consumer's epilogue runs while the other's wgmmas run (CUTLASS's
+// "ping-pong" kernels, its fastest FP8 schedule on Hopper). The consumers take turns: one starts
+// waiting for its unit's stages only once the other has received its last stage. A ring
+// barrier's parity wait tells phases apart only within one lap of the ring, and a unit's first
+// stage can be laps ahead of what the producer has loaded for the other's unit.
+//
+// The epilogue multiplies the accumulators by their row and column scales before storing any of
+// them. With a scale load before each store, no load could move above the stores before it (C
+// may alias the scales as far as the compiler knows), so every pair of outputs waited a load's
+// latency: long_scoreboard was the top stall of the first profile on an H100 (0.51x _scaled_mm).
+//
 // Small M splits K over the idle multiprocessors: float32 partials in the workspace (block
 // scales already applied), summed by reduce_splits_kernel, which applies the rest.
 #pragma once
@@ -37,11 +51,14 @@ using Ring = ka_sm90::RingShape<STAGES, BM, BN, 128, 1, RASTER == KA_RASTER_swiz
 constexpr int kBlockK = Ring::kBlockK;
 constexpr int kRowBytes = Ring::kRowBytes;
 constexpr int kConsumers = CONSUMERS;
+constexpr bool kPingpong = PINGPONG;
 constexpr int kThreads = 128 * (kConsumers + 1);
 constexpr int kBlockM = BM;
 constexpr int kBlockN = BN;
 constexpr int kStages = STAGES;
-constexpr int kConsumerRows = kBlockM / kConsumers;
+constexpr int kConsumerRows = kPingpong ? kBlockM : kBlockM / kConsumers;
+// Consumer warpgroups that read each ring stage (the arrivals its "empty" barrier waits for).
+constexpr int kStageReaders = kPingpong ? 1 : kConsumers;
 constexpr int kSubtilesM = kConsumerRows / 64;
 constexpr int kAccumulators = kBlockN / 2;  // per thread, per m64 subtile
 constexpr int kTileBytesA = Ring::kTileBytesA;
@@ -51,7 +68,8 @@ constexpr bool kPromote = PROMOTE || KA_SCALE_BLOCKED;
 constexpr int kWgmmaK = 32;  // bytes of K per wgmma m64nNk32 e4m3
 
 static_assert(KA_SCALE_BLOCK_K == kBlockK, "a K step must be one scale block");
-static_assert(kConsumerRows % 64 == 0, "BM must be a multiple of 64 * CONSUMERS");
+static_assert(kConsumerRows % 64 == 0, "a consumer's rows must be a multiple of 64");
+static_assert(!kPingpong || kConsumers == 2, "ping-pong needs two consumers");
 static_assert(kSubtilesM * kAccumulators * (kPromote ? 2 : 1) <= 128,
               "accumulators exceed the register budget");
 
@@ -76,26 +94,60 @@ __device__ __forceinline__ void store_pair(const KaArgs& ka, long long row, long
     struct alignas(2 * sizeof(ka_c_t)) Pair {
       ka_c_t v[2];
     } pair;
-    pair.v[0] = ka_from_float<ka_c_t>(v0 * output_scale(ka, row, col));
-    pair.v[1] = ka_from_float<ka_c_t>(v1 * output_scale(ka, row, col + 1));
+    pair.v[0] = ka_from_float<ka_c_t>(v0);
+    pair.v[1] = ka_from_float<ka_c_t>(v1);
     *reinterpret_cast<Pair*>(out) = pair;
     return;
   }
-  out[0] = ka_from_float<ka_c_t>(v0 * output_scale(ka, row, col));
-  if (col + 1 < ka.n) out[1] = ka_from_float<ka_c_t>(v1 * output_scale(ka, row, col + 1));
+  out[0] = ka_from_float<ka_c_t>(v0);
+  if (col + 1 < ka.n) out[1] = ka_from_float<ka_c_t>(v1);
 }
 
-/// Writes one consumer's m64 x BN accumulator block at (row0, col0): scaled into C, or raw
-/// into `partial` (this split's [M, N] float32 slice) when K is split.
+// wgmma m64nN accumulator layout: warp w of the warpgroup owns rows 16w..16w+15; lane l holds,
+// for each 8-column group j, columns 8j + 2(l % 4) + {0, 1} of rows l / 4 (acc[4j], acc[4j+1])
+// and l / 4 + 8 (acc[4j+2], acc[4j+3]).
+__device__ __forceinline__ long long lane_row(long long row0) {
+  const int lane = threadIdx.x % 128;
+  return row0 + (lane / 32) * 16 + (lane % 32) / 4;
+}
+__device__ __forceinline__ long long lane_column(long long col0) {
+  return col0 + 2 * (threadIdx.x % 4);
+}
+
+/// Multiplies one consumer's m64 x BN accumulator block at (row0, col0) by the row and column
+/// scales that do not change along K (none with block scales: they were applied per step).
+__device__ __forceinline__ void scale_tile(const KaArgs& ka, float (&acc)[kAccumulators],
+                                           long long row0, long long col0) {
+#if KA_SCALE_BLOCKED
+  (void)ka, (void)acc, (void)row0, (void)col0;
+#else
+  const long long row_top = lane_row(row0), col_lane = lane_column(col0);
+  float row_scale[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const long long row = row_top + 8 * half;
+    row_scale[half] = row < ka.m ? ka.a_scale(row, 0) : 0.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const long long col = col_lane + 8 * j + e;
+      const float column_scale = col < ka.n ? ka.b_scale(col, 0) : 0.0f;
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        acc[4 * j + 2 * half + e] *= row_scale[half] * column_scale;
+    }
+  }
+#endif
+}
+
+/// Writes one consumer's m64 x BN accumulator block at (row0, col0): into C (scaled by
+/// scale_tile), or raw into `partial` (this split's [M, N] float32 slice) when K is split.
 __device__ __forceinline__ void store_tile(const KaArgs& ka, const float (&acc)[kAccumulators],
                                            long long row0, long long col0, float* partial,
                                            bool pairs) {
-  // wgmma m64nN accumulator layout: warp w of the warpgroup owns rows 16w..16w+15; lane l holds,
-  // for each 8-column group j, columns 8j + 2(l % 4) + {0, 1} of rows l / 4 (acc[4j], acc[4j+1])
-  // and l / 4 + 8 (acc[4j+2], acc[4j+3]).
-  const int lane = threadIdx.x % 128;
-  const long long row_top = row0 + (lane / 32) * 16 + (lane % 32) / 4;
-  const long long col_lane = col0 + 2 * (lane % 4);
+  const long long row_top = lane_row(row0), col_lane = lane_column(col0);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const long long row = row_top + 8 * half;
@@ -128,7 +180,7 @@ struct StepScales {
   __device__ __forceinline__ void load(const KaArgs& ka, long long row0, long long col0,
                                        long long kb) {
     const int lane = threadIdx.x % 128;
-    const long long row_top = row0 + (lane / 32) * 16 + (lane % 32) / 4;
+    const long long row_top = lane_row(row0);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const long long r = row_top + 8 * half;
@@ -184,9 +236,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t shared_raw[];
   __shared__ unsigned long long full[kStages];
   __shared__ unsigned long long empty[kStages];
+  // Ping-pong: order[c] completes a phase each time the other consumer has received the last
+  // stage of a unit, which lets consumer c start its next one.
+  __shared__ unsigned long long order[2];
   const ka_sm90::RingTiles<Ring> tiles(shared_raw);
   const ka_sm90::WorkUnits<Ring> work(ka.m, ka.n, ka.k, splits, split_steps);
-  ka_sm90::init_ring<Ring>(full, empty, kConsumers);
+  if (kPingpong && threadIdx.x == 0) {
+    ka_sm90::mbarrier_init(&order[0], 1);
+    ka_sm90::mbarrier_init(&order[1], 1);
+  }
+  ka_sm90::init_ring<Ring>(full, empty, kStageReaders);  // fences the inits and syncs the CTA
 
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
@@ -198,7 +257,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_inc<232>();
   const int consumer = warpgroup - 1;
   const bool signals = threadIdx.x % 128 == 0;
-  const uint32_t a_base = ka_sm90::smem_address(tiles.a) + consumer * kConsumerRows * kRowBytes;
+  const uint32_t a_base =
+      ka_sm90::smem_address(tiles.a) + (kPingpong ? 0 : consumer * kConsumerRows * kRowBytes);
   const uint32_t b_base = ka_sm90::smem_address(tiles.b);
   const bool pairs = ka.n % 2 == 0 && reinterpret_cast<uintptr_t>(ka.c) % (2 * sizeof(ka_c_t)) == 0;
   float acc[kSubtilesM][kAccumulators];
@@ -220,17 +280,28 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     ka_sm90::wgmma_commit();
   };
-  int step = 0;
-  for (int unit = blockIdx.x; unit < work.units; unit += gridDim.x) {
-    const ka_sm90::TileCoord t = work.tile(unit);
+  int step = 0;  // the ring position of this unit's first K step
+  int turn = 0;  // the unit's place in the CTA's walk
+  int mine = 0;  // units this consumer has run
+  for (int unit = blockIdx.x; unit < work.units; unit += gridDim.x, ++turn) {
     const int k_begin = work.k_begin(unit), k_end = work.k_end(unit);
-    const long long row0 = static_cast<long long>(t.m) * kBlockM + consumer * kConsumerRows;
+    if (kPingpong && turn % kConsumers != consumer) {  // the other consumer's unit
+      step += k_end - k_begin;
+      continue;
+    }
+    const ka_sm90::TileCoord t = work.tile(unit);
+    const long long row0 =
+        static_cast<long long>(t.m) * kBlockM + (kPingpong ? 0 : consumer * kConsumerRows);
     const long long col0 = static_cast<long long>(t.n) * kBlockN;
 #pragma unroll
     for (int i = 0; i < kSubtilesM; ++i)
 #pragma unroll
       for (int j = 0; j < kAccumulators; ++j) acc[i][j] = 0.0f;
 
+    // Consumer 1's unit j follows consumer 0's unit j, and consumer 0's unit j > 0 follows
+    // consumer 1's unit j - 1.
+    if (kPingpong && (consumer == 1 || mine > 0))
+      ka_sm90::mbarrier_wait(&order[consumer], (consumer == 1 ? mine : mine - 1) & 1);
     int previous = 0;
     for (int k = k_begin; k < k_end; ++k, ++step) {
       const int s = step % kStages;
@@ -258,6 +329,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         previous = s;
       }
     }
+    if (kPingpong && signals) ka_sm90::mbarrier_arrive(&order[1 - consumer]);
+    ++mine;
     if constexpr (!kPromote) {
       ka_sm90::wgmma_wait<0>();
       fence_all(acc);
@@ -265,6 +338,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 
     float* partial = splits > 1 ? partials + unit % splits * ka.m * ka.n : nullptr;
+    if (partial == nullptr) {
+#pragma unroll
+      for (int i = 0; i < kSubtilesM; ++i) scale_tile(ka, acc[i], row0 + i * 64, col0);
+    }
 #pragma unroll
     for (int i = 0; i < kSubtilesM; ++i)
       store_tile(ka, acc[i], row0 + i * 64, col0, partial, pairs);
