@@ -38,6 +38,32 @@ __device__ __forceinline__ void mbarrier_arrive(unsigned long long* barrier) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_address(barrier)) : "memory");
 }
 
+/// This CTA's rank in its cluster.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+
+/// One arrival on the barrier at `barrier`'s offset in the shared memory of the cluster's CTA of
+/// rank `rank`, releasing this thread's earlier accesses to the cluster.
+__device__ __forceinline__ void mbarrier_arrive_cluster(unsigned long long* barrier,
+                                                        unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(
+          smem_address(barrier)),
+      "r"(rank)
+      : "memory");
+}
+
+/// Every thread of every CTA of the cluster meets here (all threads of a warp together).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+
 /// One arrival on the barrier once every cp.async this thread issued before has landed; the
 /// arrival is one of those the barrier was initialised to expect (.noinc).
 __device__ __forceinline__ void cp_async_mbarrier_arrive(unsigned long long* barrier) {

@@ -31,6 +31,20 @@ __device__ __forceinline__ void tma_load_2d(void* destination, const CUtensorMap
       : "memory");
 }
 
+/// tma_load_2d into the same shared-memory offset of every CTA of the cluster in `cta_mask`, each
+/// of whose barriers at `barrier`'s offset the box's bytes complete.
+__device__ __forceinline__ void tma_load_2d_multicast(void* destination, const CUtensorMap* map,
+                                                      int32_t inner, int32_t outer,
+                                                      unsigned long long* barrier,
+                                                      uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+      "cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_address(destination)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(inner), "r"(outer), "r"(smem_address(barrier)),
+      "h"(cta_mask)
+      : "memory");
+}
+
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
@@ -56,8 +70,12 @@ __device__ __forceinline__ TileCoord tile_coord(int tile, int tiles_m, int tiles
 
 /// The shape of a persistent GEMM's shared-memory ring: kStages stages, each an A tile of kBlockM
 /// rows and a B tile of kBlockN rows of kBlockK elements (one 128-byte swizzle row), guarded by a
-/// "full" mbarrier (transaction bytes) and an "empty" one (one arrival per consumer warpgroup).
-template <int kStagesT, int kBlockMT, int kBlockNT, int kBlockKT, int kElementBytes, bool kSwizzleT>
+/// "full" mbarrier (transaction bytes) and an "empty" one (one arrival per consumer warpgroup of
+/// each CTA of the cluster). With kClusterM > 1 the cluster's CTAs take kClusterM adjacent tiles of
+/// M on one tile of N and share its B tile: each CTA loads 1 / kClusterM of it into every CTA's
+/// ring (TMA multicast), so L2 serves B once per cluster, not once per CTA.
+template <int kStagesT, int kBlockMT, int kBlockNT, int kBlockKT, int kElementBytes, bool kSwizzleT,
+          int kClusterMT = 1>
 struct RingShape {
   static constexpr int kStages = kStagesT;
   static constexpr int kBlockM = kBlockMT;
@@ -69,26 +87,40 @@ struct RingShape {
   static constexpr int kStageBytes = kTileBytesA + kTileBytesB;
   static constexpr int kSharedBytes = kStages * kStageBytes + 1024;  // + slack for alignment
   static constexpr bool kSwizzle = kSwizzleT;
+  static constexpr int kClusterM = kClusterMT;
+  static constexpr int kSliceRowsB = kBlockN / kClusterM;  // the rows of B one CTA loads
   static_assert(kRowBytes == 128, "a tile row is one 128-byte swizzle row");
+  // A slice starts on a 1024-byte swizzle atom, so that it lands as a whole tile's load would.
+  static_assert(kBlockN % kClusterM == 0 && kSliceRowsB % 8 == 0, "B slices of whole atoms");
 };
 
-/// The work of one CTA's walk: a unit is one K range (split_steps k-steps) of one output tile,
-/// units strided by the grid size. The host picks splits > 1 only when there are too few tiles
-/// to fill the GPU, and no range is empty.
+/// The work of one cluster's walk (a CTA's without clusters): a unit is one K range
+/// (split_steps k-steps) of kClusterM adjacent output tiles of M on one tile of N, one per CTA of
+/// the cluster (a tile past M, at an odd end, still loads its share of B and stores nothing);
+/// units strided by the cluster count. The host picks splits > 1 only when there are too few
+/// tiles to fill the GPU, and no range is empty.
 template <class Ring>
 struct WorkUnits {
-  int tiles_m, tiles_n, units, k_steps, splits, split_steps;
+  int tiles_m, tiles_n, groups_m, units, k_steps, splits, split_steps;
 
   __device__ WorkUnits(long long m, long long n, long long k, int unit_splits, int steps)
       : tiles_m(static_cast<int>((m + Ring::kBlockM - 1) / Ring::kBlockM)),
         tiles_n(static_cast<int>((n + Ring::kBlockN - 1) / Ring::kBlockN)),
-        units(tiles_m * tiles_n * unit_splits),
+        groups_m((tiles_m + Ring::kClusterM - 1) / Ring::kClusterM),
+        units(groups_m * tiles_n * unit_splits),
         k_steps(static_cast<int>((k + Ring::kBlockK - 1) / Ring::kBlockK)),
         splits(unit_splits),
         split_steps(steps) {}
 
+  /// The walk: units first(), first() + stride(), ... below `units`.
+  __device__ int first() const { return static_cast<int>(blockIdx.x) / Ring::kClusterM; }
+  __device__ int stride() const { return static_cast<int>(gridDim.x) / Ring::kClusterM; }
+
+  /// This CTA's output tile of the unit.
   __device__ TileCoord tile(int unit) const {
-    return tile_coord<Ring::kSwizzle>(unit / splits, tiles_m, tiles_n);
+    const TileCoord group = tile_coord<Ring::kSwizzle>(unit / splits, groups_m, tiles_n);
+    if constexpr (Ring::kClusterM == 1) return group;
+    return {group.m * Ring::kClusterM + static_cast<int>(cluster_rank()), group.n};
   }
   __device__ int k_begin(int unit) const { return unit % splits * split_steps; }
   __device__ int k_end(int unit) const { return min(k_steps, k_begin(unit) + split_steps); }
@@ -106,18 +138,34 @@ struct RingTiles {
         b(a + Ring::kStages * Ring::kTileBytesA) {}
 };
 
-/// Thread 0 initialises the barriers; the whole CTA then synchronises.
+/// Thread 0 initialises the barriers ("empty" expects `consumers` arrivals from each CTA of the
+/// cluster); the whole CTA, and with clusters the whole cluster, then synchronises, so that no
+/// multicast or remote arrival reaches a barrier before it is initialised.
 template <class Ring>
 __device__ __forceinline__ void init_ring(unsigned long long* full, unsigned long long* empty,
                                           unsigned consumers) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < Ring::kStages; ++s) {
       mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], consumers);
+      mbarrier_init(&empty[s], consumers * Ring::kClusterM);
     }
     fence_barrier_init();
   }
   __syncthreads();
+  if constexpr (Ring::kClusterM > 1) cluster_sync();
+}
+
+/// A consumer warpgroup's release of stage s (by one thread): to its own CTA's producer and, with
+/// clusters, to every other CTA's, whose multicast writes this CTA's stage too.
+template <class Ring>
+__device__ __forceinline__ void release_stage(unsigned long long* empty, int s) {
+  mbarrier_arrive(&empty[s]);
+  if constexpr (Ring::kClusterM > 1) {
+    const unsigned self = cluster_rank();
+#pragma unroll
+    for (unsigned rank = 0; rank < Ring::kClusterM; ++rank)
+      if (rank != self) mbarrier_arrive_cluster(&empty[s], rank);
+  }
 }
 
 /// The producer (one thread): streams every unit's A and B tiles through the ring with TMA.
@@ -128,18 +176,29 @@ __device__ __forceinline__ void produce(const CUtensorMap* map_a, const CUtensor
   prefetch_tensor_map(map_a);
   prefetch_tensor_map(map_b);
   int step = 0;
-  for (int unit = blockIdx.x; unit < work.units; unit += gridDim.x) {
+  for (int unit = work.first(); unit < work.units; unit += work.stride()) {
     const TileCoord t = work.tile(unit);
     for (int k = work.k_begin(unit); k < work.k_end(unit); ++k, ++step) {
       const int s = step % Ring::kStages;
       // A fresh barrier counts as having completed the phase before phase 0, so the first
-      // pass over the ring does not wait.
+      // pass over the ring does not wait. With clusters the stage is free once every CTA's
+      // consumers released it, since this CTA's share of B lands in all of them.
       mbarrier_wait(&empty[s], ((step / Ring::kStages) & 1) ^ 1);
+      // The whole stage: A, this CTA's share of B and the shares the others multicast here (a
+      // share may land before this count is set; the phase still waits for this arrival).
       mbarrier_arrive_expect_tx(&full[s], Ring::kStageBytes);
       tma_load_2d(tiles.a + s * Ring::kTileBytesA, map_a, k * Ring::kBlockK, t.m * Ring::kBlockM,
                   &full[s]);
-      tma_load_2d(tiles.b + s * Ring::kTileBytesB, map_b, k * Ring::kBlockK, t.n * Ring::kBlockN,
-                  &full[s]);
+      if constexpr (Ring::kClusterM == 1) {
+        tma_load_2d(tiles.b + s * Ring::kTileBytesB, map_b, k * Ring::kBlockK, t.n * Ring::kBlockN,
+                    &full[s]);
+      } else {
+        const int rank = static_cast<int>(cluster_rank());
+        tma_load_2d_multicast(
+            tiles.b + s * Ring::kTileBytesB + rank * Ring::kSliceRowsB * Ring::kRowBytes, map_b,
+            k * Ring::kBlockK, t.n * Ring::kBlockN + rank * Ring::kSliceRowsB, &full[s],
+            static_cast<uint16_t>((1u << Ring::kClusterM) - 1));
+      }
     }
   }
 }

@@ -15,8 +15,9 @@
 #include "scaled_kernel.cuh"
 
 #if !defined(BM) || !defined(BN) || !defined(STAGES) || !defined(CONSUMERS) || !defined(RASTER) || \
-    !defined(PROMOTE) || !defined(PINGPONG)
-#error "scaled_gemm_wgmma needs -DBM -DBN -DSTAGES -DCONSUMERS -DRASTER -DPROMOTE -DPINGPONG"
+    !defined(PROMOTE) || !defined(PINGPONG) || !defined(CLUSTER)
+#error \
+    "scaled_gemm_wgmma needs -DBM -DBN -DSTAGES -DCONSUMERS -DRASTER -DPROMOTE -DPINGPONG -DCLUSTER"
 #endif
 
 namespace {
@@ -55,14 +56,16 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   if (ka.m == 0 || ka.n == 0) return 0;
   if (ka.m > INT32_MAX || ka.n > INT32_MAX || ka.k > INT32_MAX)
     return fail("scaled_gemm_wgmma: M, N and K must be below 2^31 (TMA coordinates are int32)");
-  const long long tiles = ((ka.m + ka_scaled::kBlockM - 1) / ka_scaled::kBlockM) *
-                          ((ka.n + ka_scaled::kBlockN - 1) / ka_scaled::kBlockN);
+  const long long tiles_m = (ka.m + ka_scaled::kBlockM - 1) / ka_scaled::kBlockM;
+  const long long tiles_n = (ka.n + ka_scaled::kBlockN - 1) / ka_scaled::kBlockN;
+  const long long tiles = tiles_m * tiles_n;
   if (tiles > INT32_MAX) return fail("scaled_gemm_wgmma: too many output tiles (%lld)", tiles);
 
   if (!g_map_a.encode(ka.a, ka.m, ka.k, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, ka_scaled::kBlockM,
                       ka_scaled::kBlockK, "A", g_error, sizeof g_error) ||
-      !g_map_b.encode(ka.b, ka.n, ka.k, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, ka_scaled::kBlockN,
-                      ka_scaled::kBlockK, "B", g_error, sizeof g_error))
+      !g_map_b.encode(ka.b, ka.n, ka.k, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1,
+                      ka_scaled::Ring::kSliceRowsB, ka_scaled::kBlockK, "B", g_error,
+                      sizeof g_error))
     return 1;
   int multiprocessors = 0;
   const cudaError_t prepared = g_setup.prepare(ka_scaled::scaled_gemm_wgmma_kernel,
@@ -75,8 +78,10 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       ka_sm90::plan_splits(tiles, ka.m, ka.n, k_steps, static_cast<size_t>(ka.m + ka.n) * ka.k,
                            multiprocessors, workspace, workspace_bytes);
   float* partials = static_cast<float*>(workspace);
-  const long long units = tiles * plan.splits;
-  const int grid = static_cast<int>(units < multiprocessors ? units : multiprocessors);
+  // A unit is CLUSTER adjacent tiles of M, one per CTA of a cluster; the grid is whole clusters.
+  const long long units = (tiles_m + CLUSTER - 1) / CLUSTER * tiles_n * plan.splits;
+  const long long clusters = multiprocessors / CLUSTER;
+  const int grid = static_cast<int>(CLUSTER * (units < clusters ? units : clusters));
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   ka_scaled::
       scaled_gemm_wgmma_kernel<<<grid, ka_scaled::kThreads, ka_scaled::kSharedBytes, cuda_stream>>>(

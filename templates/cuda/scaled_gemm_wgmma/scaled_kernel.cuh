@@ -31,6 +31,12 @@
 // may alias the scales as far as the compiler knows), so every pair of outputs waited a load's
 // latency: long_scoreboard was the top stall of the first profile on an H100 (0.51x _scaled_mm).
 //
+// CLUSTER 2 pairs CTAs on adjacent tiles of M and one tile of N: each loads half of the B tile
+// into both (TMA multicast), so L2 serves each B tile once per pair. On an H100 the first
+// sweep's slower points moved 4.6-5.5 TB/s from L2 into shared memory, the likely ceiling; the
+// 128 x 256 tiles need 704 MB at M 4096, N 7168, K 2048 (0.19 ms at 3.6 TB/s), 470 MB with B
+// shared.
+//
 // Small M splits K over the idle multiprocessors: float32 partials in the workspace (block
 // scales already applied), summed by reduce_splits_kernel, which applies the rest.
 #pragma once
@@ -47,7 +53,7 @@
 namespace ka_scaled {
 
 // K steps of 128 one-byte elements: a 128-byte swizzle row, and one scale block.
-using Ring = ka_sm90::RingShape<STAGES, BM, BN, 128, 1, RASTER == KA_RASTER_swizzle>;
+using Ring = ka_sm90::RingShape<STAGES, BM, BN, 128, 1, RASTER == KA_RASTER_swizzle, CLUSTER>;
 constexpr int kBlockK = Ring::kBlockK;
 constexpr int kRowBytes = Ring::kRowBytes;
 constexpr int kConsumers = CONSUMERS;
@@ -229,33 +235,12 @@ __device__ __forceinline__ void fence_all(float (&values)[kSubtilesM][kCount]) {
     for (int j = 0; j < kCount; ++j) ka_sm90::fence_register(values[i][j]);
 }
 
-__global__ void __launch_bounds__(kThreads, 1)
-    scaled_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
-                             const __grid_constant__ CUtensorMap map_b, const KaArgs ka,
-                             float* partials, int splits, int split_steps) {
-  extern __shared__ uint8_t shared_raw[];
-  __shared__ unsigned long long full[kStages];
-  __shared__ unsigned long long empty[kStages];
-  // Ping-pong: order[c] completes a phase each time the other consumer has received the last
-  // stage of a unit, which lets consumer c start its next one.
-  __shared__ unsigned long long order[2];
-  const ka_sm90::RingTiles<Ring> tiles(shared_raw);
-  const ka_sm90::WorkUnits<Ring> work(ka.m, ka.n, ka.k, splits, split_steps);
-  if (kPingpong && threadIdx.x == 0) {
-    ka_sm90::mbarrier_init(&order[0], 1);
-    ka_sm90::mbarrier_init(&order[1], 1);
-  }
-  ka_sm90::init_ring<Ring>(full, empty, kStageReaders);  // fences the inits and syncs the CTA
-
-  const int warpgroup = threadIdx.x / 128;
-  if (warpgroup == 0) {
-    if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) ka_sm90::produce<Ring>(&map_a, &map_b, tiles, full, empty, work);
-    return;
-  }
-
-  if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_inc<232>();
-  const int consumer = warpgroup - 1;
+/// A consumer warpgroup's walk: the wgmmas of its tiles' K steps and their epilogues.
+__device__ __forceinline__ void consume(int consumer, const KaArgs& ka,
+                                        const ka_sm90::RingTiles<Ring>& tiles,
+                                        const ka_sm90::WorkUnits<Ring>& work,
+                                        unsigned long long* full, unsigned long long* empty,
+                                        unsigned long long* order, float* partials, int splits) {
   const bool signals = threadIdx.x % 128 == 0;
   const uint32_t a_base =
       ka_sm90::smem_address(tiles.a) + (kPingpong ? 0 : consumer * kConsumerRows * kRowBytes);
@@ -283,7 +268,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   int step = 0;  // the ring position of this unit's first K step
   int turn = 0;  // the unit's place in the CTA's walk
   int mine = 0;  // units this consumer has run
-  for (int unit = blockIdx.x; unit < work.units; unit += gridDim.x, ++turn) {
+  for (int unit = work.first(); unit < work.units; unit += work.stride(), ++turn) {
     const int k_begin = work.k_begin(unit), k_end = work.k_end(unit);
     if (kPingpong && turn % kConsumers != consumer) {  // the other consumer's unit
       step += k_end - k_begin;
@@ -315,7 +300,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         ka_sm90::wgmma_wait<0>();
         fence_all(part);
-        if (signals) ka_sm90::mbarrier_arrive(&empty[s]);
+        if (signals) ka_sm90::release_stage<Ring>(empty, s);
 #pragma unroll
         for (int i = 0; i < kSubtilesM; ++i) promote(acc[i], part[i], scales[i]);
       } else {
@@ -324,7 +309,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (k > k_begin) {
           // The previous step's wgmma group has finished reading its stage.
           ka_sm90::wgmma_wait<1>();
-          if (signals) ka_sm90::mbarrier_arrive(&empty[previous]);
+          if (signals) ka_sm90::release_stage<Ring>(empty, previous);
         }
         previous = s;
       }
@@ -334,7 +319,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (!kPromote) {
       ka_sm90::wgmma_wait<0>();
       fence_all(acc);
-      if (k_end > k_begin && signals) ka_sm90::mbarrier_arrive(&empty[previous]);
+      if (k_end > k_begin && signals) ka_sm90::release_stage<Ring>(empty, previous);
     }
 
     float* partial = splits > 1 ? partials + unit % splits * ka.m * ka.n : nullptr;
@@ -346,6 +331,43 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < kSubtilesM; ++i)
       store_tile(ka, acc[i], row0 + i * 64, col0, partial, pairs);
   }
+}
+
+#if CLUSTER > 1
+#define KA_SCALED_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define KA_SCALED_CLUSTER_DIMS
+#endif
+
+__global__ void KA_SCALED_CLUSTER_DIMS __launch_bounds__(kThreads, 1)
+    scaled_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
+                             const __grid_constant__ CUtensorMap map_b, const KaArgs ka,
+                             float* partials, int splits, int split_steps) {
+  extern __shared__ uint8_t shared_raw[];
+  __shared__ unsigned long long full[kStages];
+  __shared__ unsigned long long empty[kStages];
+  // Ping-pong: order[c] completes a phase each time the other consumer has received the last
+  // stage of a unit, which lets consumer c start its next one.
+  __shared__ unsigned long long order[2];
+  const ka_sm90::RingTiles<Ring> tiles(shared_raw);
+  const ka_sm90::WorkUnits<Ring> work(ka.m, ka.n, ka.k, splits, split_steps);
+  if (kPingpong && threadIdx.x == 0) {
+    ka_sm90::mbarrier_init(&order[0], 1);
+    ka_sm90::mbarrier_init(&order[1], 1);
+  }
+  ka_sm90::init_ring<Ring>(full, empty, kStageReaders);  // fences the inits and syncs
+
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 0) {
+    if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) ka_sm90::produce<Ring>(&map_a, &map_b, tiles, full, empty, work);
+  } else {
+    if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_inc<232>();
+    consume(warpgroup - 1, ka, tiles, work, full, empty, order, partials, splits);
+  }
+  // A CTA of a cluster leaves only once the others no longer arrive on its barriers (their
+  // consumers release every stage to it) and no longer need its share of B.
+  if constexpr (Ring::kClusterM > 1) ka_sm90::cluster_sync();
 }
 
 /// Split-K: sums the float32 partials of every split and stores them scaled.
