@@ -203,6 +203,26 @@ __device__ __forceinline__ void produce(const CUtensorMap* map_a, const CUtensor
   }
 }
 
+/// The warp-specialised body of a persistent GEMM: warpgroup 0's first thread produces, and
+/// warpgroups 1.. run consume(consumer index); with two consumers the registers move from the
+/// producer to them. With clusters every thread then waits for the whole cluster: no CTA leaves
+/// while another still arrives on its barriers or needs its share of B.
+template <class Ring, int kConsumers, class Consume>
+__device__ __forceinline__ void run_warp_specialised(
+    const CUtensorMap* map_a, const CUtensorMap* map_b, const RingTiles<Ring>& tiles,
+    unsigned long long* full, unsigned long long* empty, const WorkUnits<Ring>& work,
+    Consume&& consume) {
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 0) {
+    if constexpr (kConsumers == 2) setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) produce<Ring>(map_a, map_b, tiles, full, empty, work);
+  } else {
+    if constexpr (kConsumers == 2) setmaxnreg_inc<232>();
+    consume(warpgroup - 1);
+  }
+  if constexpr (Ring::kClusterM > 1) cluster_sync();
+}
+
 /// The driver's cuTensorMapEncodeTiled, looked up once; null when the driver lacks it.
 inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
@@ -294,6 +314,15 @@ constexpr int kMinSplitSteps = 4;
 /// The float32 partials may add at most 1/kPartialShare of the operands' bytes in traffic: on
 /// the H200, M = 127 ran 25 us with 8 splits and 20 us with 4 (N = K = 4096, 128 x 256 tiles).
 constexpr size_t kPartialShare = 4;
+
+/// The persistent grid: whole clusters of `cluster` CTAs, at most one CTA a multiprocessor and
+/// one cluster a unit (`cluster` adjacent tiles of M on a tile of N, times the K splits).
+inline int persistent_grid(long long tiles_m, long long tiles_n, int splits, int multiprocessors,
+                           int cluster) {
+  const long long units = (tiles_m + cluster - 1) / cluster * tiles_n * splits;
+  const long long clusters = multiprocessors / cluster;
+  return static_cast<int>(cluster * (units < clusters ? units : clusters));
+}
 
 struct SplitPlan {
   int splits = 1;

@@ -9,7 +9,9 @@
 // producer loads the next tile while the consumers run the epilogue. Out-of-bounds rows and
 // K columns arrive zero-filled from TMA, so only the stores check bounds. When the output has
 // too few tiles to occupy the GPU (small M), the host splits K: each split writes float32
-// partials to the workspace and reduce_splits_kernel sums them and runs the epilogue.
+// partials to the workspace and reduce_splits_kernel sums them and runs the epilogue. With
+// CLUSTER 2, pairs of CTAs on adjacent tiles of M share their B tile through TMA multicast
+// (ka_sm90_gemm.cuh), halving what L2 serves for B.
 #pragma once
 
 #include <cuda.h>
@@ -27,7 +29,7 @@
 namespace ka_gemm {
 
 // K steps of 64 two-byte elements: one 128-byte swizzle row.
-using Ring = ka_sm90::RingShape<STAGES, BM, BN, 64, 2, RASTER == KA_RASTER_swizzle>;
+using Ring = ka_sm90::RingShape<STAGES, BM, BN, 64, 2, RASTER == KA_RASTER_swizzle, CLUSTER>;
 constexpr int kBlockK = Ring::kBlockK;
 constexpr int kRowBytes = Ring::kRowBytes;
 constexpr int kConsumers = CONSUMERS;
@@ -90,32 +92,18 @@ __device__ __forceinline__ void store_tile(const KaArgs& ka, const float (&acc)[
   }
 }
 
-__global__ void __launch_bounds__(kThreads, 1)
-    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
-                      const __grid_constant__ CUtensorMap map_b, const KaArgs ka, float* partials,
-                      int splits, int split_steps) {
-  extern __shared__ uint8_t shared_raw[];
-  __shared__ unsigned long long full[kStages];
-  __shared__ unsigned long long empty[kStages];
-  const ka_sm90::RingTiles<Ring> tiles(shared_raw);
-  const ka_sm90::WorkUnits<Ring> work(ka.m, ka.n, ka.k, splits, split_steps);
-  ka_sm90::init_ring<Ring>(full, empty, kConsumers);
-
-  const int warpgroup = threadIdx.x / 128;
-  if (warpgroup == 0) {
-    if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) ka_sm90::produce<Ring>(&map_a, &map_b, tiles, full, empty, work);
-    return;
-  }
-
-  if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_inc<232>();
-  const int consumer = warpgroup - 1;
+/// A consumer warpgroup's walk: the wgmmas of its rows of each tile's K steps, then the epilogue.
+__device__ __forceinline__ void consume(int consumer, const KaArgs& ka,
+                                        const ka_sm90::RingTiles<Ring>& tiles,
+                                        const ka_sm90::WorkUnits<Ring>& work,
+                                        unsigned long long* full, unsigned long long* empty,
+                                        float* partials, int splits) {
   const bool signals = threadIdx.x % 128 == 0;
   const uint32_t a_base = ka_sm90::smem_address(tiles.a) + consumer * kConsumerRows * kRowBytes;
   const uint32_t b_base = ka_sm90::smem_address(tiles.b);
   float acc[kSubtilesM][kAccumulators];
   int step = 0;
-  for (int unit = blockIdx.x; unit < work.units; unit += gridDim.x) {
+  for (int unit = work.first(); unit < work.units; unit += work.stride()) {
     const ka_sm90::TileCoord t = work.tile(unit);
     const int k_begin = work.k_begin(unit), k_end = work.k_end(unit);
 #pragma unroll
@@ -150,7 +138,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (k > k_begin) {
         // The previous k-step's wgmma group has finished reading its stage.
         ka_sm90::wgmma_wait<1>();
-        if (signals) ka_sm90::mbarrier_arrive(&empty[previous]);
+        if (signals) ka_sm90::release_stage<Ring>(empty, previous);
       }
       previous = s;
     }
@@ -159,7 +147,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < kSubtilesM; ++i)
 #pragma unroll
       for (int j = 0; j < kAccumulators; ++j) ka_sm90::fence_register(acc[i][j]);
-    if (k_end > k_begin && signals) ka_sm90::mbarrier_arrive(&empty[previous]);
+    if (k_end > k_begin && signals) ka_sm90::release_stage<Ring>(empty, previous);
 
     float* partial = splits > 1 ? partials + unit % splits * ka.m * ka.n : nullptr;
 #pragma unroll
@@ -168,6 +156,27 @@ __global__ void __launch_bounds__(kThreads, 1)
                  static_cast<long long>(t.m) * kBlockM + consumer * kConsumerRows + i * 64,
                  static_cast<long long>(t.n) * kBlockN, partial);
   }
+}
+
+#if CLUSTER > 1
+#define KA_GEMM_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define KA_GEMM_CLUSTER_DIMS
+#endif
+
+__global__ void KA_GEMM_CLUSTER_DIMS __launch_bounds__(kThreads, 1)
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
+                      const __grid_constant__ CUtensorMap map_b, const KaArgs ka, float* partials,
+                      int splits, int split_steps) {
+  extern __shared__ uint8_t shared_raw[];
+  __shared__ unsigned long long full[kStages];
+  __shared__ unsigned long long empty[kStages];
+  const ka_sm90::RingTiles<Ring> tiles(shared_raw);
+  const ka_sm90::WorkUnits<Ring> work(ka.m, ka.n, ka.k, splits, split_steps);
+  ka_sm90::init_ring<Ring>(full, empty, kConsumers);
+  ka_sm90::run_warp_specialised<Ring, kConsumers>(
+      &map_a, &map_b, tiles, full, empty, work,
+      [&](int consumer) { consume(consumer, ka, tiles, work, full, empty, partials, splits); });
 }
 
 /// Split-K: sums the float32 partial products of every split and applies the epilogue.

@@ -54,16 +54,17 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   if (ka.m == 0 || ka.n == 0) return 0;
   if (ka.m > INT32_MAX || ka.n > INT32_MAX || ka.k > INT32_MAX)
     return fail("gemm_wgmma: M, N and K must be below 2^31 (TMA coordinates are int32)");
-  const long long tiles = ((ka.m + ka_gemm::kBlockM - 1) / ka_gemm::kBlockM) *
-                          ((ka.n + ka_gemm::kBlockN - 1) / ka_gemm::kBlockN);
+  const long long tiles_m = (ka.m + ka_gemm::kBlockM - 1) / ka_gemm::kBlockM;
+  const long long tiles_n = (ka.n + ka_gemm::kBlockN - 1) / ka_gemm::kBlockN;
+  const long long tiles = tiles_m * tiles_n;
   if (tiles > INT32_MAX) return fail("gemm_wgmma: too many output tiles (%lld)", tiles);
 
   const CUtensorMapDataType type =
       ka_gemm::kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   if (!g_map_a.encode(ka.a, ka.m, ka.k, type, 2, ka_gemm::kBlockM, ka_gemm::kBlockK, "A", g_error,
                       sizeof g_error) ||
-      !g_map_b.encode(ka.b, ka.n, ka.k, type, 2, ka_gemm::kBlockN, ka_gemm::kBlockK, "B", g_error,
-                      sizeof g_error))
+      !g_map_b.encode(ka.b, ka.n, ka.k, type, 2, ka_gemm::Ring::kSliceRowsB, ka_gemm::kBlockK, "B",
+                      g_error, sizeof g_error))
     return 1;
   int multiprocessors = 0;
   const cudaError_t prepared =
@@ -76,8 +77,8 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       ka_sm90::plan_splits(tiles, ka.m, ka.n, k_steps, static_cast<size_t>(ka.m + ka.n) * ka.k * 2,
                            multiprocessors, workspace, workspace_bytes);
   float* partials = static_cast<float*>(workspace);
-  const long long units = tiles * plan.splits;
-  const int grid = static_cast<int>(units < multiprocessors ? units : multiprocessors);
+  const int grid =
+      ka_sm90::persistent_grid(tiles_m, tiles_n, plan.splits, multiprocessors, CLUSTER);
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   ka_gemm::gemm_wgmma_kernel<<<grid, ka_gemm::kThreads, ka_gemm::kSharedBytes, cuda_stream>>>(
       g_map_a.map, g_map_b.map, ka, partials, plan.splits, plan.steps);

@@ -78,10 +78,8 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       ka_sm90::plan_splits(tiles, ka.m, ka.n, k_steps, static_cast<size_t>(ka.m + ka.n) * ka.k,
                            multiprocessors, workspace, workspace_bytes);
   float* partials = static_cast<float*>(workspace);
-  // A unit is CLUSTER adjacent tiles of M, one per CTA of a cluster; the grid is whole clusters.
-  const long long units = (tiles_m + CLUSTER - 1) / CLUSTER * tiles_n * plan.splits;
-  const long long clusters = multiprocessors / CLUSTER;
-  const int grid = static_cast<int>(CLUSTER * (units < clusters ? units : clusters));
+  const int grid =
+      ka_sm90::persistent_grid(tiles_m, tiles_n, plan.splits, multiprocessors, CLUSTER);
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   ka_scaled::
       scaled_gemm_wgmma_kernel<<<grid, ka_scaled::kThreads, ka_scaled::kSharedBytes, cuda_stream>>>(

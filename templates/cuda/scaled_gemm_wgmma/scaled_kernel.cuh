@@ -357,17 +357,10 @@ __global__ void KA_SCALED_CLUSTER_DIMS __launch_bounds__(kThreads, 1)
   }
   ka_sm90::init_ring<Ring>(full, empty, kStageReaders);  // fences the inits and syncs
 
-  const int warpgroup = threadIdx.x / 128;
-  if (warpgroup == 0) {
-    if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) ka_sm90::produce<Ring>(&map_a, &map_b, tiles, full, empty, work);
-  } else {
-    if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_inc<232>();
-    consume(warpgroup - 1, ka, tiles, work, full, empty, order, partials, splits);
-  }
-  // A CTA of a cluster leaves only once the others no longer arrive on its barriers (their
-  // consumers release every stage to it) and no longer need its share of B.
-  if constexpr (Ring::kClusterM > 1) ka_sm90::cluster_sync();
+  ka_sm90::run_warp_specialised<Ring, kConsumers>(
+      &map_a, &map_b, tiles, full, empty, work, [&](int consumer) {
+        consume(consumer, ka, tiles, work, full, empty, order, partials, splits);
+      });
 }
 
 /// Split-K: sums the float32 partials of every split and stores them scaled.
