@@ -282,15 +282,22 @@ struct KMajorMap {
   }
 };
 
-/// Per device, once: a kernel's dynamic shared-memory limit raised and the multiprocessor count
-/// read. One per kernel, owned by its template's host code.
+/// Per device, once: a kernel's dynamic shared-memory limit raised, the multiprocessor count read
+/// and how many of its CTAs can run at once in whole clusters. One per kernel, owned by its
+/// template's host code.
 struct KernelSetup {
   static constexpr int kMaxDevices = 64;
   int multiprocessors[kMaxDevices] = {};  // 0: not prepared on that device yet
+  int resident_ctas[kMaxDevices] = {};
 
-  /// cudaSuccess with `count` set, or the error (cudaErrorInvalidDevice past kMaxDevices).
+  /// cudaSuccess with `count` (multiprocessors) and `resident` set, or the error
+  /// (cudaErrorInvalidDevice past kMaxDevices). `resident`: one CTA a multiprocessor, or with
+  /// clusters of `cluster` CTAs what the occupancy API says can run at once (a GPC whose free
+  /// multiprocessors do not make a whole cluster leaves them idle; a persistent grid larger than
+  /// this would run its last clusters after the others).
   template <class Kernel>
-  cudaError_t prepare(Kernel* kernel, int shared_bytes, int& count) {
+  cudaError_t prepare(Kernel* kernel, int shared_bytes, int threads, int cluster, int& count,
+                      int& resident) {
     int device = 0;
     cudaError_t status = cudaGetDevice(&device);
     if (status != cudaSuccess) return status;
@@ -301,10 +308,23 @@ struct KernelSetup {
       if (status == cudaSuccess)
         status =
             cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+      int ctas = value;
+      if (status == cudaSuccess && cluster > 1) {
+        cudaLaunchConfig_t config = {};
+        config.gridDim = dim3(static_cast<unsigned>(value / cluster * cluster));
+        config.blockDim = dim3(static_cast<unsigned>(threads));
+        config.dynamicSmemBytes = static_cast<size_t>(shared_bytes);
+        int clusters = 0;
+        status = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
+        if (status == cudaSuccess && clusters < 1) status = cudaErrorInvalidConfiguration;
+        ctas = clusters * cluster;
+      }
       if (status != cudaSuccess) return status;
+      resident_ctas[device] = ctas;
       multiprocessors[device] = value;
     }
     count = multiprocessors[device];
+    resident = resident_ctas[device];
     return cudaSuccess;
   }
 };
@@ -315,12 +335,13 @@ constexpr int kMinSplitSteps = 4;
 /// the H200, M = 127 ran 25 us with 8 splits and 20 us with 4 (N = K = 4096, 128 x 256 tiles).
 constexpr size_t kPartialShare = 4;
 
-/// The persistent grid: whole clusters of `cluster` CTAs, at most one CTA a multiprocessor and
-/// one cluster a unit (`cluster` adjacent tiles of M on a tile of N, times the K splits).
-inline int persistent_grid(long long tiles_m, long long tiles_n, int splits, int multiprocessors,
+/// The persistent grid: whole clusters of `cluster` CTAs, no more than can run at once
+/// (KernelSetup's `resident`) and one cluster a unit (`cluster` adjacent tiles of M on a tile of
+/// N, times the K splits).
+inline int persistent_grid(long long tiles_m, long long tiles_n, int splits, int resident,
                            int cluster) {
   const long long units = (tiles_m + cluster - 1) / cluster * tiles_n * splits;
-  const long long clusters = multiprocessors / cluster;
+  const long long clusters = resident / cluster;
   return static_cast<int>(cluster * (units < clusters ? units : clusters));
 }
 

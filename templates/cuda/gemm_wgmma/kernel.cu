@@ -66,9 +66,10 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       !g_map_b.encode(ka.b, ka.n, ka.k, type, 2, ka_gemm::Ring::kSliceRowsB, ka_gemm::kBlockK, "B",
                       g_error, sizeof g_error))
     return 1;
-  int multiprocessors = 0;
+  int multiprocessors = 0, resident = 0;
   const cudaError_t prepared =
-      g_setup.prepare(ka_gemm::gemm_wgmma_kernel, ka_gemm::kSharedBytes, multiprocessors);
+      g_setup.prepare(ka_gemm::gemm_wgmma_kernel, ka_gemm::kSharedBytes, ka_gemm::kThreads, CLUSTER,
+                      multiprocessors, resident);
   if (prepared != cudaSuccess)
     return fail("gemm_wgmma: preparing the kernel: %s", cudaGetErrorString(prepared));
 
@@ -77,8 +78,7 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       ka_sm90::plan_splits(tiles, ka.m, ka.n, k_steps, static_cast<size_t>(ka.m + ka.n) * ka.k * 2,
                            multiprocessors, workspace, workspace_bytes);
   float* partials = static_cast<float*>(workspace);
-  const int grid =
-      ka_sm90::persistent_grid(tiles_m, tiles_n, plan.splits, multiprocessors, CLUSTER);
+  const int grid = ka_sm90::persistent_grid(tiles_m, tiles_n, plan.splits, resident, CLUSTER);
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   ka_gemm::gemm_wgmma_kernel<<<grid, ka_gemm::kThreads, ka_gemm::kSharedBytes, cuda_stream>>>(
       g_map_a.map, g_map_b.map, ka, partials, plan.splits, plan.steps);

@@ -67,9 +67,10 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
                       ka_scaled::Ring::kSliceRowsB, ka_scaled::kBlockK, "B", g_error,
                       sizeof g_error))
     return 1;
-  int multiprocessors = 0;
-  const cudaError_t prepared = g_setup.prepare(ka_scaled::scaled_gemm_wgmma_kernel,
-                                               ka_scaled::kSharedBytes, multiprocessors);
+  int multiprocessors = 0, resident = 0;
+  const cudaError_t prepared =
+      g_setup.prepare(ka_scaled::scaled_gemm_wgmma_kernel, ka_scaled::kSharedBytes,
+                      ka_scaled::kThreads, CLUSTER, multiprocessors, resident);
   if (prepared != cudaSuccess)
     return fail("scaled_gemm_wgmma: preparing the kernel: %s", cudaGetErrorString(prepared));
 
@@ -78,8 +79,7 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       ka_sm90::plan_splits(tiles, ka.m, ka.n, k_steps, static_cast<size_t>(ka.m + ka.n) * ka.k,
                            multiprocessors, workspace, workspace_bytes);
   float* partials = static_cast<float*>(workspace);
-  const int grid =
-      ka_sm90::persistent_grid(tiles_m, tiles_n, plan.splits, multiprocessors, CLUSTER);
+  const int grid = ka_sm90::persistent_grid(tiles_m, tiles_n, plan.splits, resident, CLUSTER);
   const cudaStream_t cuda_stream = static_cast<cudaStream_t>(stream);
   ka_scaled::
       scaled_gemm_wgmma_kernel<<<grid, ka_scaled::kThreads, ka_scaled::kSharedBytes, cuda_stream>>>(
