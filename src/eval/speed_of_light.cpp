@@ -31,7 +31,7 @@ namespace {
 bool runs_on_tensor_cores(const Definition& def) {
   const std::string& family = def.ext.op_family;
   if (family == "gemm" || family == "scaled_gemm" || family == "mlp" || family == "attention" ||
-      family == "attention_nvfp4")
+      family == "attention_nvfp4" || family == "moe" || family == "moe_backward")
     return true;
   if (family != "fused" || def.inputs.empty()) return false;
   const DType dtype = def.inputs.front().dtype;

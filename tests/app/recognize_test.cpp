@@ -284,5 +284,24 @@ TEST(FusedSpeedOfLight, AHalfPrecisionMatmulIsBoundByTheTensorCores) {
   }
 }
 
+// The experts' products run on the tensor cores too: a bf16 MoE's bound is their peak, not the
+// fp32 FMA rate (an H100 bench set 182 TFLOP/s of one against the FMA peak, "2.99 of" it).
+TEST(FamilySpeedOfLight, MixtureOfExpertsIsBoundByTheTensorCores) {
+  Calibration calibration;
+  calibration.device = "cuda:0";
+  calibration.copy_bandwidth_gbs = 1000;
+  calibration.fp32_fma_tflops = 50;
+  calibration.tensor_tflops["bfloat16"] = 800;
+  for (const char* problem :
+       {"moe_qwen3_30b_a3b_top8_bf16", "moe_backward_qwen3_30b_a3b_ep16_bf16"}) {
+    const Definition def = load_definition(fs::path(KERNELARC_SOURCE_DIR) / "problems/cuda" /
+                                           problem / "definition.json");
+    const auto peak = compute_peak(def, calibration);
+    ASSERT_TRUE(peak.has_value()) << problem;
+    EXPECT_EQ(peak->what, "bfloat16 tensor cores") << problem;
+    EXPECT_TRUE(peak->bounds_sol) << problem;
+  }
+}
+
 }  // namespace
 }  // namespace kernelarc
