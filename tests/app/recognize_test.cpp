@@ -263,13 +263,19 @@ Definition fused_definition(const std::string& kind, const std::string& dtype) {
   return parse_definition(json, "fused");
 }
 
-TEST(FusedSpeedOfLight, AHalfPrecisionMatmulIsBoundByTheTensorCores) {
+/// A GPU's calibration: FMA at 50 TFLOP/s, bf16 tensor cores at 800, float32 ones at 100.
+Calibration gpu_calibration() {
   Calibration calibration;
   calibration.device = "cuda:0";
   calibration.copy_bandwidth_gbs = 1000;
   calibration.fp32_fma_tflops = 50;
   calibration.tensor_tflops["bfloat16"] = 800;
   calibration.tensor_tflops["float32"] = 100;
+  return calibration;
+}
+
+TEST(FusedSpeedOfLight, AHalfPrecisionMatmulIsBoundByTheTensorCores) {
+  const Calibration calibration = gpu_calibration();
   const auto peak = compute_peak(fused_definition("matmul", "bfloat16"), calibration);
   ASSERT_TRUE(peak.has_value());
   EXPECT_TRUE(peak->bounds_sol);
@@ -287,11 +293,7 @@ TEST(FusedSpeedOfLight, AHalfPrecisionMatmulIsBoundByTheTensorCores) {
 // The experts' products run on the tensor cores too: a bf16 MoE's bound is their peak, not the
 // fp32 FMA rate (an H100 bench set 182 TFLOP/s of one against the FMA peak, "2.99 of" it).
 TEST(FamilySpeedOfLight, MixtureOfExpertsIsBoundByTheTensorCores) {
-  Calibration calibration;
-  calibration.device = "cuda:0";
-  calibration.copy_bandwidth_gbs = 1000;
-  calibration.fp32_fma_tflops = 50;
-  calibration.tensor_tflops["bfloat16"] = 800;
+  const Calibration calibration = gpu_calibration();
   for (const char* problem :
        {"moe_qwen3_30b_a3b_top8_bf16", "moe_backward_qwen3_30b_a3b_ep16_bf16"}) {
     const Definition def = load_definition(fs::path(KERNELARC_SOURCE_DIR) / "problems/cuda" /
