@@ -1,8 +1,9 @@
 // Memory for buffers of megabytes to gigabytes: the tensors the guard moves (the oracle's draws
 // and expected outputs, their copies). Each such block is a mapping of its own, aligned to 2 MiB
 // and advised to use transparent huge pages. Every page a process touches first costs a fault,
-// and a fresh 117 MiB tensor is 30,000 of them: on the CI machine, a virtual machine whose page
-// faults are expensive, they cost 0.4 s, against 0.02 s in huge pages.
+// and a fresh 117 MiB tensor is 30,000 of them: on the 2-core CPU machine, a virtual machine
+// whose page faults are expensive, touching one took 1.0-1.2 s in 4 KiB pages and 0.02-0.04 s in
+// huge pages (0.59 s the first time, while the kernel assembled them), beside a CI run.
 #pragma once
 
 #include <cstddef>

@@ -13,6 +13,21 @@
 
 namespace ka_wgmma {
 
+// The m64nN float32 accumulator layout: warp w of the warpgroup owns rows 16w..16w+15; lane l
+// holds, for each 8-column group j, columns 8j + 2(l % 4) + {0, 1} of rows l / 4 (d[4j],
+// d[4j+1]) and l / 4 + 8 (d[4j+2], d[4j+3]).
+
+/// The first of this thread's two rows in the m64 block starting at row0 (the other is 8 below).
+__device__ __forceinline__ long long accumulator_row(long long row0) {
+  const int lane = threadIdx.x % 128;
+  return row0 + (lane / 32) * 16 + (lane % 32) / 4;
+}
+
+/// This thread's first column in 8-column group 0 of the block starting at col0.
+__device__ __forceinline__ long long accumulator_column(long long col0) {
+  return col0 + 2 * (threadIdx.x % 4);
+}
+
 /// Operand types of a wgmma: KA_WGMMA_TYPES_* below spell each one in PTX.
 enum Types { kBfloat16, kFloat16, kE4m3 };
 
@@ -29,11 +44,11 @@ enum Types { kBfloat16, kFloat16, kE4m3 };
       "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),  \
       "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 
-#define KA_WGMMA_LIST_64                                                                      \
-  KA_WGMMA_LIST_32                                                                            \
-      ", "                                                                                    \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, " \
-      "%49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define KA_WGMMA_LIST_64                                                                  \
+  KA_WGMMA_LIST_32                                                                        \
+  ", "                                                                                    \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, " \
+  "%49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 
 #define KA_WGMMA_OUT_64                                                                          \
   KA_WGMMA_OUT_32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), \
@@ -42,13 +57,13 @@ enum Types { kBfloat16, kFloat16, kE4m3 };
       "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), \
       "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-#define KA_WGMMA_LIST_128                                                                        \
-  KA_WGMMA_LIST_64                                                                               \
-      ", "                                                                                       \
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, "    \
-      "%81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, "    \
-      "%98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, " \
-      "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define KA_WGMMA_LIST_128                                                                    \
+  KA_WGMMA_LIST_64                                                                           \
+  ", "                                                                                       \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, "    \
+  "%81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, "    \
+  "%98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, " \
+  "%113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 
 #define KA_WGMMA_OUT_128                                                                         \
   KA_WGMMA_OUT_64, "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), \

@@ -401,9 +401,14 @@ def baseline(p):
     user_router = (
         "    # The router as a fast user runs it: one product of the 16-bit operands with a\n"
         "    # float32 output (torch.mm's out_dtype: CUDA, torch >= 2.8), else the float32 one.\n"
-        "    try:\n"
-        "        logits = torch.mm(hidden_states, gate_weight.t(), out_dtype=torch.float32)\n"
-        "    except (TypeError, RuntimeError):\n"
+        "    # Only a torch without the argument falls back; a failing product still fails.\n"
+        "    logits = None\n"
+        "    if hidden_states.is_cuda:\n"
+        "        try:\n"
+        "            logits = torch.mm(hidden_states, gate_weight.t(), out_dtype=torch.float32)\n"
+        "        except TypeError:\n"
+        "            pass\n"
+        "    if logits is None:\n"
         "        logits = torch.matmul(hidden_states.float(), gate_weight.float().t())\n")
     float_router = RUN_ROUTER.split("    ids, weights")[0]
     return {"baseline": reference_source(p).replace(float_router, user_router)}

@@ -56,12 +56,8 @@ static_assert(kSubtilesM * kAccumulators <= 128, "accumulators exceed the regist
 /// raw into `partial` (this split's [M, N] float32 slice) when the K range is split.
 __device__ __forceinline__ void store_tile(const KaArgs& ka, const float (&acc)[kAccumulators],
                                            long long row0, long long col0, float* partial) {
-  // wgmma m64nN accumulator layout: warp w of the warpgroup owns rows 16w..16w+15; lane l holds,
-  // for each 8-column group j, columns 8j + 2(l % 4) + {0, 1} of rows l / 4 (acc[4j], acc[4j+1])
-  // and l / 4 + 8 (acc[4j+2], acc[4j+3]).
-  const int lane = threadIdx.x % 128;
-  const long long row_top = row0 + (lane / 32) * 16 + (lane % 32) / 4;
-  const long long col_lane = col0 + 2 * (lane % 4);
+  const long long row_top = ka_wgmma::accumulator_row(row0);
+  const long long col_lane = ka_wgmma::accumulator_column(col0);
   const bool pairs = ka.n % 2 == 0;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {

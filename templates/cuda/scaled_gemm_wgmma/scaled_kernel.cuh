@@ -21,10 +21,10 @@
 // so the tensor cores idle while they both store it. PINGPONG (two consumers): each consumer
 // owns whole BM x BN tiles, every other unit of the CTA's walk; the ring hands the units' K steps
 // out in order, so one consumer's epilogue runs while the other's wgmmas run (CUTLASS's
-// "ping-pong" kernels, its fastest FP8 schedule on Hopper). The consumers take turns: one starts
-// waiting for its unit's stages only once the other has received its last stage. A ring
-// barrier's parity wait tells phases apart only within one lap of the ring, and a unit's first
-// stage can be laps ahead of what the producer has loaded for the other's unit.
+// "ping-pong" kernels). The consumers take turns: one starts waiting for its unit's stages only
+// once the other has received its last stage. A ring barrier's parity wait tells phases apart
+// only within one lap of the ring, and a unit's first stage can be laps ahead of what the
+// producer has loaded for the other's unit.
 //
 // The epilogue multiplies the accumulators by their row and column scales before storing any of
 // them. With a scale load before each store, no load could move above the stores before it (C
@@ -109,16 +109,8 @@ __device__ __forceinline__ void store_pair(const KaArgs& ka, long long row, long
   if (col + 1 < ka.n) out[1] = ka_from_float<ka_c_t>(v1);
 }
 
-// wgmma m64nN accumulator layout: warp w of the warpgroup owns rows 16w..16w+15; lane l holds,
-// for each 8-column group j, columns 8j + 2(l % 4) + {0, 1} of rows l / 4 (acc[4j], acc[4j+1])
-// and l / 4 + 8 (acc[4j+2], acc[4j+3]).
-__device__ __forceinline__ long long lane_row(long long row0) {
-  const int lane = threadIdx.x % 128;
-  return row0 + (lane / 32) * 16 + (lane % 32) / 4;
-}
-__device__ __forceinline__ long long lane_column(long long col0) {
-  return col0 + 2 * (threadIdx.x % 4);
-}
+using ka_wgmma::accumulator_column;
+using ka_wgmma::accumulator_row;
 
 /// Multiplies one consumer's m64 x BN accumulator block at (row0, col0) by the row and column
 /// scales that do not change along K (none with block scales: they were applied per step).
@@ -127,7 +119,7 @@ __device__ __forceinline__ void scale_tile(const KaArgs& ka, float (&acc)[kAccum
 #if KA_SCALE_BLOCKED
   (void)ka, (void)acc, (void)row0, (void)col0;
 #else
-  const long long row_top = lane_row(row0), col_lane = lane_column(col0);
+  const long long row_top = accumulator_row(row0), col_lane = accumulator_column(col0);
   float row_scale[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
@@ -153,7 +145,7 @@ __device__ __forceinline__ void scale_tile(const KaArgs& ka, float (&acc)[kAccum
 __device__ __forceinline__ void store_tile(const KaArgs& ka, const float (&acc)[kAccumulators],
                                            long long row0, long long col0, float* partial,
                                            bool pairs) {
-  const long long row_top = lane_row(row0), col_lane = lane_column(col0);
+  const long long row_top = accumulator_row(row0), col_lane = accumulator_column(col0);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const long long row = row_top + 8 * half;
@@ -185,8 +177,7 @@ struct StepScales {
 
   __device__ __forceinline__ void load(const KaArgs& ka, long long row0, long long col0,
                                        long long kb) {
-    const int lane = threadIdx.x % 128;
-    const long long row_top = lane_row(row0);
+    const long long row_top = accumulator_row(row0);
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const long long r = row_top + 8 * half;
@@ -196,7 +187,7 @@ struct StepScales {
     for (int c = 0; c < kColumns; ++c) {
       // A tile starts at a multiple of 64 columns, so one 128-column block holds a BN = 64 tile.
       const long long col =
-          kPerColumnBlock ? col0 + 128 * c : col0 + 2 * (lane % 4) + 8 * (c / 2) + c % 2;
+          kPerColumnBlock ? col0 + 128 * c : accumulator_column(col0) + 8 * (c / 2) + c % 2;
       column[c] = col < ka.n ? ka.b_scale(col, kb) : 0.0f;
     }
   }
