@@ -20,19 +20,17 @@ ArenaTensor place(const TensorSpec& spec, const AxisValues& axes, std::size_t& c
   return tensor;
 }
 
-const HostTensor& find_input(const TensorMap& inputs, const TensorSpec& spec,
+const HostTensor& find_input(const TrialInputs& inputs, const TensorSpec& spec,
                              const ArenaTensor& slot) {
-  const auto it = inputs.find(spec.name);
-  if (it == inputs.end()) {
-    throw InternalError("oracle data lacks input '" + spec.name + "'");
-  }
-  if (!dtype_same_storage(it->second.dtype, slot.dtype) || it->second.shape != slot.shape) {
+  const HostTensor* tensor = inputs.find(spec.name);
+  if (!tensor) throw InternalError("oracle data lacks input '" + spec.name + "'");
+  if (!dtype_same_storage(tensor->dtype, slot.dtype) || tensor->shape != slot.shape) {
     throw InternalError("oracle data for input '" + spec.name + "' is " +
-                        std::string(dtype_name(it->second.dtype)) +
-                        shape_to_string(it->second.shape) + ", expected " +
-                        std::string(dtype_name(slot.dtype)) + shape_to_string(slot.shape));
+                        std::string(dtype_name(tensor->dtype)) + shape_to_string(tensor->shape) +
+                        ", expected " + std::string(dtype_name(slot.dtype)) +
+                        shape_to_string(slot.shape));
   }
-  return it->second;
+  return *tensor;
 }
 
 }  // namespace
@@ -47,7 +45,7 @@ ArenaLayout make_arena_layout(const Definition& def, const AxisValues& axes) {
 }
 
 void write_inputs(std::span<std::byte> arena, const ArenaLayout& layout, const Definition& def,
-                  const TensorMap& inputs) {
+                  const TrialInputs& inputs) {
   for (std::size_t i = 0; i < def.inputs.size(); ++i) {
     const auto& tensor = find_input(inputs, def.inputs[i], layout.inputs[i]);
     copy_in_parts(arena.data() + layout.inputs[i].offset, tensor.bytes.data(), tensor.nbytes());
@@ -67,7 +65,7 @@ std::map<std::string, TensorView> output_views(std::span<const std::byte> arena,
 
 std::optional<std::string> find_modified_input(std::span<const std::byte> arena,
                                                const ArenaLayout& layout, const Definition& def,
-                                               const TensorMap& inputs) {
+                                               const TrialInputs& inputs) {
   for (std::size_t i = 0; i < def.inputs.size(); ++i) {
     const auto& tensor = find_input(inputs, def.inputs[i], layout.inputs[i]);
     if (!equal_in_parts(arena.data() + layout.inputs[i].offset, tensor.bytes.data(),

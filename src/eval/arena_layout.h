@@ -11,6 +11,7 @@
 #include "backend/worker/worker.h"
 #include "core/problem.h"
 #include "core/tensor.h"
+#include "oracle/trial_inputs.h"
 
 namespace kernelarc {
 
@@ -26,7 +27,7 @@ ArenaLayout make_arena_layout(const Definition& def, const AxisValues& axes);
 /// Copies the named inputs into the arena; InputError if one is missing or has the wrong
 /// shape or dtype (a broken oracle cache).
 void write_inputs(std::span<std::byte> arena, const ArenaLayout& layout, const Definition& def,
-                  const TensorMap& inputs);
+                  const TrialInputs& inputs);
 /// The outputs where the worker left them, by name, read in place: valid until the arena is
 /// written or remapped.
 std::map<std::string, TensorView> output_views(std::span<const std::byte> arena,
@@ -34,6 +35,6 @@ std::map<std::string, TensorView> output_views(std::span<const std::byte> arena,
 /// The name of the first input whose arena bytes differ from `inputs`, if any.
 std::optional<std::string> find_modified_input(std::span<const std::byte> arena,
                                                const ArenaLayout& layout, const Definition& def,
-                                               const TensorMap& inputs);
+                                               const TrialInputs& inputs);
 
 }  // namespace kernelarc

@@ -144,11 +144,11 @@ CallShape call_shape(const Definition& definition, const Workload& workload,
   return {make_arena_layout(definition, axes), workspace_bytes_for(solution, axes)};
 }
 
-std::shared_ptr<const TensorMap> write_oracle_inputs(std::span<std::byte> arena,
-                                                     const ArenaLayout& layout,
-                                                     const Problem& problem,
-                                                     const Workload& workload, Oracle& oracle,
-                                                     int trial) {
+std::shared_ptr<const TrialInputs> write_oracle_inputs(std::span<std::byte> arena,
+                                                       const ArenaLayout& layout,
+                                                       const Problem& problem,
+                                                       const Workload& workload, Oracle& oracle,
+                                                       int trial) {
   auto inputs = oracle.inputs(problem, workload, trial);
   write_inputs(arena, layout, problem.definition, *inputs);
   return inputs;
@@ -235,7 +235,7 @@ bool WorkloadRun::check_correctness() {
   return true;
 }
 
-bool WorkloadRun::check_call(const TensorMap& inputs, int trial, int poison_variant,
+bool WorkloadRun::check_call(const TrialInputs& inputs, int trial, int poison_variant,
                              const std::string& during) {
   return in_part("checks", [&] {
     if (const auto modified = find_modified_input(worker_.arena(layout_.bytes), layout_,
@@ -248,7 +248,7 @@ bool WorkloadRun::check_call(const TensorMap& inputs, int trial, int poison_vari
   });
 }
 
-std::shared_ptr<const TensorMap> WorkloadRun::write_trial_inputs(int trial) {
+std::shared_ptr<const TrialInputs> WorkloadRun::write_trial_inputs(int trial) {
   return in_part("inputs", [&] {
     return write_oracle_inputs(worker_.arena(layout_.bytes), layout_, problem_, workload_, oracle_,
                                trial);

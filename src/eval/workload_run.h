@@ -44,11 +44,11 @@ CallShape call_shape(const Definition& definition, const Workload& workload,
 
 /// Trial `trial`'s oracle draw of the workload's inputs, written into `arena` at `layout`'s
 /// offsets; the draw itself is returned for the checks.
-std::shared_ptr<const TensorMap> write_oracle_inputs(std::span<std::byte> arena,
-                                                     const ArenaLayout& layout,
-                                                     const Problem& problem,
-                                                     const Workload& workload, Oracle& oracle,
-                                                     int trial);
+std::shared_ptr<const TrialInputs> write_oracle_inputs(std::span<std::byte> arena,
+                                                       const ArenaLayout& layout,
+                                                       const Problem& problem,
+                                                       const Workload& workload, Oracle& oracle,
+                                                       int trial);
 
 /// The most timed calls per workload: `iterations`, but no more than there are timing draws
 /// (`timing_draws`, at least `min_iterations`), and at least 3. An explicit small `iterations`
@@ -98,13 +98,13 @@ class WorkloadRun {
   /// Compares the arena's outputs with the expected ones; sets status/log on failure.
   bool check_outputs(const TensorMap& expected, int poison_variant, const std::string& during);
   /// The checks after a call: inputs unchanged, outputs as expected.
-  bool check_call(const TensorMap& inputs, int trial, int poison_variant,
+  bool check_call(const TrialInputs& inputs, int trial, int poison_variant,
                   const std::string& during);
   /// One request like every timed call on trial `trial`'s draw, then check_call() and a check
   /// that the outputs did not change after the reply; false with status and log set.
   bool run_checked(int trial, int poison_variant, const std::string& during, ExecuteResult& result);
   /// Draws trial `trial`'s inputs from the oracle and writes them into the arena.
-  std::shared_ptr<const TensorMap> write_trial_inputs(int trial);
+  std::shared_ptr<const TrialInputs> write_trial_inputs(int trial);
   /// A call on trial `trial`'s draw, run like every other but neither collected nor checked
   /// (GuardOptions::checked_timed_calls); false with status and log set when it failed.
   bool run_unchecked(int trial, int poison_variant, const std::string& during,

@@ -256,7 +256,7 @@ void Oracle::generate_twins(const Problem& problem, const std::vector<const Work
         !entry(problem, workload, 0).complete()) {
       continue;
     }
-    auto made = make_twin(*inputs(problem, workload, 0), twin.seed);
+    auto made = make_twin(inputs(problem, workload, 0)->copy(), twin.seed);
     if (!made) {
       write_cached_error(twin.error, workload.uuid, kTwinTrial,
                          "no floating input has two distinct finite values in a row");
@@ -404,17 +404,18 @@ std::shared_ptr<const TensorMap> Oracle::read_entry(const Problem& problem,
     }
   }
   AxisValues axes = resolve_axes(problem.definition, workload);
-  std::shared_ptr<const TensorMap> parameters;
-  if (want_inputs && !cached.parameters.empty())
-    parameters = read_parameters(problem, workload, cached);
+  // With shared parameters an inputs file holds the drawn inputs only (Oracle::inputs adds the
+  // parameters, read apart).
+  const bool apart = want_inputs && !cached.parameters.empty();
+  std::vector<TensorSpec> specs;
+  for (const TensorSpec& spec :
+       want_inputs ? problem.definition.inputs : problem.definition.outputs)
+    if (!apart ||
+        std::find(cached.shared.begin(), cached.shared.end(), spec.name) == cached.shared.end())
+      specs.push_back(spec);
   try {
     TensorMap tensors = read_safetensors(path);
-    // A copy per trial: a HostTensor owns its bytes, and the guard wants one map per trial.
-    if (parameters) {
-      for (const std::string& name : cached.shared) tensors[name] = parameters->at(name);
-    }
-    check_tensors(tensors, want_inputs ? problem.definition.inputs : problem.definition.outputs,
-                  axes, path);
+    check_tensors(tensors, specs, axes, path);
     return memo_.put(path.string(), std::move(tensors));
   } catch (const InputError& error) {
     std::error_code ignored;
@@ -447,9 +448,14 @@ std::shared_ptr<const TensorMap> Oracle::read_parameters(const Problem& problem,
   }
 }
 
-std::shared_ptr<const TensorMap> Oracle::inputs(const Problem& problem, const Workload& workload,
-                                                int trial) {
-  return read_entry(problem, workload, trial, true);
+std::shared_ptr<const TrialInputs> Oracle::inputs(const Problem& problem, const Workload& workload,
+                                                  int trial) {
+  auto drawn = read_entry(problem, workload, trial, true);
+  const Entry cached = entry(problem, workload, trial);
+  std::shared_ptr<const TensorMap> parameters;
+  if (!cached.parameters.empty()) parameters = read_parameters(problem, workload, cached);
+  return std::make_shared<const TrialInputs>(std::move(drawn), std::move(parameters),
+                                             cached.shared);
 }
 
 std::shared_ptr<const TensorMap> Oracle::expected(const Problem& problem, const Workload& workload,
@@ -549,14 +555,14 @@ void Oracle::time_native(const Problem& problem, const Workload& workload, Basel
     return unavailable("the native reference runs on the CPU, not on " +
                        std::string(device_kind_name(options_.device)));
   }
-  std::shared_ptr<const TensorMap> trial_inputs;
+  TensorMap trial_inputs;
   try {
-    trial_inputs = inputs(problem, workload, 0);
+    trial_inputs = inputs(problem, workload, 0)->copy();
   } catch (const InputError& error) {
     return unavailable(error.what());
   }
   auto timed =
-      native(problem).time(problem, workload, *trial_inputs, options_.warmup, options_.iterations);
+      native(problem).time(problem, workload, trial_inputs, options_.warmup, options_.iterations);
   if (auto* error = std::get_if<std::string>(&timed)) return unavailable(*error);
   auto& measured = std::get<NativeReference::Timing>(timed);
   ReferenceTiming timing{.baseline = baseline,

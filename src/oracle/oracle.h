@@ -34,6 +34,7 @@
 #include "core/problem.h"
 #include "core/tensor.h"
 #include "oracle/tensor_memo.h"
+#include "oracle/trial_inputs.h"
 
 namespace kernelarc {
 
@@ -114,8 +115,8 @@ class Oracle {
   /// cache file if it is corrupt (the entry is then deleted so the next prepare regenerates
   /// it), and InputError with the reference's message if the reference failed on this trial.
   /// Served from memory when read recently (see OracleOptions::memory_cache_bytes).
-  std::shared_ptr<const TensorMap> inputs(const Problem& problem, const Workload& workload,
-                                          int trial);
+  std::shared_ptr<const TrialInputs> inputs(const Problem& problem, const Workload& workload,
+                                            int trial);
   std::shared_ptr<const TensorMap> expected(const Problem& problem, const Workload& workload,
                                             int trial);
 
@@ -167,6 +168,7 @@ class Oracle {
   void generate_twins(const Problem& problem, const std::vector<const Workload*>& workloads);
   void record_error(const Problem& problem, const Workload& workload, int trial,
                     const std::string& message, bool cache);
+  /// A trial's expected outputs, or its drawn inputs (without the shared parameters).
   std::shared_ptr<const TensorMap> read_entry(const Problem& problem, const Workload& workload,
                                               int trial, bool want_inputs);
   /// The shared parameters of an entry that has some (Entry::parameters), read once into the

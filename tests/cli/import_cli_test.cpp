@@ -61,7 +61,7 @@ class ImportKernelBenchTest : public ::testing::Test {
     Oracle oracle(options);
     const Workload& workload = problem.workloads.at(0);
     EXPECT_EQ(oracle.reference_error(problem, workload), std::nullopt);
-    return {*oracle.inputs(problem, workload, 0), *oracle.expected(problem, workload, 0)};
+    return {oracle.inputs(problem, workload, 0)->copy(), *oracle.expected(problem, workload, 0)};
   }
 
   TempDir temp_;

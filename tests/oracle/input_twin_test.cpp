@@ -78,8 +78,8 @@ void expect_twin_of_scale(Oracle& oracle, const Problem& problem) {
   for (const char* uuid : {"small", "large"}) {
     const Workload& workload = workload_named(problem, uuid);
     ASSERT_TRUE(oracle.has_twin(problem, workload)) << workload.uuid;
-    const TensorMap base = *oracle.inputs(problem, workload, 0);
-    const TensorMap twin = *oracle.inputs(problem, workload, kTwinTrial);
+    const TensorMap base = oracle.inputs(problem, workload, 0)->copy();
+    const TensorMap twin = oracle.inputs(problem, workload, kTwinTrial)->copy();
     EXPECT_EQ(changed_positions(base.at("x"), twin.at("x")).size(), 1u);
     EXPECT_EQ(twin.at("rms_norm_weight").bytes, base.at("rms_norm_weight").bytes);
     const HostTensor& x = twin.at("x");

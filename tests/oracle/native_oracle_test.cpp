@@ -42,7 +42,7 @@ TEST_F(NativeOracleTest, PrepareComputesAndCachesWithoutPython) {
   for (const char* uuid : {"small", "large"}) {
     const Workload& workload = workload_named(problem_, uuid);
     for (int trial = 0; trial < 2; ++trial) {
-      const TensorMap inputs = *oracle.inputs(problem_, workload, trial);
+      const TensorMap inputs = oracle.inputs(problem_, workload, trial)->copy();
       const HostTensor& x = inputs.at("x");
       const HostTensor& weight = inputs.at("rms_norm_weight");
       const HostTensor& alpha = inputs.at("alpha");

@@ -78,7 +78,7 @@ TEST_F(PythonOracleTest, InputsAndExpectedMatchARecomputation) {
     const Workload& workload = workload_named(problem, uuid);
     int64_t rows = workload.axes.at("rows");
     for (int trial = 0; trial < 2; ++trial) {
-      const TensorMap inputs = *oracle.inputs(problem, workload, trial);
+      const TensorMap inputs = oracle.inputs(problem, workload, trial)->copy();
       const TensorMap expected = *oracle.expected(problem, workload, trial);
       const HostTensor& x = inputs.at("x");
       const HostTensor& weight = inputs.at("rms_norm_weight");
@@ -163,7 +163,7 @@ TEST_F(PythonOracleTest, LaterTrialsDrawStructuredInputs) {
 TEST_F(PythonOracleTest, NameHeuristicsShapeTheInputs) {
   Problem problem = fixture_problem("py_heuristics");
   Oracle oracle(options());
-  const TensorMap inputs = *oracle.inputs(problem, problem.workloads.front(), 0);
+  const TensorMap inputs = oracle.inputs(problem, problem.workloads.front(), 0)->copy();
   EXPECT_EQ(values(inputs.at("input_layernorm_weight")), std::vector<double>(8, 1.0));
   EXPECT_EQ(values(inputs.at("attn_norm_bias")), std::vector<double>(8, 0.0));
   const HostTensor& mask = inputs.at("attention_mask");
@@ -197,7 +197,7 @@ TEST_F(PythonOracleTest, CustomAndSafetensorsInputs) {
             (std::vector<double>{40, 30, 20, 10, 0}));
 
   const Workload& blob = workload_named(problem, "blob");
-  const TensorMap inputs = *oracle.inputs(problem, blob, 0);
+  const TensorMap inputs = oracle.inputs(problem, blob, 0)->copy();
   EXPECT_EQ(values(inputs.at("idx")), (std::vector<double>{3, 1, 2, 0}));
   std::vector<double> x = values(inputs.at("x"));
   EXPECT_EQ(values(oracle.expected(problem, blob, 0)->at("out")),

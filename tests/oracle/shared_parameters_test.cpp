@@ -113,6 +113,8 @@ TEST_F(SharedParametersTest, TrialsShareTheWeightsAndDrawFreshActivations) {
       ASSERT_EQ(x.shape, (std::vector<int64_t>{rows, 512}));
       ASSERT_EQ(w.shape, (std::vector<int64_t>{512, 512}));
       EXPECT_EQ(w.bytes, first->at("w").bytes) << "trial " << trial;
+      // Held once for every trial, not copied into each (the guard reads 14 draws a candidate).
+      EXPECT_EQ(&w, &first->at("w")) << "trial " << trial;
       if (trial > 0) EXPECT_NE(x.bytes, first->at("x").bytes) << "trial " << trial;
       const HostTensor& out = expected->at("out");
       ASSERT_EQ(out.shape, (std::vector<int64_t>{rows, 512}));

@@ -45,7 +45,8 @@ std::vector<double> as_doubles(const HostTensor& tensor) {
 /// Runs the plan on the oracle's trial 0 and compares every output; fills the row's verdict.
 void interpret(const Problem& problem, const Workload& workload, const OrderedJson& plan,
                Oracle& oracle, PlanCheckRow& row) {
-  std::shared_ptr<const TensorMap> inputs, expected;
+  std::shared_ptr<const TrialInputs> inputs;
+  std::shared_ptr<const TensorMap> expected;
   try {
     inputs = oracle.inputs(problem, workload, 0);
     expected = oracle.expected(problem, workload, 0);
@@ -56,7 +57,8 @@ void interpret(const Problem& problem, const Workload& workload, const OrderedJs
   }
   const AxisValues axes = resolve_axes(problem.definition, workload);
   PlanBuffers buffers;
-  for (const auto& [name, tensor] : *inputs) buffers[name] = as_doubles(tensor);
+  for (const auto& spec : problem.definition.inputs)
+    buffers[spec.name] = as_doubles(inputs->at(spec.name));
   std::map<std::string, std::vector<int64_t>> output_shapes;
   for (const auto& spec : problem.definition.outputs) {
     output_shapes[spec.name] = resolve_shape(spec, axes);
