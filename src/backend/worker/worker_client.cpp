@@ -31,11 +31,16 @@ constexpr milliseconds kSlack{1000};
 constexpr milliseconds kStartTimeout{30'000};
 // A worker that closed its pipe gets this long to finish dying on its own before SIGKILL.
 constexpr milliseconds kExitGrace{2000};
+// How long the reading after a reply waits for the worker's threads to block: an honest worker
+// is blocked within microseconds of replying, and its threads' counts are exact only then. On a
+// loaded machine a thread still finishing its part of the call can wait for a core a scheduler
+// slice or more: with 2 ms, such a thread's rest of the call ran after the reading and counted as
+// CPU used between requests, and a 2-core machine running a build beside the tests failed an
+// honest OpenMP GEMM twice ("4.6 ms of CPU between its requests, 3.6 ms allowed"). Waiting
+// costs nothing where the threads are already blocked.
+constexpr std::chrono::microseconds kSettlePatience{20'000};
 // The log is emptied before a request once it is this large, and the worker cannot write a
 // file beyond kLogLimit (RLIMIT_FSIZE), so a candidate printing in a loop cannot fill /dev/shm.
-// How long the reading after a reply waits for the worker's threads to block: an honest worker
-// is blocked within microseconds of replying, and its threads' counts are exact only then.
-constexpr std::chrono::microseconds kSettlePatience{2000};
 constexpr off_t kLogTrimSize = off_t{64} << 20;
 constexpr std::size_t kLogLimit = std::size_t{256} << 20;
 
