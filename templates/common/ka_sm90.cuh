@@ -82,6 +82,12 @@ __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+/// Counts the calling warps towards barrier `id` without waiting: with named_barrier_sync by
+/// other warps on the same id (`threads` counting both), one side lets the other pass.
+__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned long long* barrier,
                                                           unsigned bytes) {
   asm volatile(

@@ -12,7 +12,8 @@
 // input type in registers and O += P V runs as wgmma m64nHEAD_DIMk16 with P as the register
 // operand (an m64n16 accumulator slice is exactly the A fragment of a k16 step) and V read
 // N-major from shared memory (its rows as they arrive, no transpose). The two consumer
-// warpgroups run out of step, so one's softmax hides behind the other's tensor-core work.
+// warpgroups run out of step (with PINGPONG, in turns), so one's softmax hides behind the other's
+// tensor-core work.
 //
 // Loads. The producer copies rows with 16-byte cp.async from the header's row accessors
 // (ka.k_row(b, j, kvh), ...): dense and ragged tiles from row 0 at the constant row pitch
@@ -34,7 +35,8 @@
 // zero output and an lse of -inf.
 //
 // Grid: ka_attention_find_tile (ka_attention_common.cuh); blockIdx.y is the query head.
-// Knobs: BLOCK_N (keys per tile), STAGES (ring depth), CONSUMERS (1 or 2 consumer warpgroups).
+// Knobs: BLOCK_N (keys per tile), STAGES (ring depth), CONSUMERS (1 or 2 consumer warpgroups),
+// PINGPONG (two consumers issue their products in turns).
 #include "ka_problem.h"
 
 #include "ka_attention_common.cuh"
@@ -59,6 +61,9 @@ struct KaIsHalf<__half> {
 constexpr int kD = KA_HEAD_DIM;
 constexpr bool kF16 = KaIsHalf<ka_qkv_t>::value;
 constexpr int kConsumers = CONSUMERS;
+constexpr bool kPingPong = PINGPONG != 0 && kConsumers == 2;
+// Named barriers: 1 + c for consumer c's epilogue, kTurnBarrier + c for its turns (PINGPONG).
+constexpr unsigned kTurnBarrier = 3;
 constexpr int kBlockM = 64 * CONSUMERS;
 constexpr int kThreads = 128 * (CONSUMERS + 1);
 constexpr int kChunks = kD / 8;  // 16-byte chunks of a row
@@ -328,14 +333,39 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < kD / 2; ++i) ka_sm90::fence_register(o_acc[i]);
   };
 
+  // PINGPONG (FlashAttention-3's inter-warpgroup schedule): the consumers take turns at issuing
+  // their products, so that one's softmax runs under the other's. Turn t of consumer c waits on
+  // barrier kTurnBarrier + c, on which the other consumer arrives once it has issued its turn
+  // t - 1 (consumer 1 arrives once at the start, so consumer 0 goes first). Both take kv_tiles + 1
+  // turns, a consumer whose rows see fewer key tiles passing one as it releases each tile it
+  // skips (not after them: the producer's ring needs those releases to go on), and consumer 1
+  // skips its last arrival: every barrier's arrivals then match its waits.
+  [[maybe_unused]] const int turns = kv_tiles > 0 ? kv_tiles + 1 : 0;
+  [[maybe_unused]] int turn = 0;
+  auto take_turn = [&]() {
+    if constexpr (kPingPong) ka_sm90::named_barrier_sync(kTurnBarrier + consumer, 256);
+  };
+  auto pass_turn = [&]() {
+    if constexpr (kPingPong) {
+      ++turn;
+      if (consumer == 0 || turn < turns)
+        ka_sm90::named_barrier_arrive(kTurnBarrier + 1 - consumer, 256);
+    }
+  };
+  if constexpr (kPingPong) {
+    if (consumer == 1 && turns > 0) ka_sm90::named_barrier_arrive(kTurnBarrier, 256);
+  }
+
   // The pipeline (FlashAttention-3's intra-warpgroup overlap): S_j = Q K_j^T and O += P_{j-1}
   // V_{j-1} are issued together; the softmax of S_j runs while P_{j-1} V_{j-1} is still on the
   // tensor cores, and only the rescaling of O waits for it.
   ka_sm90::mbarrier_wait(q_full, 0);
   if (my_tiles > 0) {
     wait_tile(k_full, 0);
+    take_turn();
     ka_sm90::wgmma_fence();
     issue_scores(0);
+    pass_turn();
     ka_sm90::wgmma_wait<0>();
     fence_scores();
     release_tile(k_empty, 0);
@@ -349,9 +379,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     // inject a warpgroup arrive, C7519).
     wait_tile(v_full, j - 1);
     wait_tile(k_full, j);
+    take_turn();
     ka_sm90::wgmma_fence();
     issue_scores(j);
     issue_values(j - 1);
+    pass_turn();
     ka_sm90::wgmma_wait<1>();  // S_j has landed (groups complete in order)
     fence_scores();
     release_tile(k_empty, j);
@@ -364,8 +396,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   }
   if (my_tiles > 0) {
     wait_tile(v_full, my_tiles - 1);
+    take_turn();
     ka_sm90::wgmma_fence();
     issue_values(my_tiles - 1);
+    pass_turn();
     ka_sm90::wgmma_wait<0>();
     fence_output();
     release_tile(v_empty, my_tiles - 1);
@@ -377,6 +411,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     release_tile(k_empty, j);
     ka_sm90::mbarrier_wait(&v_full[j % STAGES], (j / STAGES) & 1);
     release_tile(v_empty, j);
+    take_turn();
+    pass_turn();
+  }
+  if constexpr (kPingPong) {
+    while (turn < turns) {
+      take_turn();
+      pass_turn();
+    }
   }
 
   // ---- Epilogue: O / l, lse = (m + log2 l) * ln 2; zero and -inf for rows that saw no key.
