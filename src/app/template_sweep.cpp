@@ -89,7 +89,21 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
       tried.add_row({match.kernel->name, "-", "-", "does not serve: " + match.reason});
       continue;
     }
-    const auto points = representative_points(*match.bound, flags.random_points, flags.seed).points;
+    const KnobSpace& knobs = match.bound->space().space();
+    std::vector<std::string> lacking;
+    KnobPoint pinned_default = knobs.default_point();
+    for (const auto& [name, value] : flags.pinned) {
+      if (!knobs.knob_index(name)) lacking.push_back(name);
+      pinned_default[name] = value;
+    }
+    if (!lacking.empty()) {
+      tried.add_row({match.kernel->name, "-", "-",
+                     fmt::format("has no knob {} (--knobs)", fmt::join(lacking, ", "))});
+      continue;
+    }
+    knobs.coords_of(pinned_default);  // a pinned value outside its knob's domain is an input error
+    const auto points =
+        representative_points(*match.bound, flags.random_points, flags.seed, flags.pinned).points;
     int passed_all = 0;
     std::vector<std::string> failed;
     for (std::size_t index = 0; index < points.size(); ++index) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/guard_session.h"
+#include "synth/knob_point.h"
 
 namespace kernelarc {
 
@@ -20,6 +21,9 @@ struct SweepFlags {
   std::string root;
   /// Files added to every instantiated solution (e.g. the cuBLASLt template's tuned table).
   std::map<std::string, std::string> extra_files;
+  /// --knobs: only points holding these values (the other knobs are swept around them); a
+  /// template without one of these knobs is not swept.
+  KnobPoint pinned;
   int random_points = 8;
   uint64_t seed = 1;
   GuardFlags guard;

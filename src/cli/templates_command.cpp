@@ -217,11 +217,20 @@ CommandRunner add_templates_command(CLI::App& app) {
       ->check(CLI::Range(0, 100000));
   sweep_cmd->add_option("--point-seed", sweep->seed, "seed of the random knob points")
       ->capture_default_str();
+  auto pinned_text = std::make_shared<std::string>();
+  sweep_cmd->add_option(
+      "--knobs", *pinned_text,
+      "K=V,...: only points with these values, the other knobs swept around them");
   add_guard_flags(*sweep_cmd, sweep->guard);
-  return [flags, sweep, list, sweep_cmd] {
+  return [flags, sweep, list, sweep_cmd, pinned_text] {
     if (list->parsed()) return run_list(*flags);
     if (sweep_cmd->parsed()) {
       sweep->root = flags->root;
+      try {
+        sweep->pinned = parse_knob_point(*pinned_text);
+      } catch (const InputError& error) {
+        throw InputError(std::string("--knobs: ") + error.what());
+      }
       sweep->extra_files = read_extra_files(flags->files);
       return run_template_sweep(*sweep);
     }

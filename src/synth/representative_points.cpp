@@ -7,23 +7,49 @@
 
 namespace kernelarc {
 
+namespace {
+
+KnobPoint with_pins(KnobPoint point, const KnobPoint& pinned) {
+  for (const auto& [name, value] : pinned) point[name] = value;
+  return point;
+}
+
+bool holds_pins(const KnobPoint& point, const KnobPoint& pinned) {
+  for (const auto& [name, value] : pinned) {
+    const auto found = point.find(name);
+    if (found == point.end() || found->second != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 RepresentativePoints representative_points(const BoundTemplate& bound, int random_points,
-                                           uint64_t seed) {
+                                           uint64_t seed, const KnobPoint& pinned) {
   const ConstrainedSpace& space = bound.space();
-  std::vector<KnobPoint> candidates{space.space().default_point()};
+  std::vector<KnobPoint> candidates{with_pins(space.space().default_point(), pinned)};
   std::optional<KnobPoint> first, last;
   // The walk to the last point is bounded, so a huge space answers quickly.
   std::size_t walked = 0;
   space.for_each_valid([&](const KnobPoint& point) {
-    if (!first) first = point;
-    last = point;
+    if (holds_pins(point, pinned)) {
+      if (!first) first = point;
+      last = point;
+    }
     return ++walked < 1000000;
   });
   if (first) candidates.push_back(*first);
   if (last) candidates.push_back(*last);
   Rng rng(seed);
-  for (int i = 0; i < random_points; ++i)
-    if (auto sampled = space.sample(rng)) candidates.push_back(*sampled);
+  std::set<std::string> drawn;
+  const int draws = pinned.empty() ? random_points : 8 * random_points;
+  for (int i = 0; i < draws && static_cast<int>(drawn.size()) < random_points; ++i) {
+    if (auto sampled = space.sample(rng)) {
+      const KnobPoint point = with_pins(*sampled, pinned);
+      if (drawn.insert(format_knob_point(point)).second || pinned.empty())
+        candidates.push_back(point);
+    }
+  }
 
   RepresentativePoints result;
   std::set<std::string> seen;

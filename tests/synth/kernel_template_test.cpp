@@ -1,8 +1,11 @@
 #include "synth/kernel_template.h"
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "synth/bound_template.h"
+#include "synth/representative_points.h"
 
 namespace kernelarc {
 namespace {
@@ -83,6 +86,29 @@ TEST(BoundTemplate, InstantiatesAProblemWithKnobsAndProvenance) {
   EXPECT_EQ(paths, (std::vector<std::string>{"main.cpp", "shared.h", "ka_problem.h"}));
   EXPECT_NE(solution.sources.back().content.find("#define KA_MODE_fancy 1"), std::string::npos);
   EXPECT_EQ(bound.infeasible(bound.space().space().default_point()), std::nullopt);
+}
+
+TEST(RepresentativePoints, PinnedKnobsHoldTheirValuesAtEveryPoint) {
+  const auto library = load_template_library(kData / "templates/good");
+  const Problem problem =
+      load_problem(std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems/cpu/rmsnorm_f32");
+  const BoundTemplate bound(library.front(), problem);
+  const auto free = representative_points(bound, 8, 1);
+  std::set<std::string> modes;
+  for (const KnobPoint& point : free.points) modes.insert(knob_value_text(point.at("MODE")));
+  ASSERT_GT(modes.size(), 1u) << "the toy space should show both modes unpinned";
+
+  const auto pinned = representative_points(bound, 8, 1, parse_knob_point("MODE=fancy"));
+  ASSERT_GE(pinned.points.size(), 2u);
+  std::set<std::string> seen;
+  for (const KnobPoint& point : pinned.points) {
+    EXPECT_EQ(knob_value_text(point.at("MODE")), "fancy") << format_knob_point(point);
+    EXPECT_TRUE(seen.insert(format_knob_point(point)).second) << format_knob_point(point);
+  }
+  // A pin no valid point holds (float32 rows allow UNROLL <= 4) leaves nothing to sweep.
+  const auto impossible = representative_points(bound, 8, 1, parse_knob_point("UNROLL=8"));
+  EXPECT_TRUE(impossible.points.empty());
+  EXPECT_FALSE(impossible.skipped.empty());
 }
 
 }  // namespace
