@@ -8,9 +8,11 @@
 #   try:PROBLEM:TEMPLATE:SECONDS[:KNOBS] kernelarc templates try problems/cuda/PROBLEM TEMPLATE
 #                                        --workloads largest [--knobs KNOBS] $TRY_ARGS (e.g.
 #                                        TRY_ARGS=--profile: Nsight Compute on the largest)
-#   sweep:PROBLEM:TEMPLATE:SECONDS:N     kernelarc templates sweep problems/cuda/PROBLEM --template
-#                                        TEMPLATE --random-points N --workloads largest: the
-#                                        default, extreme and N random points, best first
+#   sweep:PROBLEM:TEMPLATE:SECONDS:N[:KNOBS]
+#                                        kernelarc templates sweep problems/cuda/PROBLEM --template
+#                                        TEMPLATE --random-points N --workloads largest [--knobs
+#                                        KNOBS]: the default, extreme and N random points (holding
+#                                        KNOBS), best first
 #   bench:P1,P2,...:BUDGET:SECONDS       kernelarc bench problems/cuda --problems ... --budget
 #                                        BUDGET --workloads largest, resumed from $BENCH_FROM
 #                                        (a bench.json of an earlier call) when it is set
@@ -29,7 +31,7 @@ echo "built and calibrated in $((SECONDS - start)) s"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 summary=$out/summary.txt
 for step in "$@"; do
-  IFS=: read -r kind first second third fourth <<< "$step"
+  IFS=: read -r kind first second third fourth fifth <<< "$step"
   began=$SECONDS
   case $kind in
     eval | e2e)
@@ -49,9 +51,11 @@ for step in "$@"; do
       excerpt=$(tail -25 "$log") ;;
     sweep)
       log=$out/sweep-$first-$second-$began.txt
+      pins=()
+      [ -n "$fifth" ] && pins=(--knobs "$fifth")
       timeout "$third" "$build/kernelarc" templates sweep "problems/cuda/$first" --template "$second" \
         --random-points "${fourth:-8}" --device cuda:0 --workspace "$workspace" \
-        --workloads largest > "$log" 2>&1
+        --workloads largest "${pins[@]}" > "$log" 2>&1
       status=$?
       excerpt=$(tail -30 "$log") ;;
     bench)
