@@ -91,17 +91,14 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
     }
     const KnobSpace& knobs = match.bound->space().space();
     std::vector<std::string> lacking;
-    KnobPoint pinned_default = knobs.default_point();
-    for (const auto& [name, value] : flags.pinned) {
+    for (const auto& [name, value] : flags.pinned)
       if (!knobs.knob_index(name)) lacking.push_back(name);
-      pinned_default[name] = value;
-    }
     if (!lacking.empty()) {
       tried.add_row({match.kernel->name, "-", "-",
                      fmt::format("has no knob {} (--knobs)", fmt::join(lacking, ", "))});
       continue;
     }
-    knobs.coords_of(pinned_default);  // a pinned value outside its knob's domain is an input error
+    knobs.default_with(flags.pinned);  // a pinned value outside its knob's domain is an input error
     const auto points =
         representative_points(*match.bound, flags.random_points, flags.seed, flags.pinned).points;
     int passed_all = 0;

@@ -113,20 +113,14 @@ int run_list(const TemplatesFlags& flags) {
   return served > 0 ? 0 : 1;
 }
 
-/// The default point with the --knobs values put over it.
-KnobPoint requested_point(const KnobSpace& space, const std::string& text) {
-  KnobPoint point = space.default_point();
-  for (auto& [name, value] : parse_knob_point(text)) {
-    if (!space.knob_index(name)) {
-      std::vector<std::string> names;
-      for (const Knob& knob : space.knobs()) names.push_back(knob.name());
-      throw_input_error("--knobs", name,
-                        fmt::format("no such knob (expected one of {})", fmt::join(names, ", ")));
-    }
-    point[name] = value;
+/// `step`'s result; an InputError it throws is said to be about --knobs.
+template <class Step>
+auto about_knobs_flag(Step&& step) {
+  try {
+    return step();
+  } catch (const InputError& error) {
+    throw InputError(std::string("--knobs: ") + error.what());
   }
-  space.coords_of(point);  // checks every value against its domain
-  return point;
 }
 
 int run_try(const TemplatesFlags& flags) {
@@ -152,7 +146,8 @@ int run_try(const TemplatesFlags& flags) {
         fmt::format("template {} targets {}", kernel->name, device_kind_name(kernel->target)));
   }
   const BoundTemplate bound(*kernel, problem);
-  const KnobPoint point = requested_point(kernel->knobs, flags.knobs);
+  const KnobPoint point =
+      about_knobs_flag([&] { return kernel->knobs.default_with(parse_knob_point(flags.knobs)); });
   if (auto reason = bound.infeasible(point)) {
     throw InputError(fmt::format("template {}: knob point \"{}\" cannot launch: {}", kernel->name,
                                  format_knob_point(point), *reason));
@@ -226,11 +221,7 @@ CommandRunner add_templates_command(CLI::App& app) {
     if (list->parsed()) return run_list(*flags);
     if (sweep_cmd->parsed()) {
       sweep->root = flags->root;
-      try {
-        sweep->pinned = parse_knob_point(*pinned_text);
-      } catch (const InputError& error) {
-        throw InputError(std::string("--knobs: ") + error.what());
-      }
+      sweep->pinned = about_knobs_flag([&] { return parse_knob_point(*pinned_text); });
       sweep->extra_files = read_extra_files(flags->files);
       return run_template_sweep(*sweep);
     }

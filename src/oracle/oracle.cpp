@@ -386,8 +386,7 @@ std::optional<std::string> Oracle::reference_error(const Problem& problem,
 
 std::shared_ptr<const TensorMap> Oracle::read_entry(const Problem& problem,
                                                     const Workload& workload, int trial,
-                                                    bool want_inputs) {
-  Entry cached = entry(problem, workload, trial);
+                                                    const Entry& cached, bool want_inputs) {
   const auto& path = want_inputs ? cached.inputs : cached.expected;
   if (auto kept = memo_.find(path.string())) return kept;
   auto failed = [&](const std::string& message) {
@@ -450,8 +449,8 @@ std::shared_ptr<const TensorMap> Oracle::read_parameters(const Problem& problem,
 
 std::shared_ptr<const TrialInputs> Oracle::inputs(const Problem& problem, const Workload& workload,
                                                   int trial) {
-  auto drawn = read_entry(problem, workload, trial, true);
   const Entry cached = entry(problem, workload, trial);
+  auto drawn = read_entry(problem, workload, trial, cached, true);
   std::shared_ptr<const TensorMap> parameters;
   if (!cached.parameters.empty()) parameters = read_parameters(problem, workload, cached);
   return std::make_shared<const TrialInputs>(std::move(drawn), std::move(parameters),
@@ -460,7 +459,7 @@ std::shared_ptr<const TrialInputs> Oracle::inputs(const Problem& problem, const 
 
 std::shared_ptr<const TensorMap> Oracle::expected(const Problem& problem, const Workload& workload,
                                                   int trial) {
-  return read_entry(problem, workload, trial, false);
+  return read_entry(problem, workload, trial, entry(problem, workload, trial), false);
 }
 
 std::optional<ReferenceTiming> Oracle::reference_timing(const Problem& problem,

@@ -170,7 +170,7 @@ class Oracle {
                     const std::string& message, bool cache);
   /// A trial's expected outputs, or its drawn inputs (without the shared parameters).
   std::shared_ptr<const TensorMap> read_entry(const Problem& problem, const Workload& workload,
-                                              int trial, bool want_inputs);
+                                              int trial, const Entry& cached, bool want_inputs);
   /// The shared parameters of an entry that has some (Entry::parameters), read once into the
   /// memo; a corrupt file is deleted (its trials then count as missing) and reported.
   std::shared_ptr<const TensorMap> read_parameters(const Problem& problem, const Workload& workload,

@@ -48,6 +48,20 @@ KnobPoint KnobSpace::default_point() const {
   return point_at(coords);
 }
 
+KnobPoint KnobSpace::default_with(const KnobPoint& values) const {
+  KnobPoint point = default_point();
+  for (const auto& [name, value] : values) {
+    if (!knob_index(name)) {
+      std::string names;
+      for (const Knob& knob : knobs_) names += (names.empty() ? "" : ", ") + knob.name();
+      throw InputError("knob '" + name + "': no such knob (expected one of " + names + ")");
+    }
+    point[name] = value;
+  }
+  coords_of(point);  // checks every value against its domain
+  return point;
+}
+
 KnobPoint KnobSpace::point_at(const KnobCoords& coords) const {
   KnobPoint point;
   for (std::size_t i = 0; i < knobs_.size(); ++i)

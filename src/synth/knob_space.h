@@ -46,6 +46,9 @@ class KnobSpace {
   /// Number of points of the unconstrained product, saturating at UINT64_MAX.
   uint64_t product_size() const;
   KnobPoint default_point() const;
+  /// The default point with `values` put over it: InputError "knob '<name>': ..." for a knob the
+  /// space lacks (naming those it has) or a value outside its domain.
+  KnobPoint default_with(const KnobPoint& values) const;
 
   KnobPoint point_at(const KnobCoords& coords) const;
   /// The coordinates of a point; InputError "knob '<name>': ..." when a knob is missing,

@@ -41,13 +41,13 @@ RepresentativePoints representative_points(const BoundTemplate& bound, int rando
   if (first) candidates.push_back(*first);
   if (last) candidates.push_back(*last);
   Rng rng(seed);
+  // Pins make draws collide: draw on until enough distinct ones (repeats are dropped below).
   std::set<std::string> drawn;
   const int draws = pinned.empty() ? random_points : 8 * random_points;
   for (int i = 0; i < draws && static_cast<int>(drawn.size()) < random_points; ++i) {
     if (auto sampled = space.sample(rng)) {
-      const KnobPoint point = with_pins(*sampled, pinned);
-      if (drawn.insert(format_knob_point(point)).second || pinned.empty())
-        candidates.push_back(point);
+      candidates.push_back(with_pins(*sampled, pinned));
+      drawn.insert(format_knob_point(candidates.back()));
     }
   }
 
