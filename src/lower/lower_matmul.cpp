@@ -47,7 +47,7 @@ StoredAt stored_view(Lowering& lowering, int id) {
     if (t.same_values_as < 0) break;
     id = t.same_values_as;
   }
-  return lowering.materialize_now(id);
+  return lowering.materialize_now(id, StoredFor::Operand);
 }
 
 bool lower_matmul(Lowering& lowering, const GraphNode& node) {

@@ -147,8 +147,12 @@ int Lowering::add_tensor(Tensor tensor) {
   return static_cast<int>(tensors.size()) - 1;
 }
 
-DType Lowering::temp_dtype(DType tensor_dtype) const {
-  if (is_integer_dtype(tensor_dtype)) return DType::Int64;
+DType Lowering::temp_dtype(const Tensor& t, StoredFor use) const {
+  if (is_integer_dtype(t.dtype)) return DType::Int64;
+  // PyTorch rounds a product to its dtype before anything reads it, and a matmul reads its
+  // operands in theirs: such a bfloat16 temp holds what eager reads next, in half the bytes of
+  // a float32 one, and leaves the operand to tensor cores or cuBLASLt.
+  if (t.kind == Tensor::Kind::Matmul || use == StoredFor::Operand) return t.dtype;
   return compute_dtype;
 }
 
@@ -230,7 +234,7 @@ Json Lowering::element(Ctx& ctx, int id, const Coords& coords) {
   throw Unsupported("internal: unknown tensor kind");
 }
 
-const StoredAt& Lowering::materialize(int id, int before_kernel, bool dry) {
+const StoredAt& Lowering::materialize(int id, int before_kernel, bool dry, StoredFor use) {
   Tensor& t = tensor(id);
   if (t.stored && t.stored->kernel < before_kernel) return *t.stored;
   if (t.kind == Tensor::Kind::Pointwise || t.kind == Tensor::Kind::Stored ||
@@ -240,10 +244,7 @@ const StoredAt& Lowering::materialize(int id, int before_kernel, bool dry) {
   static const StoredAt placeholder;
   if (dry) return placeholder;
   StoredAt stored;
-  // PyTorch rounds a product to its dtype before anything reads it: a bfloat16 product's temp
-  // holds what eager reads next, in half the bytes of a float32 one.
-  const bool rounded_product = t.kind == Tensor::Kind::Matmul && !is_integer_dtype(t.dtype);
-  stored.buffer = new_temp(product(t.shape), rounded_product ? t.dtype : temp_dtype(t.dtype));
+  stored.buffer = new_temp(product(t.shape), temp_dtype(t, use));
   stored.strides = t.layout_strides.empty() ? contiguous_strides(t.shape) : t.layout_strides;
   stored.kernel = t.kernel;
   Kernel& kernel = kernels.at(static_cast<std::size_t>(t.kernel));
@@ -262,11 +263,11 @@ const StoredAt& Lowering::materialize(int id, int before_kernel, bool dry) {
   return *t.stored;
 }
 
-const StoredAt& Lowering::materialize_now(int id) {
+const StoredAt& Lowering::materialize_now(int id, StoredFor use) {
   Tensor& t = tensor(id);
   if (t.stored) return *t.stored;
   if (t.kind != Tensor::Kind::Pointwise) {
-    return materialize(id, static_cast<int>(kernels.size()), false);
+    return materialize(id, static_cast<int>(kernels.size()), false, use);
   }
   Json domain = Json::array();
   Coords coords;
@@ -277,10 +278,7 @@ const StoredAt& Lowering::materialize_now(int id) {
   const int k = new_kernel({{"kind", "pointwise"}, {"domain", domain}}, "pointwise");
   kernels[static_cast<std::size_t>(k)].spaces.push_back({"", t.shape, coords});
   StoredAt stored;
-  // PyTorch rounds a product to its dtype before anything reads it: a bfloat16 product's temp
-  // holds what eager reads next, in half the bytes of a float32 one.
-  const bool rounded_product = t.kind == Tensor::Kind::Matmul && !is_integer_dtype(t.dtype);
-  stored.buffer = new_temp(product(t.shape), rounded_product ? t.dtype : temp_dtype(t.dtype));
+  stored.buffer = new_temp(product(t.shape), temp_dtype(t, use));
   stored.strides = contiguous_strides(t.shape);
   stored.kernel = k;
   if (!try_store(k, id, stored.buffer, stored.strides)) {

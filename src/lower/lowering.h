@@ -100,6 +100,10 @@ struct Kernel {
   int stage_count = 0;
 };
 
+/// Who reads a stored tensor: the plan's kernels, element by element, or a matrix product or
+/// convolution, which eager hands the operand as a tensor of its own dtype (rounded to it).
+enum class StoredFor { Elements, Operand };
+
 class Lowering {
  public:
   Lowering(const OpGraph& graph, const Definition& definition);
@@ -128,13 +132,16 @@ class Lowering {
 
   /// Makes sure `id` is stored (in a temp unless already in a buffer) by a kernel before
   /// `before_kernel`; NotHere when it is computed by that kernel or a later one.
-  const StoredAt& materialize(int id, int before_kernel, bool dry);
+  const StoredAt& materialize(int id, int before_kernel, bool dry,
+                              StoredFor use = StoredFor::Elements);
   /// Stores `id` through a new pointwise kernel over its shape (when nothing stores it yet).
-  const StoredAt& materialize_now(int id);
+  const StoredAt& materialize_now(int id, StoredFor use = StoredFor::Elements);
 
   int new_kernel(Json json, std::string kind);
   std::string new_temp(const SymSize& elements, DType dtype);
-  DType temp_dtype(DType tensor_dtype) const;
+  /// The dtype of the temp that stores `t`: its own where eager holds exactly that in memory
+  /// (a product, an operand), else the compute dtype (an intermediate eager never stores).
+  DType temp_dtype(const Tensor& t, StoredFor use) const;
 
   /// Tries to write tensor `id` (shape as given) to `buffer` in `kernel`; false when it does
   /// not fit that kernel's spaces, its element is NotHere or an expression of more than

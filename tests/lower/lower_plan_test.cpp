@@ -11,6 +11,14 @@ namespace kernelarc {
 namespace {
 
 using namespace lower_test;
+
+/// 1 / sqrt(mean(x[row]^2) + 1e-6) over a row of `hidden` values.
+double inverse_rms(const std::vector<double>& x, int64_t row, int64_t hidden) {
+  double squares = 0;
+  for (int64_t h = 0; h < hidden; ++h) squares += std::pow(x[row * hidden + h], 2);
+  return 1 / std::sqrt(squares / hidden + 1e-6);
+}
+
 TEST(LowerPlan, RmsnormBf16IsOneReduceKernelWithAFullStore) {
   const Case c = lower_case("rmsnorm_bf16");
   ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
@@ -29,9 +37,7 @@ TEST(LowerPlan, RmsnormBf16IsOneReduceKernelWithAFullStore) {
       [&](const PlanBuffers& in) {
         std::vector<double> out;
         for (int64_t r = 0; r < rows; ++r) {
-          double squares = 0;
-          for (int64_t h = 0; h < hidden; ++h) squares += std::pow(in.at("x")[r * hidden + h], 2);
-          const double scale = 1 / std::sqrt(squares / hidden + 1e-6);
+          const double scale = inverse_rms(in.at("x"), r, hidden);
           for (int64_t h = 0; h < hidden; ++h) {
             out.push_back(in.at("x")[r * hidden + h] * scale * in.at("weight")[h]);
           }
@@ -235,6 +241,38 @@ TEST(LowerPlan, GemmWithBiasAndGeluEpilogueIsOneMatmulKernel) {
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = gelu(out[i] + in.at("bias")[i % 6]);
     return PlanBuffers{{"output", out}};
   });
+}
+
+TEST(LowerPlan, AComputedBf16OperandIsStoredInBf16AsEagerHandsItToTheProduct) {
+  // The normalized rows times the norm weight are a bfloat16 tensor in eager, and F.linear reads
+  // them so: a float32 temp would keep bits eager drops and leave the product to the FMA kernel
+  // (a float operand has no tensor-core or cuBLASLt route).
+  const Case c = lower_case("norm_linear_bf16");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  const Json& plan = c.lowering.plan;
+  ASSERT_EQ(kernel_kinds(plan), (std::vector<std::string>{"reduce", "pointwise", "matmul"}))
+      << plan.dump(1);
+  const std::string operand = plan["kernels"][2]["a"]["buffer"];
+  Json temp;
+  for (const Json& buffer : plan["buffers"])
+    if (buffer["name"] == operand) temp = buffer;
+  EXPECT_EQ(temp["kind"], "temp") << plan.dump(1);
+  EXPECT_EQ(temp["dtype"], "bfloat16") << plan.dump(1);
+  const int64_t tokens = 3, hidden = 8, features = 6;
+  check_semantics(
+      c, {{"tokens", tokens}},
+      [&](const PlanBuffers& in) {
+        std::vector<double> normed;
+        for (int64_t t = 0; t < tokens; ++t) {
+          const double scale = inverse_rms(in.at("x"), t, hidden);
+          for (int64_t h = 0; h < hidden; ++h) {
+            const double row = rounded(DType::BFloat16, in.at("x")[t * hidden + h] * scale);
+            normed.push_back(rounded(DType::BFloat16, row * in.at("norm_weight")[h]));
+          }
+        }
+        return PlanBuffers{{"output", matmul(normed, in.at("proj"), tokens, features, hidden)}};
+      },
+      1e-2);
 }
 
 TEST(LowerPlan, BmmReadsATransposedOperandWithItsStrides) {
