@@ -410,20 +410,27 @@ class BaselineDisagrees(Exception):
 
 def baseline_function(problem, job, values):
     """The function timed as the baseline and what it is: the definition's baseline code once it
-    agrees with the reference on `values` within the workload's tolerance (BaselineDisagrees
-    otherwise), or the reference when the definition names none."""
+    agrees with the reference on `values` within the workload's tolerance, or the definition's
+    kernelarc.baseline_tolerance where it declares one (BaselineDisagrees otherwise), or the
+    reference when the definition names none."""
     if not problem.definition.get("baseline"):
         return problem.module.run, "the reference"
     module = load_baseline(problem.definition)
     torch = problem.torch
+    tolerance = job.get("baseline_tolerance") or job["tolerance"]
     with torch.no_grad():
         expected = problem.outputs(problem.module.run(*values), job["axes"])
         got = problem.outputs(module.run(*values), job["axes"])
     for name, reference in expected.items():
-        why = disagreement(torch, got[name], reference, job["tolerance"])
+        why = disagreement(torch, got[name], reference, tolerance)
         if why:
             raise BaselineDisagrees(
                 f"the baseline code disagrees with the reference on '{name}': {why}")
+    if "baseline_tolerance" in job:
+        return module.run, (
+            f"the definition's baseline code, held to its baseline_tolerance (atol "
+            f"{tolerance['max_atol']}, rtol {tolerance['max_rtol']}, "
+            f"{tolerance['required_matched_ratio']:.0%} matched)")
     return module.run, "the definition's baseline code"
 
 

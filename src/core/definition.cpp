@@ -288,7 +288,8 @@ DefinitionExtension parse_extension(const OrderedJson& value, const Definition& 
                                     std::string_view where) {
   expect_object(value, where, "kernelarc");
   reject_unknown_keys(value,
-                      {"op_family", "op_params", "flops", "bytes", "native_reference", "baseline"},
+                      {"op_family", "op_params", "flops", "bytes", "native_reference", "baseline",
+                       "baseline_tolerance"},
                       where, "kernelarc");
   DefinitionExtension ext;
   auto text = [&](std::string_view key) {
@@ -302,6 +303,14 @@ DefinitionExtension parse_extension(const OrderedJson& value, const Definition& 
   ext.baseline = text("baseline");
   if (find_optional(value, "baseline"))
     check_run_signature(def, ext.baseline, where, "kernelarc.baseline");
+  if (const OrderedJson* tolerance = find_optional(value, "baseline_tolerance")) {
+    if (ext.baseline.empty()) {
+      throw_input_error(where, "kernelarc.baseline_tolerance",
+                        "expected only beside kernelarc.baseline (it is what that code is held "
+                        "to; the reference is the oracle)");
+    }
+    ext.baseline_tolerance = parse_tolerance(*tolerance, where, "kernelarc.baseline_tolerance");
+  }
   if (const OrderedJson* params = find_optional(value, "op_params")) {
     expect_object(*params, where, "kernelarc.op_params");
     ext.op_params = *params;

@@ -46,6 +46,15 @@ struct TensorSpec {
 };
 
 /// kernelarc's extension fields of a definition ("kernelarc": {...}).
+/// SOL-ExecBench's per-workload tolerance; the defaults are SOL-ExecBench's.
+struct Tolerance {
+  double max_atol = 1e-2;
+  double max_rtol = 1e-2;
+  double required_matched_ratio = 0.99;
+  std::optional<double> max_error_cap;
+  bool allow_negative_inf = false;
+};
+
 struct DefinitionExtension {
   std::string op_family;  ///< e.g. "rmsnorm", "softmax", "gemm"; maps the problem to templates
   /// The family's parameters (eps, fusion expressions, ...): an object, {} when absent. Its
@@ -60,6 +69,10 @@ struct DefinitionExtension {
   /// compute in higher precision to be an accurate oracle (a float32 GEMM is 16x slower than
   /// the bfloat16 one a user runs). Empty = the reference is the baseline.
   std::string baseline;
+  /// What `baseline` is held to against the reference before it is timed, where the code a
+  /// user runs rounds more than the oracle (a bfloat16 autograd against a float32 one) and the
+  /// workload's tolerance, made for kernels, would refuse it. Absent: the workload's.
+  std::optional<Tolerance> baseline_tolerance;
 };
 
 struct Definition {
@@ -89,15 +102,6 @@ struct WorkloadInput {
   double scalar_value = 0;  ///< for Scalar
   std::string path;         ///< for Safetensors, relative to the problem directory
   std::string tensor_key;   ///< for Safetensors
-};
-
-/// SOL-ExecBench's per-workload tolerance; the defaults are SOL-ExecBench's.
-struct Tolerance {
-  double max_atol = 1e-2;
-  double max_rtol = 1e-2;
-  double required_matched_ratio = 0.99;
-  std::optional<double> max_error_cap;
-  bool allow_negative_inf = false;
 };
 
 struct Workload {
@@ -147,6 +151,10 @@ Definition load_definition(const std::filesystem::path& path);
 /// against the definition (every var axis given, no unknown axis or input, custom inputs all or
 /// none, constraints hold).
 std::vector<Workload> load_workloads(const std::filesystem::path& path, const Definition& def);
+/// A tolerance object (a workload's `tolerance`, a definition's `kernelarc.baseline_tolerance`):
+/// absent or null fields keep SOL-ExecBench's defaults; `field` names it in errors.
+Tolerance parse_tolerance(const OrderedJson& value, std::string_view where,
+                          const std::string& field);
 /// Loads <dir>/definition.json and <dir>/workload.jsonl.
 Problem load_problem(const std::filesystem::path& dir);
 

@@ -140,37 +140,6 @@ double non_negative(const OrderedJson& value, std::string_view where, const std:
   return number;
 }
 
-// Null or absent fields keep SOL-ExecBench's defaults; other keys are ignored, as upstream
-// ignores them.
-Tolerance parse_tolerance(const OrderedJson& value, std::string_view where,
-                          const std::string& field) {
-  expect_object(value, where, field);
-  Tolerance tolerance;
-  if (const OrderedJson* atol = find_optional(value, "max_atol")) {
-    tolerance.max_atol = non_negative(*atol, where, field_path(field, "max_atol"));
-  }
-  if (const OrderedJson* rtol = find_optional(value, "max_rtol")) {
-    tolerance.max_rtol = non_negative(*rtol, where, field_path(field, "max_rtol"));
-  }
-  if (const OrderedJson* ratio = find_optional(value, "required_matched_ratio")) {
-    const std::string ratio_field = field_path(field, "required_matched_ratio");
-    tolerance.required_matched_ratio = expect_number(*ratio, where, ratio_field);
-    if (!(tolerance.required_matched_ratio > 0 && tolerance.required_matched_ratio <= 1)) {
-      throw_input_error(
-          where, ratio_field,
-          fmt::format("expected a number in (0, 1], got {}", tolerance.required_matched_ratio));
-    }
-  }
-  if (const OrderedJson* cap = find_optional(value, "max_error_cap")) {
-    tolerance.max_error_cap = non_negative(*cap, where, field_path(field, "max_error_cap"));
-  }
-  if (const OrderedJson* allow = find_optional(value, "allow_negative_inf")) {
-    tolerance.allow_negative_inf =
-        expect_bool(*allow, where, field_path(field, "allow_negative_inf"));
-  }
-  return tolerance;
-}
-
 // `prefix` is "" for a bare workload and "workload" inside a trace wrapper.
 Workload parse_workload(const OrderedJson& json, const Definition& def, std::string_view where,
                         const std::string& prefix) {
@@ -257,6 +226,36 @@ Workload parse_workload(const OrderedJson& json, const Definition& def, std::str
 }
 
 }  // namespace
+
+// Other keys are ignored, as upstream ignores them.
+Tolerance parse_tolerance(const OrderedJson& value, std::string_view where,
+                          const std::string& field) {
+  expect_object(value, where, field);
+  Tolerance tolerance;
+  if (const OrderedJson* atol = find_optional(value, "max_atol")) {
+    tolerance.max_atol = non_negative(*atol, where, field_path(field, "max_atol"));
+  }
+  if (const OrderedJson* rtol = find_optional(value, "max_rtol")) {
+    tolerance.max_rtol = non_negative(*rtol, where, field_path(field, "max_rtol"));
+  }
+  if (const OrderedJson* ratio = find_optional(value, "required_matched_ratio")) {
+    const std::string ratio_field = field_path(field, "required_matched_ratio");
+    tolerance.required_matched_ratio = expect_number(*ratio, where, ratio_field);
+    if (!(tolerance.required_matched_ratio > 0 && tolerance.required_matched_ratio <= 1)) {
+      throw_input_error(
+          where, ratio_field,
+          fmt::format("expected a number in (0, 1], got {}", tolerance.required_matched_ratio));
+    }
+  }
+  if (const OrderedJson* cap = find_optional(value, "max_error_cap")) {
+    tolerance.max_error_cap = non_negative(*cap, where, field_path(field, "max_error_cap"));
+  }
+  if (const OrderedJson* allow = find_optional(value, "allow_negative_inf")) {
+    tolerance.allow_negative_inf =
+        expect_bool(*allow, where, field_path(field, "allow_negative_inf"));
+  }
+  return tolerance;
+}
 
 std::vector<Workload> load_workloads(const std::filesystem::path& path, const Definition& def) {
   const std::string text = read_text_file(path);

@@ -327,6 +327,8 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
                                     {"seed", job.seed},
                                     {"cpu_cache_bytes", last_level_cache().bytes},
                                     {"out", job.out.string()}});
+      if (const auto& declared = problem.definition.ext.baseline_tolerance)
+        job_file["timing"].back()["baseline_tolerance"] = tolerance_json(*declared);
     }
     auto job_path = scratch.path / ("job-" + suffix + ".json");
     write_file_atomically(job_path, job_file.dump());

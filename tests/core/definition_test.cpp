@@ -94,10 +94,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadDefinition{
             "kernelarc_unknown_key.json", "kernelarc.flop",
             "unknown field (expected one of op_family, op_params, flops, bytes, native_reference, "
-            "baseline)"},
+            "baseline, baseline_tolerance)"},
         BadDefinition{
             "baseline_params_mismatch.json", "kernelarc.baseline",
             "run() parameters (weight, x) must equal the input names in order (x, weight)"},
+        BadDefinition{"baseline_tolerance_without_baseline.json", "kernelarc.baseline_tolerance",
+                      "expected only beside kernelarc.baseline"},
+        BadDefinition{"baseline_tolerance_bad_ratio.json",
+                      "kernelarc.baseline_tolerance.required_matched_ratio",
+                      "expected a number in (0, 1], got 1.5"},
         BadDefinition{"input_named_like_axis.json", "inputs.batch_size",
                       "an input may not have the name of an axis"},
         BadDefinition{"custom_entrypoint_missing.json", "custom_inputs_entrypoint",

@@ -315,7 +315,8 @@ TEST_F(PythonOracleTest, BaselineTimingIsMeasuredOnceForAllWorkloads) {
 // A problem whose reference computes in high precision may name the code a user would run as
 // its baseline; that code is timed once it agrees with the reference, and refused otherwise.
 TEST_F(PythonOracleTest, BaselineCodeIsTimedOnlyWhenItAgreesWithTheReference) {
-  auto with_baseline = [&](const std::string& name, const std::string& body) {
+  auto with_baseline = [&](const std::string& name, const std::string& body,
+                           const OrderedJson& baseline_tolerance = nullptr) {
     const auto dir = temp_.path() / name;
     std::filesystem::create_directories(dir);
     std::filesystem::copy_file(fixture("py_scale") / "workload.jsonl", dir / "workload.jsonl");
@@ -324,6 +325,8 @@ TEST_F(PythonOracleTest, BaselineCodeIsTimedOnlyWhenItAgreesWithTheReference) {
     definition["name"] = name;
     definition["kernelarc"] = {
         {"baseline", "import torch\n\n\ndef run(x, rms_norm_weight, alpha):\n" + body}};
+    if (!baseline_tolerance.is_null())
+      definition["kernelarc"]["baseline_tolerance"] = baseline_tolerance;
     std::ofstream(dir / "definition.json") << definition.dump(2);
     return load_problem(dir);
   };
@@ -345,6 +348,28 @@ TEST_F(PythonOracleTest, BaselineCodeIsTimedOnlyWhenItAgreesWithTheReference) {
                 .find("the baseline code disagrees with the reference on 'out'"),
             std::string::npos)
       << oracle.timing_unavailable_reason(wrong, small, Baseline::Eager);
+
+  // Code that rounds more than the oracle (here 5% off everywhere, as a bfloat16 chain might
+  // be) is timed only under the looser tolerance its definition declares for it, and the note
+  // says so; code that computes something else stays refused under it.
+  const std::string rough = "    return x * rms_norm_weight * alpha * 1.05\n";
+  Problem strict = with_baseline("strict", rough);
+  EXPECT_FALSE(oracle.reference_timing(strict, workload_named(strict, "small"), Baseline::Eager)
+                   .has_value());
+  const OrderedJson loose = {{"max_atol", 0.1}, {"max_rtol", 0.1}};
+  Problem declared = with_baseline("declared", rough, loose);
+  const Workload& declared_small = workload_named(declared, "small");
+  auto loosely = oracle.reference_timing(declared, declared_small, Baseline::Eager);
+  ASSERT_TRUE(loosely.has_value())
+      << oracle.timing_unavailable_reason(declared, declared_small, Baseline::Eager);
+  EXPECT_NE(loosely->note.find("held to its baseline_tolerance (atol 0.1, rtol 0.1, 99% matched)"),
+            std::string::npos)
+      << loosely->note;
+  Problem still_wrong =
+      with_baseline("still_wrong", "    return x * rms_norm_weight * alpha + 1\n", loose);
+  EXPECT_FALSE(
+      oracle.reference_timing(still_wrong, workload_named(still_wrong, "small"), Baseline::Eager)
+          .has_value());
 
   Problem raises = with_baseline("raises", "    raise RuntimeError('no kernel for this')\n");
   const Workload& first = workload_named(raises, "small");

@@ -136,6 +136,10 @@ def reference(p, compute="torch.float32"):
                             weight_leaves=leaves, split=split, returned=returned)
 
 
+# What the eager bfloat16 autograd is held to before it is timed (see description()).
+BASELINE_TOL_BF16 = {"max_atol": 5e-2, "max_rtol": 5e-2, "required_matched_ratio": 0.95}
+
+
 def description(p):
     fused, k, h, i, e = p["fused"], p["top_k"], p["hidden"], p["inter"], p["experts"]
     if fused:
@@ -174,7 +178,11 @@ def description(p):
             "matched (1.5% of grad_w2's; eager bfloat16: 12% and 10%), so a kernel must carry "
             "them more precisely into those sums (e.g. as two bfloat16 parts, hi + lo); dx, a "
             "sum over the intermediate size per slot, stays within the tolerance from bfloat16 "
-            "dg and du. ")
+            "dg and du. The timed baseline is held to kernelarc.baseline_tolerance instead (5e-2 "
+            "absolute and relative, 95% matched): on the CPU (torch 1.13, 4096 tokens) eager "
+            "bfloat16 left 3.3% of Mixtral's grad_w13 elements and 0.05% of Qwen3's grad_w1 "
+            "beyond 5e-2, at a relative norm error of 5e-3 on every gradient (its rounding), "
+            "while code computing something else misses on most elements. ")
     routed = "num_tokens * {}".format(k) if p["global_experts"] == e else "num_tokens"
     text += (
         "Token counts " + ", ".join(str(x) for x in p["tokens"]) + "; flops count, per routed "
@@ -234,6 +242,7 @@ def definition(p):
     extra = {}
     if dtype != "float32":
         extra["baseline"] = reference(p, compute="None")
+        extra["baseline_tolerance"] = BASELINE_TOL_BF16
     return {
         "name": p["name"],
         "op_type": "moe_backward",
