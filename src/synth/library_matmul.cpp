@@ -116,9 +116,16 @@ PlanAccess add_product_temp(KernelPlan& plan, const PlanKernel& matmul, std::siz
   return access;
 }
 
-/// The pointwise kernel over [batch..., m, n] that computes the matmul's stores from the
-/// product in `product` (its other loads keep their coords: the dims number the same).
-PlanKernel epilogue_kernel(const PlanKernel& matmul, const PlanAccess& product) {
+bool uses_acc(const PlanExpr& e) {
+  if (is_acc(e)) return true;
+  return std::any_of(e.args.begin(), e.args.end(), uses_acc);
+}
+
+/// The pointwise kernel over [batch..., m, n] that computes `stores` of the matmul (its other
+/// loads keep their coords: the dims number the same), reading the product from `product` where
+/// a store uses it.
+PlanKernel epilogue_kernel(const PlanKernel& matmul, const std::vector<PlanStore>& stores,
+                           const std::optional<PlanAccess>& product) {
   PlanKernel epilogue;
   epilogue.kind = PlanKernelKind::Pointwise;
   epilogue.domain = matmul.batch;
@@ -127,13 +134,40 @@ PlanKernel epilogue_kernel(const PlanKernel& matmul, const PlanAccess& product) 
   epilogue.loads = matmul.loads;
   const std::string load = fresh_name(
       "ka_product", [&](const std::string& n) { return matmul.find_load(n) != nullptr; });
-  epilogue.loads.emplace_back(load, product);
-  for (const PlanStore& store : matmul.stores) {
+  if (product) epilogue.loads.emplace_back(load, *product);
+  for (const PlanStore& store : stores) {
     PlanStore moved = store;
     moved.value = replace_acc(store.value, load);
     epilogue.stores.push_back(moved);
   }
   return epilogue;
+}
+
+/// The direct route for the matmul's one store of the product, if it has exactly one and
+/// cuBLASLt can write it: D = alpha A.B (+ C).
+std::optional<LibraryMatmul> direct_route(const KernelPlan& plan, const PlanKernel& kernel,
+                                          std::size_t index, DType operands) {
+  const PlanStore* product_store = nullptr;
+  for (const PlanStore& store : kernel.stores) {
+    if (!uses_acc(store.value)) continue;
+    if (product_store != nullptr) return std::nullopt;
+    product_store = &store;
+  }
+  if (product_store == nullptr || !is_affine_access(product_store->access)) return std::nullopt;
+  const DType destination = plan.find_buffer(product_store->access.buffer)->dtype;
+  const std::optional<DirectValue> value = direct_value(product_store->value, destination);
+  if (!value || !library_destination(operands, destination)) return std::nullopt;
+  const PlanAccess* residual = value->residual ? kernel.find_load(*value->residual) : nullptr;
+  if (value->residual && !(residual && is_affine_access(*residual) &&
+                           plan.find_buffer(residual->buffer)->dtype == destination)) {
+    return std::nullopt;
+  }
+  LibraryMatmul route;
+  route.kernel = index;
+  route.d = product_store->access;
+  route.alpha = value->alpha;
+  if (residual) route.c = *residual;
+  return route;
 }
 
 }  // namespace
@@ -156,27 +190,25 @@ LibraryPlan with_library_matmuls(const KernelPlan& original) {
     const DType b = original.find_buffer(kernel.b.buffer)->dtype;
     if (a != b || !library_element(a) || !is_affine_access(kernel.a) || !is_affine_access(kernel.b))
       continue;
+    if (std::optional<LibraryMatmul> direct = direct_route(original, kernel, i, a)) {
+      // Stores that do not read the product (an output the plan fused here, such as a residual
+      // sum) go to a pointwise kernel of their own, so that the product still goes straight to
+      // its destination instead of through a float32 temp and a pass over it.
+      std::vector<PlanStore> others;
+      for (const PlanStore& store : kernel.stores)
+        if (!uses_acc(store.value)) others.push_back(store);
+      if (!others.empty()) {
+        direct->epilogue = out.plan.kernels.size();
+        out.plan.kernels.push_back(epilogue_kernel(kernel, others, std::nullopt));
+      }
+      out.matmuls.push_back(*direct);
+      continue;
+    }
     LibraryMatmul route;
     route.kernel = i;
-    if (kernel.stores.size() == 1 && is_affine_access(kernel.stores[0].access)) {
-      const PlanStore& store = kernel.stores[0];
-      const DType destination = original.find_buffer(store.access.buffer)->dtype;
-      const std::optional<DirectValue> value = direct_value(store.value, destination);
-      const PlanAccess* residual =
-          value && value->residual ? kernel.find_load(*value->residual) : nullptr;
-      const bool residual_ok = residual && is_affine_access(*residual) &&
-                               original.find_buffer(residual->buffer)->dtype == destination;
-      if (value && library_destination(a, destination) && (!value->residual || residual_ok)) {
-        route.d = store.access;
-        route.alpha = value->alpha;
-        if (residual) route.c = *residual;
-        out.matmuls.push_back(route);
-        continue;
-      }
-    }
     route.d = add_product_temp(out.plan, kernel, i);
     route.epilogue = out.plan.kernels.size();
-    out.plan.kernels.push_back(epilogue_kernel(kernel, route.d));
+    out.plan.kernels.push_back(epilogue_kernel(kernel, kernel.stores, route.d));
     out.matmuls.push_back(route);
   }
   return out;

@@ -5,8 +5,10 @@
 // sizes and strides seen at run time suit cuBLASLt (else the generated kernel runs).
 //
 // Two forms:
-// - direct: the matmul's one store is the product (times a literal, plus a residual read with
-//   the destination's strides) into a float buffer cuBLASLt can write: D = alpha A.B + C;
+// - direct: the matmul's one store that reads the product is the product (times a literal, plus
+//   a residual read with the destination's strides) into a float buffer cuBLASLt can write:
+//   D = alpha A.B + C; its stores that do not read the product, if any, run as an added
+//   pointwise kernel over [batch..., m, n];
 // - with an epilogue: cuBLASLt writes the product into an added float32 temp and an added
 //   pointwise kernel over [batch..., m, n] computes the stores from it, so bias, activations,
 //   gated pairs and reductions' inputs keep working, at one more pass over the product.
@@ -21,11 +23,13 @@
 namespace kernelarc {
 
 struct LibraryMatmul {
-  std::size_t kernel = 0;               ///< the matmul's index in the plan
-  PlanAccess d;                         ///< what cuBLASLt writes (coords: batch..., m, n dims)
-  std::optional<PlanAccess> c;          ///< direct: a residual read, added with beta 1
-  double alpha = 1;                     ///< direct: the literal scale of the product
-  std::optional<std::size_t> epilogue;  ///< the added pointwise kernel's index (epilogue form)
+  std::size_t kernel = 0;       ///< the matmul's index in the plan
+  PlanAccess d;                 ///< what cuBLASLt writes (coords: batch..., m, n dims)
+  std::optional<PlanAccess> c;  ///< direct: a residual read, added with beta 1
+  double alpha = 1;             ///< direct: the literal scale of the product
+  /// The added pointwise kernel's index: the epilogue form's, or the direct form's stores that
+  /// do not read the product.
+  std::optional<std::size_t> epilogue;
 };
 
 /// The plan with each added temp and epilogue kernel (the epilogues after the plan's own

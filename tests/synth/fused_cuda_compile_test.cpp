@@ -127,11 +127,14 @@ TEST_P(FusedCudaCompile, CompilesAtThreeKnobPoints) {
   if (!failed) std::filesystem::remove_all(root, ignored);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Plans, FusedCudaCompile,
-    ::testing::Values("pointwise_bcast_bf16", "softmax_bf16", "mse_scalar", "sum_middle",
-                      "argmax_middle", "cumsum_reverse_exclusive", "bmm_bias_gelu_bf16", "mm_f32"),
-    [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Plans, FusedCudaCompile,
+                         ::testing::Values("pointwise_bcast_bf16", "softmax_bf16", "mse_scalar",
+                                           "sum_middle", "argmax_middle",
+                                           "cumsum_reverse_exclusive", "bmm_bias_gelu_bf16",
+                                           "mm_f32", "decoder_mlp_block_bf16"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 // Which paths the generator offers each plan: packs where a walk is contiguous, tensor cores
 // only for 16-bit operands that are both k-contiguous, the layouts the drivers dispatch on.
@@ -163,6 +166,21 @@ TEST(FusedCudaHeader, OffersThePathsEachPlanAllows) {
   EXPECT_NE(header("mm_residual_kn_bf16").find("c.c = args."), std::string::npos);
   EXPECT_NE(header("bmm_scaled_transposed_f16").find("c.alpha = (float)0.125;"), std::string::npos);
   EXPECT_EQ(header("softmax_bf16").find("ka_lt_matmul"), std::string::npos);
+
+  // A decoder MLP block as the lowering writes it: every product reads bfloat16 operands (the
+  // normalized rows, the gated product), so each has tensor cores and cuBLASLt's direct route,
+  // and no product passes through a float32 temp (residual_out gets a kernel of its own).
+  const std::string decoder = header("decoder_mlp_block_bf16");
+  const auto count = [&](const std::string& part) {
+    int n = 0;
+    for (std::size_t at = decoder.find(part); at != std::string::npos;
+         at = decoder.find(part, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("kMma = true"), 3) << decoder;
+  EXPECT_EQ(count("ka_lt_matmul(c, "), 3) << decoder;
+  EXPECT_EQ(count("ka_product"), 0) << decoder;
 }
 
 }  // namespace

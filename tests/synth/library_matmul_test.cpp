@@ -57,6 +57,34 @@ TEST(LibraryMatmul, TakesAResidualAsCAndALiteralAsAlpha) {
   EXPECT_FALSE(scaled.matmuls[0].epilogue);
 }
 
+TEST(LibraryMatmul, AStoreThatDoesNotReadTheProductLeavesTheProductDirect) {
+  // A decoder block's residual sum, fused into the down projection's kernel because its shape
+  // fits there: the product still goes straight to its output, and the sum to a kernel of its
+  // own, with no float32 product temp.
+  OrderedJson json = plan_json("fused_cuda/mm_residual_kn_bf16");
+  json["buffers"].push_back(
+      {{"name", "copy"}, {"kind", "output"}, {"index", 1}, {"dtype", "bfloat16"}});
+  OrderedJson copy = json["kernels"][0]["stores"][0];
+  copy["buffer"] = "copy";
+  copy["value"] = OrderedJson::parse(R"(["load", "r"])");
+  json["kernels"][0]["stores"].push_back(copy);
+  const LibraryPlan library = routes_of(json);
+  ASSERT_EQ(library.matmuls.size(), 1u);
+  const LibraryMatmul& route = library.matmuls[0];
+  EXPECT_EQ(route.d.buffer, "out");
+  ASSERT_TRUE(route.c);
+  EXPECT_EQ(route.c->buffer, "r");
+  EXPECT_EQ(library.plan.buffers.size(), json["buffers"].size());  // no product temp
+  ASSERT_TRUE(route.epilogue);
+  const PlanKernel& others = library.plan.kernels.at(*route.epilogue);
+  EXPECT_EQ(others.kind, PlanKernelKind::Pointwise);
+  ASSERT_EQ(others.stores.size(), 1u);
+  EXPECT_EQ(others.stores[0].access.buffer, "copy");
+  EXPECT_EQ(others.find_load("ka_product"), nullptr);
+  // The generated kernel, for shapes cuBLASLt does not take, still writes both.
+  EXPECT_EQ(library.plan.kernels[0].stores.size(), 2u);
+}
+
 TEST(LibraryMatmul, MovesOtherEpiloguesIntoAPointwiseKernelOverTheProduct) {
   const KernelPlan original = parse_kernel_plan(plan_json("fused_cuda/bmm_bias_gelu_bf16"), "t");
   const LibraryPlan library = with_library_matmuls(original);
