@@ -45,7 +45,6 @@ struct TensorSpec {
   bool is_scalar() const { return !shape.has_value(); }
 };
 
-/// kernelarc's extension fields of a definition ("kernelarc": {...}).
 /// SOL-ExecBench's per-workload tolerance; the defaults are SOL-ExecBench's.
 struct Tolerance {
   double max_atol = 1e-2;
@@ -55,6 +54,7 @@ struct Tolerance {
   bool allow_negative_inf = false;
 };
 
+/// kernelarc's extension fields of a definition ("kernelarc": {...}).
 struct DefinitionExtension {
   std::string op_family;  ///< e.g. "rmsnorm", "softmax", "gemm"; maps the problem to templates
   /// The family's parameters (eps, fusion expressions, ...): an object, {} when absent. Its

@@ -143,19 +143,14 @@ PlanKernel epilogue_kernel(const PlanKernel& matmul, const std::vector<PlanStore
   return epilogue;
 }
 
-/// The direct route for the matmul's one store of the product, if it has exactly one and
+/// The direct route for `product_store`, the matmul's one store that reads the product, where
 /// cuBLASLt can write it: D = alpha A.B (+ C).
 std::optional<LibraryMatmul> direct_route(const KernelPlan& plan, const PlanKernel& kernel,
-                                          std::size_t index, DType operands) {
-  const PlanStore* product_store = nullptr;
-  for (const PlanStore& store : kernel.stores) {
-    if (!uses_acc(store.value)) continue;
-    if (product_store != nullptr) return std::nullopt;
-    product_store = &store;
-  }
-  if (product_store == nullptr || !is_affine_access(product_store->access)) return std::nullopt;
-  const DType destination = plan.find_buffer(product_store->access.buffer)->dtype;
-  const std::optional<DirectValue> value = direct_value(product_store->value, destination);
+                                          std::size_t index, DType operands,
+                                          const PlanStore& product_store) {
+  if (!is_affine_access(product_store.access)) return std::nullopt;
+  const DType destination = plan.find_buffer(product_store.access.buffer)->dtype;
+  const std::optional<DirectValue> value = direct_value(product_store.value, destination);
   if (!value || !library_destination(operands, destination)) return std::nullopt;
   const PlanAccess* residual = value->residual ? kernel.find_load(*value->residual) : nullptr;
   if (value->residual && !(residual && is_affine_access(*residual) &&
@@ -164,7 +159,7 @@ std::optional<LibraryMatmul> direct_route(const KernelPlan& plan, const PlanKern
   }
   LibraryMatmul route;
   route.kernel = index;
-  route.d = product_store->access;
+  route.d = product_store.access;
   route.alpha = value->alpha;
   if (residual) route.c = *residual;
   return route;
@@ -190,13 +185,15 @@ LibraryPlan with_library_matmuls(const KernelPlan& original) {
     const DType b = original.find_buffer(kernel.b.buffer)->dtype;
     if (a != b || !library_element(a) || !is_affine_access(kernel.a) || !is_affine_access(kernel.b))
       continue;
-    if (std::optional<LibraryMatmul> direct = direct_route(original, kernel, i, a)) {
+    std::vector<PlanStore> reading, others;
+    for (const PlanStore& store : kernel.stores)
+      (uses_acc(store.value) ? reading : others).push_back(store);
+    std::optional<LibraryMatmul> direct;
+    if (reading.size() == 1) direct = direct_route(original, kernel, i, a, reading.front());
+    if (direct) {
       // Stores that do not read the product (an output the plan fused here, such as a residual
       // sum) go to a pointwise kernel of their own, so that the product still goes straight to
       // its destination instead of through a float32 temp and a pass over it.
-      std::vector<PlanStore> others;
-      for (const PlanStore& store : kernel.stores)
-        if (!uses_acc(store.value)) others.push_back(store);
       if (!others.empty()) {
         direct->epilogue = out.plan.kernels.size();
         out.plan.kernels.push_back(epilogue_kernel(kernel, others, std::nullopt));
