@@ -30,6 +30,7 @@ class MlpProblemReader : MoeReaderBase {
     read_params();
     apply_weight_names();
     p_.top_k = 1;
+    p_.routed_experts = p_.experts;
     return p_;
   }
 

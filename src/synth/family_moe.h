@@ -20,16 +20,29 @@ enum class MoeActivation { Silu, Gelu, GeluTanh };
 /// The experts' weights and their MLP, as the forward and backward families both read them.
 struct MoeExperts {
   MoeTensor w13, w_gate, w_up, w_down;  ///< w13 (fused gate and up) or w_gate and w_up
+  /// float8_e4m3fn weights only: each weight's float32 scales, one per 128x128 block,
+  /// [E, out / 128, in / 128] (DeepSeek-V3's block quantization).
+  MoeTensor s13, s_gate, s_up, s_down;
   int64_t experts = 0, inter = 0;
   MoeActivation activation = MoeActivation::Silu;
   bool up_first = false;  ///< a fused w13 holds the up rows first
 
   bool fused_gate_up() const { return static_cast<bool>(w13); }
+  bool fp8() const { return static_cast<bool>(s_down); }
 };
 
 struct MoeProblem : MoeExperts {
   MoeTensor hidden, logits, router_weight, bias;
-  MoeTensor output;  ///< index into the outputs
+  /// float8_e4m3fn hidden states only: their float32 scales, one per token and 128 features,
+  /// [T, H / 128] or (FlashInfer's layout) [H / 128, T].
+  MoeTensor hidden_scale;
+  bool hidden_scale_tokens_first = false;
+  /// Scalar inputs: the global id of the first expert whose weights the call holds (expert
+  /// parallelism: the router chooses among routed_experts, the weights hold `experts` of them),
+  /// and the routing weights' factor when it is an input rather than op_params.
+  MoeTensor local_offset, scaling;
+  MoeTensor output;            ///< index into the outputs
+  int64_t routed_experts = 0;  ///< the routing input's experts; `experts` without a local offset
   int64_t hidden_size = 0, top_k = 0;
   std::string tokens_axis;
   // The routing rule (op_params).

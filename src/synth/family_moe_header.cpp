@@ -1,6 +1,8 @@
 // ka_problem.h for the moe family: the routing rule and sizes as macros, KaArgs with the row
 // accessors of the experts' weights (fused or separate gate and up written out), the activation,
 // and ka_bind.
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "synth/family_moe.h"
@@ -54,6 +56,8 @@ FamilyBinding moe_binding(std::string header, const std::string& tokens_axis,
   binding.header = std::move(header);
   binding.sizes["TOKENS"] = tokens_axis;
   binding.constants["EXPERTS"] = weights.experts;
+  binding.constants["LOCAL_EXPERTS"] = weights.experts;
+  binding.constants["FP8"] = weights.fp8() ? 1 : 0;
   binding.constants["HIDDEN"] = hidden_size;
   binding.constants["INTER"] = weights.inter;
   binding.constants["TOP_K"] = top_k;
@@ -87,7 +91,11 @@ class MoeHeaderWriter {
   }
 
  private:
-  std::string type(DType dtype) const { return header_element_type(dtype, cuda_); }
+  /// float8 elements are their bytes: no C++ type holds one.
+  std::string type(DType dtype) const {
+    if (dtype == DType::Float8E4M3FN) return cuda_ ? "unsigned char" : "uint8_t";
+    return header_element_type(dtype, cuda_);
+  }
   const MoeTensor& routing() const { return p_.logits ? p_.logits : p_.router_weight; }
   /// A dense MLP (the mlp family) is one expert that every token takes: nothing routes.
   bool routed() const { return static_cast<bool>(routing()); }
@@ -99,13 +107,24 @@ class MoeHeaderWriter {
         "#define KA_TOPK_GROUP {}\n#define KA_GROUP_SCORE_MAX {}\n#define KA_HAS_BIAS {}\n"
         "#define KA_ROUTER_WEIGHT {}\n#define KA_ROUTED_SCALING {}\n"
         "#define KA_ACT_SILU {}\n#define KA_ACT_GELU {}\n#define KA_ACT_GELU_TANH {}\n",
-        p_.experts, p_.hidden_size, p_.inter, p_.top_k, p_.sigmoid ? 1 : 0, p_.renormalize ? 1 : 0,
-        p_.n_group, p_.topk_group, p_.group_score_max ? 1 : 0, p_.bias ? 1 : 0,
-        p_.router_weight ? 1 : 0, float_literal(p_.routed_scaling),
+        p_.routed_experts, p_.hidden_size, p_.inter, p_.top_k, p_.sigmoid ? 1 : 0,
+        p_.renormalize ? 1 : 0, p_.n_group, p_.topk_group, p_.group_score_max ? 1 : 0,
+        p_.bias ? 1 : 0, p_.router_weight ? 1 : 0,
+        // An input factor is read where the routing rule runs, through the KaArgs in scope.
+        p_.scaling ? std::string("(ka.routed_scaling())") : float_literal(p_.routed_scaling),
         p_.activation == MoeActivation::Silu ? 1 : 0, p_.activation == MoeActivation::Gelu ? 1 : 0,
         p_.activation == MoeActivation::GeluTanh ? 1 : 0);
-    out_ += fmt::format("typedef {} ka_act_t;\ntypedef {} ka_w_t;\n", type(p_.hidden.spec->dtype),
-                        type(p_.w_down.spec->dtype));
+    out_ += fmt::format("#define KA_LOCAL_EXPERTS {}\n#define KA_FP8 {}\n", p_.experts,
+                        p_.fp8() ? 1 : 0);
+    if (p_.fp8())
+      out_ += fmt::format(
+          "// Hidden states and weights are float8_e4m3fn bytes with float32 scales, one per\n"
+          "// token and {0} features and one per {0}x{0} block of a weight.\n"
+          "#define KA_SCALE_BLOCK {0}\n",
+          kMoeScaleBlock);
+    out_ += fmt::format("typedef {} ka_act_t;\ntypedef {} ka_w_t;\ntypedef {} ka_out_t;\n",
+                        type(p_.hidden.spec->dtype), type(p_.w_down.spec->dtype),
+                        type(p_.output.spec->dtype));
     if (routed()) out_ += fmt::format("typedef {} ka_logit_t;\n", type(routing().spec->dtype));
     if (p_.bias) out_ += fmt::format("typedef {} ka_bias_t;\n", type(p_.bias.spec->dtype));
   }
@@ -114,16 +133,27 @@ class MoeHeaderWriter {
     out_ +=
         "\n// The problem's tensors; the accessors hide how the weights are stored.\n"
         "struct KaArgs {\n"
-        "  const ka_act_t* x;\n  ka_act_t* out;\n";
+        "  const ka_act_t* x;\n  ka_out_t* out;\n";
     if (routed()) out_ += "  const ka_logit_t* routing;\n";
     if (p_.bias) out_ += "  const ka_bias_t* bias_;\n";
     out_ += "  const ka_w_t* gate_;\n";
     if (!p_.fused_gate_up()) out_ += "  const ka_w_t* up_;\n";
-    out_ += "  const ka_w_t* down_;\n  long long tokens_;\n\n";
+    out_ += "  const ka_w_t* down_;\n";
+    if (p_.fp8())
+      out_ += p_.fused_gate_up() ? "  const float* x_scale_;\n  const float* gate_scale_;\n"
+                                 : "  const float* x_scale_;\n  const float* gate_scale_;\n"
+                                   "  const float* up_scale_;\n";
+    if (p_.fp8()) out_ += "  const float* down_scale_;\n";
+    if (p_.local_offset)
+      out_ += fmt::format("  const {}* local_offset_;\n", scalar_type(p_.local_offset));
+    if (p_.scaling) out_ += fmt::format("  const {}* scaling_;\n", scalar_type(p_.scaling));
+    out_ += "  long long tokens_;\n\n";
     out_ +=
         "  KA_HD long long tokens() const { return tokens_; }\n"
         "  KA_HD const ka_act_t* x_row(long long t) const { return x + t * KA_HIDDEN; }\n"
-        "  KA_HD ka_act_t* out_row(long long t) const { return out + t * KA_HIDDEN; }\n";
+        "  KA_HD ka_out_t* out_row(long long t) const { return out + t * KA_HIDDEN; }\n";
+    write_scalar_accessors();
+    if (p_.fp8()) write_scale_accessors();
     if (p_.router_weight)
       out_ +=
           "  // The router's weight row of expert e; the logit is x_row(t) . router_row(e).\n"
@@ -151,6 +181,54 @@ class MoeHeaderWriter {
     out_ += moe_activation_functions(p_.activation);
   }
 
+  std::string scalar_type(const MoeTensor& t) const {
+    return t.spec->dtype == DType::Float64 ? "double" : type(t.spec->dtype);
+  }
+
+  /// The scalar inputs live where the tensors do (device memory for CUDA): read them in kernels.
+  void write_scalar_accessors() {
+    out_ +=
+        "  // The global id of local expert 0: the weights hold experts [offset, offset + "
+        "KA_LOCAL_EXPERTS).\n";
+    out_ += p_.local_offset
+                ? "  KA_HD int local_offset() const { return static_cast<int>(*local_offset_); }\n"
+                : "  KA_HD int local_offset() const { return 0; }\n";
+    out_ += p_.scaling
+                ? "  KA_HD float routed_scaling() const { return static_cast<float>(*scaling_); }\n"
+                : fmt::format("  KA_HD float routed_scaling() const {{ return {}; }}\n",
+                              float_literal(p_.routed_scaling));
+  }
+
+  /// x_scale(t, kb) and each weight's scale of block (nb, kb), however the problem lays them out.
+  void write_scale_accessors() {
+    const int64_t hidden_blocks = p_.hidden_size / kMoeScaleBlock;
+    const int64_t inter_blocks = p_.inter / kMoeScaleBlock;
+    out_ += p_.hidden_scale_tokens_first
+                ? fmt::format(
+                      "  KA_HD float x_scale(long long t, int kb) const {{ return x_scale_[t * {} "
+                      "+ kb]; }}\n",
+                      hidden_blocks)
+                : "  KA_HD float x_scale(long long t, int kb) const {\n"
+                  "    return x_scale_[static_cast<long long>(kb) * tokens_ + t];\n  }\n";
+    // Gate (or up) rows' block nb of expert le; a fused w13's second half starts inter_blocks on.
+    const auto gate_up = [&](bool up) {
+      const char* member = p_.fused_gate_up() ? "gate_scale_" : up ? "up_scale_" : "gate_scale_";
+      const int64_t rows = p_.fused_gate_up() ? 2 * inter_blocks : inter_blocks;
+      const bool second_half = p_.fused_gate_up() && up != p_.up_first;
+      return fmt::format(
+          "  KA_HD float {}_scale(int le, int nb, int kb) const {{\n"
+          "    return {}[(static_cast<long long>(le) * {} + {}nb) * {} + kb];\n  }}\n",
+          up ? "up" : "gate", member, rows, second_half ? fmt::format("{} + ", inter_blocks) : "",
+          hidden_blocks);
+    };
+    out_ += "  // Weight scales: rows block nb (of the weight's out rows), columns block kb.\n";
+    out_ += gate_up(false) + gate_up(true);
+    out_ += fmt::format(
+        "  KA_HD float down_scale(int le, int nb, int kb) const {{\n"
+        "    return down_scale_[(static_cast<long long>(le) * {} + nb) * {} + kb];\n  }}\n",
+        hidden_blocks, inter_blocks);
+  }
+
   std::string data(const MoeTensor& t, bool output = false) const {
     return fmt::format("{}[{}].data", output ? "outputs" : "inputs", t.index);
   }
@@ -166,7 +244,19 @@ class MoeHeaderWriter {
       body += moe_aligned_check(data(p_.output, true), p_.output.spec->name);
     }
     body += fmt::format("  args->x = static_cast<const ka_act_t*>({});\n", data(p_.hidden));
-    body += fmt::format("  args->out = static_cast<ka_act_t*>({});\n", data(p_.output, true));
+    body += fmt::format("  args->out = static_cast<ka_out_t*>({});\n", data(p_.output, true));
+    for (const auto& [member, tensor] :
+         {std::pair{"x_scale_", &p_.hidden_scale},
+          std::pair{"gate_scale_", p_.fused_gate_up() ? &p_.s13 : &p_.s_gate},
+          std::pair{"up_scale_", &p_.s_up}, std::pair{"down_scale_", &p_.s_down}})
+      if (*tensor)
+        body += fmt::format("  args->{} = static_cast<const float*>({});\n", member, data(*tensor));
+    if (p_.local_offset)
+      body += fmt::format("  args->local_offset_ = static_cast<const {}*>({});\n",
+                          scalar_type(p_.local_offset), data(p_.local_offset));
+    if (p_.scaling)
+      body += fmt::format("  args->scaling_ = static_cast<const {}*>({});\n",
+                          scalar_type(p_.scaling), data(p_.scaling));
     if (routed())
       body +=
           fmt::format("  args->routing = static_cast<const ka_logit_t*>({});\n", data(routing()));

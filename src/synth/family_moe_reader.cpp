@@ -1,6 +1,8 @@
 #include "synth/family_moe_reader.h"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -43,6 +45,10 @@ void MoeReaderBase::require_float(const MoeTensor& t, const char* kind) const {
         "expected float32, float16 or bfloat16, got " + std::string(dtype_name(t.spec->dtype)));
 }
 
+void MoeReaderBase::require_float_or_fp8(const MoeTensor& t) const {
+  if (!fp8_allowed_ || t.spec->dtype != DType::Float8E4M3FN) require_float(t);
+}
+
 bool MoeReaderBase::boolean(const OrderedJson& value, const std::string& field) const {
   if (!value.is_boolean()) mismatch(def_, field, "expected true or false");
   return value.get<bool>();
@@ -66,9 +72,61 @@ std::string MoeReaderBase::choice(const OrderedJson& value, const std::string& f
 }
 
 bool MoeReaderBase::is_weight(const TensorSpec& t) const {
-  if (t.is_scalar() || t.shape->size() != static_cast<std::size_t>(lead_ + 2)) return false;
+  if (t.is_scalar() || t.shape->size() != static_cast<std::size_t>(lead_ + 2) || is_scale(t))
+    return false;
   // A dense MLP's [T, H] hidden states are rank 2 as well.
   return &t != dense_hidden_;
+}
+
+namespace {
+
+constexpr std::array<const char*, 4> kScaleSuffixes = {"_scale", "_scales", "_scale_inv", "_sf"};
+
+}  // namespace
+
+bool MoeReaderBase::is_scale(const TensorSpec& t) const {
+  for (const TensorSpec& other : def_.inputs)
+    for (const char* suffix : kScaleSuffixes)
+      if (&other != &t && t.name == other.name + suffix) return true;
+  return false;
+}
+
+MoeTensor MoeReaderBase::scale_of(const MoeTensor& t) const {
+  for (std::size_t i = 0; i < def_.inputs.size(); ++i)
+    for (const char* suffix : kScaleSuffixes)
+      if (def_.inputs[i].name == t.spec->name + suffix)
+        return {&def_.inputs[i], static_cast<int>(i)};
+  return {};
+}
+
+void MoeReaderBase::read_weight_scales() {
+  if (mlp_.w_down.spec->dtype != DType::Float8E4M3FN) return;
+  const int64_t hidden = static_value(mlp_.w_down, lead_, "hidden size");
+  if (hidden % kMoeScaleBlock != 0 || mlp_.inter % kMoeScaleBlock != 0)
+    mismatch(def_, field(mlp_.w_down),
+             fmt::format("float8 weights need the hidden size ({}) and the intermediate size ({}) "
+                         "in whole {}-wide scale blocks",
+                         hidden, mlp_.inter, kMoeScaleBlock));
+  const auto read = [&](const MoeTensor& w, MoeTensor& scale) {
+    scale = scale_of(w);
+    if (!scale)
+      mismatch(def_, field(w),
+               "float8_e4m3fn weights need their float32 block scales, an input named " +
+                   w.spec->name + "_scale (or _scale_inv), [E, out / 128, in / 128]");
+    const int64_t out = static_value(w, lead_, "output rows"),
+                  in = static_value(w, lead_ + 1, "input columns");
+    const std::vector<std::string>& dims = shape(scale);
+    const bool fits = dims.size() == shape(w).size() && dims[0] == experts_axis_ &&
+                      static_value(scale, 1, "scale rows") == out / kMoeScaleBlock &&
+                      static_value(scale, 2, "scale columns") == in / kMoeScaleBlock;
+    if (!fits || scale.spec->dtype != DType::Float32)
+      mismatch(def_, field(scale),
+               fmt::format("expected float32 [{}, {}, {}]: one scale per 128x128 block of {}",
+                           experts_axis_, out / kMoeScaleBlock, in / kMoeScaleBlock, w.spec->name));
+  };
+  for (auto [w, scale] : {std::pair{&mlp_.w13, &mlp_.s13}, std::pair{&mlp_.w_gate, &mlp_.s_gate},
+                          std::pair{&mlp_.w_up, &mlp_.s_up}, std::pair{&mlp_.w_down, &mlp_.s_down}})
+    if (*w) read(*w, *scale);
 }
 
 void MoeReaderBase::find_expert_weights() {
@@ -90,7 +148,7 @@ void MoeReaderBase::find_expert_weights() {
       mismatch(
           def_, field(w),
           "expected the experts axis " + experts_axis_ + " first, as in " + weights_[0].spec->name);
-    require_float(w);
+    require_float_or_fp8(w);
     if (w.spec->dtype != weights_[0].spec->dtype)
       mismatch(def_, field(w) + ".dtype",
                "expected the dtype of " + weights_[0].spec->name + ", " +
@@ -149,10 +207,13 @@ MoeTensor MoeReaderBase::read_output(const MoeTensor& hidden) const {
   if (output.spec->is_scalar() || shape(output) != shape(hidden))
     mismatch(def_, field(output, "outputs"),
              "expected the shape of " + hidden.spec->name + ", " + shape_text(shape(hidden)));
-  if (output.spec->dtype != hidden.spec->dtype)
+  if (hidden.spec->dtype == DType::Float8E4M3FN) {
+    require_float(output, "outputs");
+  } else if (output.spec->dtype != hidden.spec->dtype) {
     mismatch(def_, field(output, "outputs") + ".dtype",
              "expected the dtype of " + hidden.spec->name + ", " +
                  std::string(dtype_name(hidden.spec->dtype)));
+  }
   return output;
 }
 

@@ -20,6 +20,8 @@ class MoeReaderBase {
   std::string field(const MoeTensor& t, const char* kind = "inputs") const;
   int64_t static_value(const MoeTensor& t, std::size_t dim, const char* what) const;
   void require_float(const MoeTensor& t, const char* kind = "inputs") const;
+  /// require_float, or float8_e4m3fn where the family serves it (fp8_allowed_).
+  void require_float_or_fp8(const MoeTensor& t) const;
   bool boolean(const OrderedJson& value, const std::string& field) const;
   int64_t positive_int(const OrderedJson& value, const std::string& field) const;
   std::string choice(const OrderedJson& value, const std::string& field,
@@ -33,9 +35,18 @@ class MoeReaderBase {
   void assign_expert_weights();
   /// Whether input `t` is one of the weights find_expert_weights() collects.
   bool is_weight(const TensorSpec& t) const;
+  /// Whether input `t` is another input's block scales: named after it with _scale, _scales,
+  /// _scale_inv (DeepSeek-V3's checkpoints) or _sf.
+  bool is_scale(const TensorSpec& t) const;
+  /// The input holding `t`'s block scales, or none.
+  MoeTensor scale_of(const MoeTensor& t) const;
+  /// float8_e4m3fn weights (fp8_allowed_ only): each weight's [E, out / 128, in / 128] float32
+  /// scales, found by name. Needs assign_expert_weights().
+  void read_weight_scales();
   /// "[E, out, in]" or, dense, "[out, in]".
   std::string weight_shape(const std::string& out, const std::string& in) const;
-  /// The one output, of `hidden`'s shape and dtype.
+  /// The one output, of `hidden`'s shape and dtype (float8 hidden states: of a 16- or 32-bit
+  /// float dtype).
   MoeTensor read_output(const MoeTensor& hidden) const;
   /// activation or gate_up_order; false for another key.
   bool read_weight_param(const std::string& key, const OrderedJson& value);
@@ -48,6 +59,7 @@ class MoeReaderBase {
   std::string experts_axis_, hidden_axis_;
   MoeExperts& mlp_;  ///< the weights of the problem being read
   const int lead_;   ///< dimensions ahead of a weight's [out, in]: 1 (experts) or 0 (dense)
+  bool fp8_allowed_ = false;  ///< the family serves float8_e4m3fn weights with block scales
   const TensorSpec* dense_hidden_ = nullptr;  ///< dense: the hidden states, the one rank-2
                                               ///< input that is not a weight
 };
@@ -61,6 +73,9 @@ std::string moe_gate_up_rows(const MoeExperts& weights, bool up, const char* gat
 std::string moe_header_start(const char* binder, const Definition& def,
                              const KernelTemplate& kernel);
 
+/// The edge of a float8 block scale's block.
+constexpr int64_t kMoeScaleBlock = 128;
+
 /// A ka_bind line refusing `data` (named `name`) unless 16-byte aligned: the CUDA templates copy
 /// rows in 16-byte units.
 std::string moe_aligned_check(const std::string& data, const std::string& name);
@@ -68,7 +83,8 @@ std::string moe_aligned_check(const std::string& data, const std::string& name);
 /// Throws TemplateMismatch unless `kernel` serves the definition's family as a shared object.
 void require_moe_template(const Definition& def, const KernelTemplate& kernel);
 
-/// The binding both families give: the header, TOKENS, and the sizes as constants.
+/// The binding both families give: the header, TOKENS, and the sizes as constants (EXPERTS and
+/// LOCAL_EXPERTS both the weights' experts).
 FamilyBinding moe_binding(std::string header, const std::string& tokens_axis,
                           const MoeExperts& weights, int64_t hidden_size, int64_t top_k,
                           DType hidden_dtype);

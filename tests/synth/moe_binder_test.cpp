@@ -172,5 +172,166 @@ TEST(MoeBinder, RejectsWhatTheFamilyCannotServeNamingTheField) {
                        "inputs.w13: expected [E, 2 * I, H]"));
 }
 
+// FlashInfer-Bench's FP8 block-scale layer in miniature: 16 routed experts of which the call
+// holds 4 (from a runtime offset), hidden 256 and intermediate 128 (2 and 1 scale blocks),
+// e4m3 bytes with float32 scales, the hidden states' scales block-major [H / 128, T], the
+// routing weights' factor an input.
+OrderedJson fp8_inputs() {
+  return {{"routing_logits", tensor({"T", "E"})},
+          {"routing_bias", tensor({"E"}, "bfloat16")},
+          {"hidden_states", tensor({"T", "H"}, "float8_e4m3fn")},
+          {"hidden_states_scale", tensor({"HB", "T"})},
+          {"gemm1_weights", tensor({"L", "I2", "H"}, "float8_e4m3fn")},
+          {"gemm1_weights_scale", tensor({"L", "I2B", "HB"})},
+          {"gemm2_weights", tensor({"L", "H", "I"}, "float8_e4m3fn")},
+          {"gemm2_weights_scale", tensor({"L", "HB", "IB"})},
+          {"local_expert_offset", {{"shape", nullptr}, {"dtype", "int32"}}},
+          {"routed_scaling_factor", {{"shape", nullptr}, {"dtype", "float32"}}}};
+}
+
+Definition fp8_definition(const OrderedJson& inputs, const OrderedJson& op_params) {
+  std::string parameters;
+  for (const auto& [input, spec] : inputs.items())
+    parameters += (parameters.empty() ? "" : ", ") + input;
+  const auto constant = [](int value) { return OrderedJson{{"type", "const"}, {"value", value}}; };
+  OrderedJson json = {{"name", "moe_fp8_case"},
+                      {"op_type", "moe"},
+                      {"axes",
+                       {{"T", {{"type", "var"}}},
+                        {"E", constant(16)},
+                        {"L", constant(4)},
+                        {"H", constant(256)},
+                        {"I", constant(128)},
+                        {"I2", constant(256)},
+                        {"HB", constant(2)},
+                        {"IB", constant(1)},
+                        {"I2B", constant(2)}}},
+                      {"inputs", inputs},
+                      {"outputs", {{"output", tensor({"T", "H"}, "bfloat16")}}},
+                      {"reference", "def run(" + parameters + "):\n    pass\n"},
+                      {"kernelarc", {{"op_family", "moe"}, {"op_params", op_params}}}};
+  return parse_definition(json, "moe_fp8_case.json");
+}
+
+const OrderedJson kFp8Params = {{"top_k", 4},
+                                {"scoring", "sigmoid"},
+                                {"n_group", 4},
+                                {"topk_group", 2},
+                                {"gate_up_order", "up_gate"}};
+
+TEST(MoeBinder, ReadsFp8BlockScaledLocalExpertsAndScalarInputs) {
+  const Definition def = fp8_definition(fp8_inputs(), kFp8Params);
+  const MoeProblem p = read_moe_problem(def);
+  EXPECT_TRUE(p.fp8());
+  EXPECT_EQ(p.experts, 4);
+  EXPECT_EQ(p.routed_experts, 16);
+  EXPECT_EQ(p.logits.spec->name, "routing_logits");
+  EXPECT_EQ(p.bias.spec->name, "routing_bias");
+  EXPECT_EQ(p.hidden_scale.spec->name, "hidden_states_scale");
+  EXPECT_FALSE(p.hidden_scale_tokens_first);
+  EXPECT_EQ(p.s13.spec->name, "gemm1_weights_scale");
+  EXPECT_EQ(p.s_down.spec->name, "gemm2_weights_scale");
+  EXPECT_EQ(p.local_offset.spec->name, "local_expert_offset");
+  EXPECT_EQ(p.scaling.spec->name, "routed_scaling_factor");
+  const FamilyBinding b = make_moe_binder()->bind(def, moe_template());
+  EXPECT_EQ(b.constants.at("EXPERTS"), 16);
+  EXPECT_EQ(b.constants.at("LOCAL_EXPERTS"), 4);
+  EXPECT_EQ(b.constants.at("FP8"), 1);
+  EXPECT_EQ(b.constants.at("ELEM_BYTES"), 1);
+  EXPECT_TRUE(contains(b.header, "#define KA_ROUTED_SCALING (ka.routed_scaling())"));
+  // The 16-bit layers keep one expert set and a literal factor.
+  const FamilyBinding plain = make_moe_binder()->bind(
+      moe_definition(kFusedInputs, {{"top_k", 2}, {"routed_scaling_factor", 2.5}}), moe_template());
+  EXPECT_EQ(plain.constants.at("LOCAL_EXPERTS"), plain.constants.at("EXPERTS"));
+  EXPECT_EQ(plain.constants.at("FP8"), 0);
+}
+
+// The generated accessors on the CPU: a scale of each kind at a block where a wrong layout reads
+// another value (every scale holds its own index), the gate rows in w13's second half (up
+// first), the scalars read through their pointers, and routing among the 16 experts scaled by
+// the input factor: the weights sum to it.
+TEST(MoeBinder, Fp8HeaderAddressesScalesAndReadsTheScalarInputs) {
+  const FamilyBinding b =
+      make_moe_binder()->bind(fp8_definition(fp8_inputs(), kFp8Params), moe_template());
+  const std::string output = testing::run_header_driver(b.header, R"(
+#include "ka_moe_routing.h"
+int main() {
+  const int T = 3;
+  static unsigned char x[T * 256], w13[4 * 256 * 256], w2[4 * 256 * 128];
+  static float logits[T * 16], x_scale[2 * T], s13[4 * 2 * 2], s2[4 * 2 * 1];
+  static unsigned short bias[16], out[T * 256];
+  for (int i = 0; i < 2 * T; ++i) x_scale[i] = i;
+  for (int i = 0; i < 16; ++i) s13[i] = 100 + i;
+  for (int i = 0; i < 8; ++i) s2[i] = 200 + i;
+  for (int e = 0; e < 16; ++e) logits[16 + e] = 0.25f * e - 2.0f;
+  int offset = 8;
+  float scaling = 2.5f;
+  ka_tensor in[10] = {make(logits, KA_FLOAT32, {T, 16}), make(bias, KA_BFLOAT16, {16}),
+                      make(x, KA_FLOAT8_E4M3FN, {T, 256}), make(x_scale, KA_FLOAT32, {2, T}),
+                      make(w13, KA_FLOAT8_E4M3FN, {4, 256, 256}), make(s13, KA_FLOAT32, {4, 2, 2}),
+                      make(w2, KA_FLOAT8_E4M3FN, {4, 256, 128}), make(s2, KA_FLOAT32, {4, 2, 1}),
+                      make(&offset, KA_INT32, {}), make(&scaling, KA_FLOAT32, {})};
+  ka_tensor o[1] = {make(out, KA_BFLOAT16, {T, 256})};
+  KaArgs ka;
+  if (const char* error = ka_bind(in, 10, o, 1, &ka)) { std::printf("bind: %s\n", error); return 1; }
+  std::printf("x_scale %g gate_scale %g up_scale %g down_scale %g\n", ka.x_scale(1, 1),
+              ka.gate_scale(2, 0, 1), ka.up_scale(2, 0, 1), ka.down_scale(3, 1, 0));
+  std::printf("gate %ld up %ld down %ld offset %d scaling %g\n", (long)(ka.gate_rows(2) - w13),
+              (long)(ka.up_rows(2) - w13), (long)(ka.down_rows(3) - w2), ka.local_offset(),
+              ka.routed_scaling());
+  float token[16];
+  for (int e = 0; e < 16; ++e) token[e] = ka.logit(1, e);
+  int ids[4];
+  float w[4];
+  ka_moe_route(ka, token, ids, w);
+  std::printf("ids %d %d %d %d sum %.4f\n", ids[0], ids[1], ids[2], ids[3], w[0] + w[1] + w[2] + w[3]);
+  return 0;
+}
+)");
+  // x_scale(1, 1): block-major, [1 * T + 1] = 4. Expert 2's gate rows are w13's second half:
+  // scale row block 2 * 2 + 1, [(5) * 2 + 1] = 111; up [(4) * 2 + 1] = 109; down (3, 1, 0):
+  // [(3 * 2 + 1) * 1] = 207.
+  EXPECT_TRUE(contains(output, "x_scale 4 gate_scale 111 up_scale 109 down_scale 207")) << output;
+  EXPECT_TRUE(contains(output, "gate 163840 up 131072 down 98304 offset 8 scaling 2.5")) << output;
+  // Logits rise with e: groups {12..15} and {8..11} are kept, the top 4 are 15, 14, 13, 12.
+  EXPECT_TRUE(contains(output, "ids 15 14 13 12 sum 2.5000")) << output;
+}
+
+TEST(MoeBinder, RejectsFp8LayersItCannotServeNamingTheField) {
+  const auto error_without = [](const char* name) {
+    OrderedJson inputs = fp8_inputs();
+    inputs.erase(name);
+    return input_error_of([&] { read_moe_problem(fp8_definition(inputs, kFp8Params)); });
+  };
+  EXPECT_TRUE(contains(error_without("gemm2_weights_scale"),
+                       "inputs.gemm2_weights: float8_e4m3fn weights need their float32 block "
+                       "scales, an input named gemm2_weights_scale"));
+  EXPECT_TRUE(contains(error_without("hidden_states_scale"),
+                       "inputs.hidden_states: float8_e4m3fn hidden states need their scales"));
+  OrderedJson bad_scale = fp8_inputs();
+  bad_scale["gemm1_weights_scale"] = tensor({"L", "HB", "HB"});
+  bad_scale["gemm1_weights_scale"]["shape"][1] = "IB";
+  EXPECT_TRUE(
+      contains(input_error_of([&] { read_moe_problem(fp8_definition(bad_scale, kFp8Params)); }),
+               "inputs.gemm1_weights_scale: expected float32 [L, 2, 2]"));
+  OrderedJson bf16_weights = fp8_inputs();
+  bf16_weights["gemm1_weights"]["dtype"] = "bfloat16";
+  bf16_weights["gemm2_weights"]["dtype"] = "bfloat16";
+  EXPECT_TRUE(
+      contains(input_error_of([&] { read_moe_problem(fp8_definition(bf16_weights, kFp8Params)); }),
+               "inputs.hidden_states.dtype: float8_e4m3fn hidden states need "
+               "float8_e4m3fn expert weights"));
+  OrderedJson odd_scalar = fp8_inputs();
+  odd_scalar["epsilon"] = {{"shape", nullptr}, {"dtype", "float32"}};
+  EXPECT_TRUE(
+      contains(input_error_of([&] { read_moe_problem(fp8_definition(odd_scalar, kFp8Params)); }),
+               "inputs.epsilon: a scalar the moe family does not read"));
+  OrderedJson twice = kFp8Params;
+  twice["routed_scaling_factor"] = 2.5;
+  EXPECT_TRUE(
+      contains(input_error_of([&] { read_moe_problem(fp8_definition(fp8_inputs(), twice)); }),
+               "kernelarc.op_params.routed_scaling_factor: given twice"));
+}
+
 }  // namespace
 }  // namespace kernelarc
