@@ -13,25 +13,18 @@
 // acc += a_scale(m, kb) * b_scale(n, kb) * partial; otherwise the scales multiply the whole sum
 // once at the end. Any M, N and K are served; knobs only tune.
 //
-// Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 operands), g = lane / 4, t = lane % 4:
-//   A (row): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)   [row, k]
-//   B (col): b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g)
-//   C:       c0, c1 (g, 2t..2t+1), c2, c3 (g+8, 2t..2t+1)                          [row, col]
-// In each 32-bit operand register the lower k sits in the lower 16 bits, which is where
-// cvt.rn.f16x2.e4m3x2 puts the lower-addressed byte.
+// The fragment layouts and the device primitives (row padding, cp.async, widening, the f16
+// mma) are ka_fp8_mma.cuh's, shared with the moe_fp8_grouped template.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "ka_fp8_mma.cuh"
 #include "ka_problem.h"  // KaArgs, ka_c_t, ka_from_float: the binder's header comes first
 
 namespace ka_fp8 {
-
-/// Bytes of padding after each shared-memory row: keeps 16-byte chunks aligned and spreads the
-/// 8 rows a fragment load touches over distinct banks for kTileK = 32, 64 and 128.
-constexpr int kRowPad = 16;
 
 template <int kTileM, int kTileN, int kTileK, int kWarpsM, int kWarpsN, int kStages>
 struct Config {
@@ -49,41 +42,6 @@ struct Config {
   static_assert(kWarpM % 16 == 0 && kWarpN % 8 == 0, "warp tiles are whole m16n8 tiles");
   static_assert(kStages >= 2, "the pipeline needs two stages");
 };
-
-__device__ __forceinline__ unsigned shared_address(const void* pointer) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
-}
-
-/// 16 bytes global -> shared; `bytes` 0 writes zeros and reads nothing.
-__device__ __forceinline__ void copy16(void* dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
-               "l"(src), "r"(bytes));
-}
-
-__device__ __forceinline__ void commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int kPending>
-__device__ __forceinline__ void wait_pending() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
-/// Two e4m3 bytes (the lower address in the low byte) -> f16x2 (the lower address in the low half).
-__device__ __forceinline__ unsigned widen(const unsigned char* pair) {
-  const unsigned short bits = *reinterpret_cast<const unsigned short*>(pair);
-  unsigned result;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(result) : "h"(bits));
-  return result;
-}
-
-__device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 /// Rows [row0, row0 + kRows) x bytes [k0, k0 + kTileK) of a row-major [rows, k] byte matrix into
 /// shared memory (row pitch C::kRow), zeros outside the matrix.

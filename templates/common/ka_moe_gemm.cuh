@@ -38,13 +38,6 @@
 
 namespace ka_moe {
 
-/// p, hidden from the optimiser (an identity move it cannot see through).
-template <typename T>
-__device__ __forceinline__ const T* opaque(const T* p) {
-  asm("mov.b64 %0, %0;" : "+l"(p));
-  return p;
-}
-
 template <int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, int kStages, bool kGated>
 struct GemmConfig : WarpTiles<kBM, kBN, kWarpsM, kWarpsN> {
   using Tiles = WarpTiles<kBM, kBN, kWarpsM, kWarpsN>;  // ka_moe_grouped.cuh

@@ -1,5 +1,6 @@
-// What the grouped-GEMM mixture-of-experts templates (moe_grouped, moe_backward) share: the
-// problem's sizes and the checks both place on them, the 16- and 4-byte packs their rows move in,
+// What the grouped-GEMM mixture-of-experts templates (moe_grouped, moe_backward, and for FP8
+// problems moe_fp8_grouped) share: the problem's sizes and the checks the 16-bit templates place
+// on them, the 16- and 4-byte packs their rows move in,
 // the block-wide scan of the per-expert slot counts into segments and an M-tile schedule, the
 // lookup of a CTA's tile in that schedule, the warp tiling of their mma.sync GEMMs, the combine's
 // per-thread pack of a token's output row, and the host entry's checks and workspace carving.
@@ -27,8 +28,10 @@ constexpr int kHidden = KA_HIDDEN;
 constexpr int kInter = KA_INTER;
 constexpr int kTopK = KA_TOP_K;
 
-// What both templates' tensor-core GEMMs and 16-byte row copies need. (TOP_K's bounds differ:
-// each template states its own.)
+// What the 16-bit templates' tensor-core GEMMs and 16-byte row copies need. (TOP_K's bounds
+// differ: each template states its own.) An FP8 problem's header (KA_FP8 1: e4m3 bytes with block
+// scales) is served by moe_fp8_grouped alone, which states its own checks.
+#if !defined(KA_FP8) || !KA_FP8
 static_assert(sizeof(ka_act_t) == 2 && sizeof(ka_w_t) == 2,
               "the grouped MoE templates serve bfloat16 and float16 hidden states and weights "
               "(knobs.json: ELEM_BYTES == 2 and W_BYTES == 2)");
@@ -38,8 +41,9 @@ static_assert(std::is_same<ka_act_t, ka_w_t>::value,
 static_assert(kHidden % 8 == 0 && kInter % 8 == 0,
               "the grouped MoE templates copy rows in 16-byte chunks (knobs.json: HIDDEN % 8 == 0 "
               "and INTER % 8 == 0)");
+#endif
 
-/// Eight consecutive 16-bit elements, one 16-byte unit.
+/// Eight consecutive elements: one 16-byte unit of 16-bit elements (two of float32 ones).
 template <typename T>
 struct alignas(16) Pack8 {
   T v[8];
@@ -119,6 +123,15 @@ __device__ void scan_expert_counts(const int* counts, int* s_offset, int* offset
     }
   }
   __syncthreads();
+}
+
+/// p, hidden from the optimiser (an identity move it cannot see through): the GEMMs form each
+/// stage's copy sources from it, rather than hoisting one register pair per copy out of the K
+/// loop.
+template <typename T>
+__device__ __forceinline__ const T* opaque(const T* p) {
+  asm("mov.b64 %0, %0;" : "+l"(p));
+  return p;
 }
 
 /// One CTA's output tile of a grouped GEMM over the sorted rows.
@@ -211,10 +224,14 @@ __device__ __forceinline__ void zero_fill(T (&a)[kN]) {
 
 /// One thread of a combine over a grid of kThreads-thread blocks, a thread per 8 output
 /// elements: token t's columns [c, c + 8) summed in float32 over its kTopK slots in k order
-/// (add_slot(slot, c, acc) adds slot t * kTopK + k's share), rounded once and stored as one
-/// 16-byte pack at out_row(t) + c. Threads past the last token do nothing.
+/// (add_slot(slot, c, acc) adds slot t * kTopK + k's share), rounded once to out_row's element
+/// type and stored as one 16-byte pack at out_row(t) + c (two for a float32 output). Threads past
+/// the last token do nothing.
 template <int kThreads, typename AddSlot, typename OutRow>
 __device__ __forceinline__ void combine_pack8(long long tokens, AddSlot add_slot, OutRow out_row) {
+  using out_t = std::remove_pointer_t<decltype(out_row(0LL))>;
+  static_assert(sizeof(out_t) == 2 || sizeof(out_t) == 4,
+                "the combine stores 16- or 32-bit outputs, 8 to a 16- or 32-byte pack");
   constexpr int kChunks = kHidden / 8;
   const long long index = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;
   if (index >= tokens * kChunks) return;
@@ -224,10 +241,10 @@ __device__ __forceinline__ void combine_pack8(long long tokens, AddSlot add_slot
   zero_fill(acc);
 #pragma unroll
   for (int k = 0; k < kTopK; ++k) add_slot(t * kTopK + k, c, acc);
-  Pack8<ka_act_t> out;
+  Pack8<out_t> out;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) out.v[j] = ka_from_float<ka_act_t>(acc[j]);
-  *reinterpret_cast<Pack8<ka_act_t>*>(out_row(t) + c) = out;
+  for (int j = 0; j < 8; ++j) out.v[j] = ka_from_float<out_t>(acc[j]);
+  *reinterpret_cast<Pack8<out_t>*>(out_row(t) + c) = out;
 }
 
 // ---- Host: the checks of both templates' ka_run; `name` (the template's) starts each message.
@@ -259,6 +276,44 @@ inline int check_workspace(const char* name, const void* workspace, size_t works
   return 0;
 }
 
+/// Whether `pointer` starts a 16-byte unit, as the GEMMs' row copies need.
+inline bool aligned16(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+}
+
+/// 0 when the hidden states, the output and the weights of experts [0, kCount) start on 16-byte
+/// boundaries (the rows' lengths are multiples of 16 bytes, so the bases decide); else ka_fail's 1.
+/// (A template over the arguments: moe_backward's KaArgs has no output row.)
+template <int kCount, typename Args>
+inline int check_rows_aligned(const char* name, const Args& ka) {
+  if (!aligned16(ka.x_row(0)) || !aligned16(ka.out_row(0)))
+    return ka_fail("%s: the hidden states and the output must be 16-byte aligned", name);
+  for (int e = 0; e < kCount; ++e)
+    if (!aligned16(ka.gate_rows(e)) || !aligned16(ka.up_rows(e)) || !aligned16(ka.down_rows(e)))
+      return ka_fail("%s: expert %d's weights are not 16-byte aligned", name, e);
+  return 0;
+}
+
+/// A kernel and the dynamic shared memory it launches with.
+struct SharedKernel {
+  const void* function;
+  int shared_bytes;
+};
+
+/// ka_prepare_device's step for a template's kernels: raises each one's dynamic shared-memory
+/// limit on `device`. 0, or ka_fail's 1 naming the kernel's bytes.
+template <std::size_t kCount>
+inline int prepare_kernels(const char* name, int device, const SharedKernel (&kernels)[kCount]) {
+  for (const SharedKernel& kernel : kernels) {
+    const cudaError_t status = cudaFuncSetAttribute(
+        kernel.function, cudaFuncAttributeMaxDynamicSharedMemorySize, kernel.shared_bytes);
+    if (status != cudaSuccess)
+      return ka_fail("%s: preparing the kernels on device %d: %s (%d bytes of shared memory)", name,
+                     device, cudaGetErrorString(status), kernel.shared_bytes);
+  }
+  return 0;
+}
+
 /// 0 when the last launch (`what`) went in.
 inline int check_launch(const char* name, const char* what) {
   const cudaError_t status = cudaGetLastError();
@@ -268,13 +323,14 @@ inline int check_launch(const char* name, const char* what) {
 }
 
 /// The grids of the two grouped GEMMs over the M-tile schedule (both templates' GEMM 1 and 2
-/// share BM): m_tiles, the schedule's upper bound for `slots` routed slots, and each GEMM's
-/// m_tiles x N tiles CTAs of a 1-D grid (n_tiles1, n_tiles2: the GEMMs' N tiles). 0, or
-/// ka_fail's 1 when a grid would pass INT_MAX.
-template <int kBM>
+/// share BM): m_tiles, the schedule's upper bound for at most `slots` routed slots over
+/// kSegments experts (the experts whose rows the GEMMs compute: all of them, or the local ones of
+/// an expert-parallel call), and each GEMM's m_tiles x N tiles CTAs of a 1-D grid (n_tiles1,
+/// n_tiles2: the GEMMs' N tiles). 0, or ka_fail's 1 when a grid would pass INT_MAX.
+template <int kBM, int kSegments = kExperts>
 inline int grouped_gemm_grids(const char* name, long long tokens, long long slots, int n_tiles1,
                               int n_tiles2, long long& m_tiles, unsigned& ctas1, unsigned& ctas2) {
-  m_tiles = (slots + kBM - 1) / kBM + (slots < kExperts ? slots : kExperts);
+  m_tiles = (slots + kBM - 1) / kBM + (slots < kSegments ? slots : kSegments);
   const long long grid1 = m_tiles * n_tiles1;
   const long long grid2 = m_tiles * n_tiles2;
   if (grid1 > INT_MAX || grid2 > INT_MAX)

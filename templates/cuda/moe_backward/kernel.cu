@@ -83,23 +83,12 @@ int check_launch(const char* what) {
 }
 
 int prepare(int device) {
-  struct Kernel {
-    const void* function;
-    int shared_bytes;
-  };
-  const Kernel kernels[] = {
+  const ka_moe::SharedKernel kernels[] = {
       {reinterpret_cast<const void*>(kGemm1), Gemm1::kSharedBytes},
       {reinterpret_cast<const void*>(kGemm2), Gemm2::kSharedBytes},
       {reinterpret_cast<const void*>(kWgradGateUp), WgradGateUp::kSharedBytes},
       {reinterpret_cast<const void*>(kWgradDown), WgradDown::kSharedBytes}};
-  for (const Kernel& kernel : kernels) {
-    const cudaError_t status = cudaFuncSetAttribute(
-        kernel.function, cudaFuncAttributeMaxDynamicSharedMemorySize, kernel.shared_bytes);
-    if (status != cudaSuccess)
-      return ka_fail("%s: preparing the kernels on device %d: %s (%d bytes of shared memory)",
-                     kName, device, cudaGetErrorString(status), kernel.shared_bytes);
-  }
-  return 0;
+  return ka_moe::prepare_kernels(kName, device, kernels);
 }
 
 }  // namespace

@@ -66,10 +66,6 @@ Layout layout_for(long long tokens) {
   return l;
 }
 
-bool aligned16(const void* pointer) {
-  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
-}
-
 constexpr const char* kName = "moe_grouped";
 
 int check_launch(const char* what) {
@@ -86,18 +82,13 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
     return 1;
   if (tokens <= 0) return 0;
 
-  // Rows are copied in 16-byte chunks: every row start must be 16-byte aligned (HIDDEN and
-  // INTER are multiples of 8, so the bases decide).
-  if (!aligned16(ka.x_row(0)) || !aligned16(ka.out_row(0)))
-    return ka_fail("moe_grouped: the hidden states and the output must be 16-byte aligned");
-  for (int e = 0; e < kExperts; ++e) {
-    if (!aligned16(ka.gate_rows(e)) || !aligned16(ka.up_rows(e)) || !aligned16(ka.down_rows(e)))
-      return ka_fail("moe_grouped: expert %d's weights are not 16-byte aligned", e);
+  // Rows are copied in 16-byte chunks (HIDDEN and INTER are multiples of 8).
+  if (ka_moe::check_rows_aligned<kExperts>(kName, ka) != 0) return 1;
 #if KA_ROUTER_WEIGHT
-    if (!aligned16(ka.router_row(e)))
+  for (int e = 0; e < kExperts; ++e)
+    if (!ka_moe::aligned16(ka.router_row(e)))
       return ka_fail("moe_grouped: router row %d is not 16-byte aligned", e);
 #endif
-  }
 
   const Layout layout = layout_for(tokens);
   if (ka_moe::check_workspace(kName, workspace, workspace_bytes, layout.total, tokens) != 0)
@@ -105,16 +96,10 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
 
   int multiprocessors = 0;
   if (ka_prepare_device(multiprocessors, [](int device) {
-        cudaError_t status = cudaFuncSetAttribute(
-            kGemm1, cudaFuncAttributeMaxDynamicSharedMemorySize, Gemm1::kSharedBytes);
-        if (status == cudaSuccess)
-          status = cudaFuncSetAttribute(kGemm2, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        Gemm2::kSharedBytes);
-        if (status == cudaSuccess) return 0;
-        return ka_fail(
-            "moe_grouped: preparing the kernels on device %d: %s (%d and %d bytes of shared "
-            "memory)",
-            device, cudaGetErrorString(status), Gemm1::kSharedBytes, Gemm2::kSharedBytes);
+        const ka_moe::SharedKernel kernels[] = {
+            {reinterpret_cast<const void*>(kGemm1), Gemm1::kSharedBytes},
+            {reinterpret_cast<const void*>(kGemm2), Gemm2::kSharedBytes}};
+        return ka_moe::prepare_kernels(kName, device, kernels);
       }) != 0)
     return 1;
 
