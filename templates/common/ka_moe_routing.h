@@ -69,14 +69,16 @@ KA_HD void ka_moe_route(const KaArgs& ka, const float* logits, int* ids, float* 
     for (int e = 0; e < KA_EXPERTS; ++e)
       if (!kept[e / kPerGroup]) select[e] = kExcluded;
   }
+  // A flag an expert rather than a scan of the ids chosen so far: O(E) a pick, not O(E k)
+  // (a decode step routes its token on one thread).
+  bool taken[KA_EXPERTS];
+  for (int e = 0; e < KA_EXPERTS; ++e) taken[e] = false;
   float total = 0.0f;
   for (int k = 0; k < KA_TOP_K; ++k) {
     int pick = -1;
-    for (int e = 0; e < KA_EXPERTS; ++e) {
-      bool taken = false;
-      for (int j = 0; j < k; ++j) taken = taken || ids[j] == e;
-      if (!taken && (pick < 0 || select[e] > select[pick])) pick = e;
-    }
+    for (int e = 0; e < KA_EXPERTS; ++e)
+      if (!taken[e] && (pick < 0 || select[e] > select[pick])) pick = e;
+    taken[pick] = true;
     ids[k] = pick;
     weights[k] = score[pick];
     total += score[pick];
