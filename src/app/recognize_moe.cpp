@@ -1,6 +1,8 @@
 #include "app/recognize_moe.h"
 
+#include <algorithm>
 #include <regex>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -48,12 +50,17 @@ std::optional<bool> assigned_flag(const std::string& reference, const char* name
 }
 
 /// "sigmoid" or "softmax": an assignment (`scoring_func = "sigmoid"`, `SCORING = "softmax"`)
-/// decides; else the one of the two the reference calls, when it calls only one; else softmax.
+/// decides; else the one of the two the reference calls (a sigmoid also written out, 1 / (1 +
+/// exp(-x))), when it calls only one; else softmax.
 std::string scoring_of(const std::string& reference) {
   const std::string assigned =
       to_lower(first_capture(reference, R"(scoring(?:_func)?\s*=\s*["'](softmax|sigmoid)["'])"));
   if (!assigned.empty()) return assigned;
-  const bool sigmoid = std::regex_search(reference, std::regex(R"(sigmoid\()"));
+  const bool sigmoid =
+      std::regex_search(reference, std::regex(R"(sigmoid\()")) ||
+      std::regex_search(
+          reference,
+          std::regex(R"(1(?:\.0*)?\s*/\s*\(\s*1(?:\.0*)?\s*\+\s*(?:torch\.)?exp\(\s*-)"));
   const bool softmax = std::regex_search(reference, std::regex(R"(softmax\()"));
   return sigmoid && !softmax ? "sigmoid" : "softmax";
 }
@@ -76,24 +83,67 @@ void add_activation(const std::string& reference, OrderedJson& params) {
   }
 }
 
+/// Whether the reference divides by a sum: `w / w.sum(`, `w /= w.sum(`, `/ (w.sum(`,
+/// `/ torch.sum(`, or by a name it assigned a sum to (`total = w.sum(-1) + 1e-20; w / total`).
+bool divides_by_a_sum(const std::string& reference) {
+  if (std::regex_search(reference, std::regex(R"(/=?\s*\(?\s*[\w\.\[\]]+\.sum\()")) ||
+      std::regex_search(reference, std::regex(R"(/=?\s*\(?\s*torch\.sum\()")))
+    return true;
+  const std::regex sum_assignment(R"((\w+)\s*=\s*[^\n=]*\.sum\()");
+  for (auto it = std::sregex_iterator(reference.begin(), reference.end(), sum_assignment);
+       it != std::sregex_iterator(); ++it)
+    if (std::regex_search(reference, std::regex(R"(/=?\s*\(?\s*)" + (*it)[1].str() + R"(\b)")))
+      return true;
+  return false;
+}
+
+/// Whether a fused gate-and-up product's second half is the one the activation takes (FlashInfer's
+/// and TensorRT-LLM's order, op_params.gate_up_order "up_gate"): `p[:, I:]` (or `p[..., I:]`), the
+/// name bound to it, or the second of `a, b = p.chunk(2`, is the argument of silu, gelu or
+/// sigmoid, or of a SiLU written out (x / (1 + exp(-x))). False where the reference shows no such
+/// split.
+bool activation_takes_second_half(const std::string& reference) {
+  // The slice itself as the argument: silu(p[:, I:]).
+  if (std::regex_search(
+          reference,
+          std::regex(R"((?:silu|gelu|sigmoid)\(\s*\w+\[\s*(?::|\.\.\.)\s*,\s*\w+\s*:\s*\])")))
+    return true;
+  std::vector<std::string> second;
+  const std::regex slice(R"((\w+)\s*=\s*\w+\[\s*(?::|\.\.\.)\s*,\s*\w+\s*:\s*\])");
+  const std::regex chunk(R"(\w+\s*,\s*(\w+)\s*=\s*[\w\.]+\.chunk\(\s*2)");
+  for (const std::regex* pattern : {&slice, &chunk})
+    for (auto it = std::sregex_iterator(reference.begin(), reference.end(), *pattern);
+         it != std::sregex_iterator(); ++it)
+      second.push_back((*it)[1].str());
+  for (const std::string& name : second) {
+    const std::string activated = R"((?:silu|gelu|sigmoid)\(\s*)" + name + R"(\b|\b)" + name +
+                                  R"(\s*/\s*\(\s*1(?:\.0*)?\s*\+\s*(?:torch\.)?exp\(\s*-\s*)" +
+                                  name + R"(\b)";
+    if (std::regex_search(reference, std::regex(activated))) return true;
+  }
+  return false;
+}
+
 OrderedJson routing_params(const Definition& def, int64_t top_k) {
   const std::string& ref = def.reference;
   OrderedJson params = {{"top_k", top_k}};
   params["scoring"] = scoring_of(ref);
   const std::optional<bool> flag = assigned_flag(ref, "norm_topk_prob|renormalize");
-  // A division of the chosen weights by their sum: `w / w.sum(`, `w /= w.sum(`, `/ (w.sum(`.
-  const bool divides = std::regex_search(ref, std::regex(R"(/=?\s*\(?\s*[\w\.\[\]]+\.sum\()")) ||
-                       std::regex_search(ref, std::regex(R"(/=?\s*\(?\s*torch\.sum\()"));
-  params["renormalize"] = flag.value_or(divides);
+  params["renormalize"] = flag.value_or(divides_by_a_sum(ref));
   for (const char* name : {"n_group", "topk_group"}) {
     const std::string value = first_capture(ref, fmt::format(R"({}\s*=\s*(\d+))", name).c_str());
     if (!value.empty() && std::stoll(value) > 1) params[name] = std::stoll(value);
   }
+  // The factor from the text, unless an input holds it (the family reads that one).
+  const bool scaling_input = std::any_of(def.inputs.begin(), def.inputs.end(), [](const auto& t) {
+    return to_lower(t.name).find("routed_scaling") != std::string::npos;
+  });
   const std::string scaling =
       first_capture(ref, R"(routed_scaling_factor\s*=\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?))");
-  if (!scaling.empty() && std::stod(scaling) > 0)
+  if (!scaling_input && !scaling.empty() && std::stod(scaling) > 0)
     params["routed_scaling_factor"] = std::stod(scaling);
   add_activation(ref, params);
+  if (activation_takes_second_half(ref)) params["gate_up_order"] = "up_gate";
   return params;
 }
 
@@ -106,17 +156,28 @@ std::string bytes_expr(const MoeProblem& p) {
       fmt::format("2 * {} * {} * {} + {} * 3 * {} * {} * {}", tokens, p.hidden_size, size(p.hidden),
                   experts_used, p.hidden_size, p.inter, size(p.w_down));
   if (p.logits)
-    bytes += fmt::format(" + {} * {} * {}", tokens, p.experts, size(p.logits));
+    bytes += fmt::format(" + {} * {} * {}", tokens, p.routed_experts, size(p.logits));
   else
-    bytes += fmt::format(" + {} * {} * {}", p.experts, p.hidden_size, size(p.router_weight));
+    bytes += fmt::format(" + {} * {} * {}", p.routed_experts, p.hidden_size, size(p.router_weight));
   return bytes;
 }
 
 std::string flops_expr(const MoeProblem& p) {
-  std::string flops =
-      fmt::format("6 * {} * {} * {} * {}", p.tokens_axis, p.top_k, p.hidden_size, p.inter);
+  const std::string t = p.tokens_axis;
+  std::string flops;
+  if (p.experts == p.routed_experts) {
+    flops = fmt::format("6 * {} * {} * {} * {}", t, p.top_k, p.hidden_size, p.inter);
+  } else {
+    // Local experts: on average E_local / E of the slots are this call's.
+    const int64_t per_token = 6 * p.top_k * p.experts;
+    flops = per_token % p.routed_experts == 0
+                ? fmt::format("{} * {} * {} * {}", per_token / p.routed_experts, t, p.hidden_size,
+                              p.inter)
+                : fmt::format("{} * {} * {} * {} / {}", per_token, t, p.hidden_size, p.inter,
+                              p.routed_experts);
+  }
   if (p.router_weight)
-    flops += fmt::format(" + 2 * {} * {} * {}", p.tokens_axis, p.experts, p.hidden_size);
+    flops += fmt::format(" + 2 * {} * {} * {}", t, p.routed_experts, p.hidden_size);
   return flops;
 }
 
@@ -174,11 +235,15 @@ std::optional<FamilySignature> match_moe_signature(const Definition& def) {
   signature.match.ok = true;
   signature.match.family = "moe";
   signature.match.op_params = candidate.ext.op_params;
+  const std::string experts =
+      problem.experts == problem.routed_experts
+          ? fmt::format("{} experts", problem.experts)
+          : fmt::format("{} of {} experts local", problem.experts, problem.routed_experts);
   signature.match.summary = fmt::format(
-      "mixture of experts ({} experts, top {}, {} scoring, hidden {}, intermediate {}) by its "
-      "tensors; the routing rule read from the reference",
-      problem.experts, problem.top_k, problem.sigmoid ? "sigmoid" : "softmax", problem.hidden_size,
-      problem.inter);
+      "mixture of experts ({}, top {}, {} scoring, hidden {}, intermediate {}{}) by its tensors; "
+      "the routing rule read from the reference",
+      experts, problem.top_k, problem.sigmoid ? "sigmoid" : "softmax", problem.hidden_size,
+      problem.inter, problem.fp8() ? ", float8 with block scales" : "");
   signature.bytes = bytes_expr(problem);
   signature.flops = flops_expr(problem);
   return signature;

@@ -2,8 +2,10 @@
 // rule read from the reference's text, and what is not recognised.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 
+#include "../core/moe_fp8_fixture.h"
 #include "app/recognize_moe.h"
 #include "core/problem.h"
 
@@ -96,6 +98,67 @@ def run(hidden_states, router_logits, e_score_correction_bias, w13, w2):
       "qwen_moe"));
   ASSERT_TRUE(assigned.has_value());
   EXPECT_EQ(assigned->match.op_params.at("scoring"), "softmax");
+}
+
+// An expert-parallel FP8 layer as FlashInfer-Bench writes one, with no kernelarc block: the
+// sigmoid written out, the chosen weights divided by a name holding their sum, the fused
+// product's second half through a written-out SiLU (up first), and the local experts' offset and
+// the scaling factor as scalar inputs.
+TEST(MoeRecognition, AnExpertParallelFp8LayerWithItsRuleWrittenOut) {
+  const std::string reference = R"(import torch
+def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
+        gemm1_weights_scale, gemm2_weights, gemm2_weights_scale, local_expert_offset,
+        routed_scaling_factor):
+    TOP_K = 4
+    ROUTED_SCALING_FACTOR = 1.0  # a default the input overrides
+    N_GROUP = 4
+    TOPK_GROUP = 2
+    prob = 1.0 / (1.0 + torch.exp(-routing_logits.float()))
+    chosen = pick_experts(prob + routing_bias.float(), N_GROUP, TOPK_GROUP, TOP_K)
+    picked = prob * chosen
+    norm = picked.sum(dim=1, keepdim=True) + 1e-20
+    coef = (picked / norm) * routed_scaling_factor
+    for e in range(gemm1_weights.shape[0]):
+        both = rows(e) @ dequant(gemm1_weights[e]).t()
+        lin = both[:, :128]
+        gated = both[:, 128:]
+        inner = gated / (1.0 + torch.exp(-gated)) * lin
+)";
+  OrderedJson json = testing::moe_fp8_json("moe_fp8_grouped_topk4_e4", testing::moe_fp8_inputs(),
+                                           reference, nullptr);
+  const auto signature = match_moe_signature(parse_definition(json, "fp8_moe.json"));
+  ASSERT_TRUE(signature.has_value());
+  const OrderedJson& params = signature->match.op_params;
+  EXPECT_EQ(params.at("top_k"), 4);
+  EXPECT_EQ(params.at("scoring"), "sigmoid");
+  EXPECT_EQ(params.at("renormalize"), true);
+  EXPECT_EQ(params.at("n_group"), 4);
+  EXPECT_EQ(params.at("topk_group"), 2);
+  EXPECT_EQ(params.at("gate_up_order"), "up_gate");
+  EXPECT_FALSE(params.contains("routed_scaling_factor"));  // the input holds it
+  // The local share of the slots: 6 * top_k * 4 / 16 = 6 a token.
+  EXPECT_EQ(signature->flops, "6 * T * 256 * 128");
+  EXPECT_NE(signature->match.summary.find("4 of 16 experts local"), std::string::npos)
+      << signature->match.summary;
+
+  // The activation on the first half (the families' default order) sets no order, and a division
+  // by a name that holds no sum is no renormalization.
+  json["reference"] = std::regex_replace(
+      std::regex_replace(reference,
+                         std::regex("gated / \\(1.0 \\+ torch.exp\\(-gated\\)\\) \\* lin"),
+                         "lin / (1.0 + torch.exp(-lin)) * gated"),
+      std::regex("picked / norm"), "picked / TOP_K");
+  const auto first_half = match_moe_signature(parse_definition(json, "fp8_moe.json"));
+  ASSERT_TRUE(first_half.has_value());
+  EXPECT_FALSE(first_half->match.op_params.contains("gate_up_order"));
+  EXPECT_EQ(first_half->match.op_params.at("renormalize"), false);
+
+  // The second half's slice as the activation's argument.
+  json["reference"] = std::regex_replace(reference, std::regex("inner = .*"),
+                                         "inner = F.silu(both[:, 128:]) * both[:, :128]");
+  const auto inline_slice = match_moe_signature(parse_definition(json, "fp8_moe.json"));
+  ASSERT_TRUE(inline_slice.has_value());
+  EXPECT_EQ(inline_slice->match.op_params.at("gate_up_order"), "up_gate");
 }
 
 TEST(MoeRecognition, TheExpertsBackwardByItsRoutingInputsAndGradients) {

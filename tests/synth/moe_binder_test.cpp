@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "../core/moe_fp8_fixture.h"
 #include "../core/test_support.h"
 #include "binder_test_support.h"
 #include "synth/family.h"
@@ -172,45 +173,13 @@ TEST(MoeBinder, RejectsWhatTheFamilyCannotServeNamingTheField) {
                        "inputs.w13: expected [E, 2 * I, H]"));
 }
 
-// FlashInfer-Bench's FP8 block-scale layer in miniature: 16 routed experts of which the call
-// holds 4 (from a runtime offset), hidden 256 and intermediate 128 (2 and 1 scale blocks),
-// e4m3 bytes with float32 scales, the hidden states' scales block-major [H / 128, T], the
-// routing weights' factor an input.
-OrderedJson fp8_inputs() {
-  return {{"routing_logits", tensor({"T", "E"})},
-          {"routing_bias", tensor({"E"}, "bfloat16")},
-          {"hidden_states", tensor({"T", "H"}, "float8_e4m3fn")},
-          {"hidden_states_scale", tensor({"HB", "T"})},
-          {"gemm1_weights", tensor({"L", "I2", "H"}, "float8_e4m3fn")},
-          {"gemm1_weights_scale", tensor({"L", "I2B", "HB"})},
-          {"gemm2_weights", tensor({"L", "H", "I"}, "float8_e4m3fn")},
-          {"gemm2_weights_scale", tensor({"L", "HB", "IB"})},
-          {"local_expert_offset", {{"shape", nullptr}, {"dtype", "int32"}}},
-          {"routed_scaling_factor", {{"shape", nullptr}, {"dtype", "float32"}}}};
+Definition fp8_definition(const OrderedJson& inputs, const OrderedJson& op_params) {
+  return parse_definition(testing::moe_fp8_json("moe_fp8_case", inputs, "", op_params),
+                          "moe_fp8_case.json");
 }
 
-Definition fp8_definition(const OrderedJson& inputs, const OrderedJson& op_params) {
-  std::string parameters;
-  for (const auto& [input, spec] : inputs.items())
-    parameters += (parameters.empty() ? "" : ", ") + input;
-  const auto constant = [](int value) { return OrderedJson{{"type", "const"}, {"value", value}}; };
-  OrderedJson json = {{"name", "moe_fp8_case"},
-                      {"op_type", "moe"},
-                      {"axes",
-                       {{"T", {{"type", "var"}}},
-                        {"E", constant(16)},
-                        {"L", constant(4)},
-                        {"H", constant(256)},
-                        {"I", constant(128)},
-                        {"I2", constant(256)},
-                        {"HB", constant(2)},
-                        {"IB", constant(1)},
-                        {"I2B", constant(2)}}},
-                      {"inputs", inputs},
-                      {"outputs", {{"output", tensor({"T", "H"}, "bfloat16")}}},
-                      {"reference", "def run(" + parameters + "):\n    pass\n"},
-                      {"kernelarc", {{"op_family", "moe"}, {"op_params", op_params}}}};
-  return parse_definition(json, "moe_fp8_case.json");
+OrderedJson fp8_inputs() {
+  return testing::moe_fp8_inputs();
 }
 
 const OrderedJson kFp8Params = {{"top_k", 4},
