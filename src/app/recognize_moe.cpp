@@ -135,9 +135,8 @@ OrderedJson routing_params(const Definition& def, int64_t top_k) {
     if (!value.empty() && std::stoll(value) > 1) params[name] = std::stoll(value);
   }
   // The factor from the text, unless an input holds it (the family reads that one).
-  const bool scaling_input = std::any_of(def.inputs.begin(), def.inputs.end(), [](const auto& t) {
-    return to_lower(t.name).find("routed_scaling") != std::string::npos;
-  });
+  const bool scaling_input =
+      std::any_of(def.inputs.begin(), def.inputs.end(), is_routed_scaling_input);
   const std::string scaling =
       first_capture(ref, R"(routed_scaling_factor\s*=\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?))");
   if (!scaling_input && !scaling.empty() && std::stod(scaling) > 0)

@@ -50,7 +50,7 @@ class MoeProblemReader : MoeReaderBase {
           mismatch(def_, field(scalar) + ".dtype",
                    "expected int32 or int64 (the global id of the first local expert)");
         p_.local_offset = scalar;
-      } else if (name.find("routed_scaling") != std::string::npos) {
+      } else if (is_routed_scaling_input(t)) {
         if (t.dtype != DType::Float32 && t.dtype != DType::Float64)
           mismatch(def_, field(scalar) + ".dtype", "expected float32 or float64");
         p_.scaling = scalar;
@@ -240,6 +240,11 @@ const char* moe_activation_name(MoeActivation activation) {
       break;
   }
   return "gelu_tanh";
+}
+
+bool is_routed_scaling_input(const TensorSpec& t) {
+  return (t.is_scalar() || t.shape->empty()) &&
+         to_lower(t.name).find("routed_scaling") != std::string::npos;
 }
 
 MoeProblem read_moe_problem(const Definition& def) {

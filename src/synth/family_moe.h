@@ -56,6 +56,10 @@ struct MoeProblem : MoeExperts {
 /// "silu", "gelu" or "gelu_tanh", as op_params.activation names it.
 const char* moe_activation_name(MoeActivation activation);
 
+/// Whether input `t` holds the routing weights' factor (a scalar named routed_scaling...), which
+/// op_params then must not give.
+bool is_routed_scaling_input(const TensorSpec& t);
+
 /// Throws TemplateMismatch naming the field when the problem is not a mixture-of-experts layer
 /// as the family defines it.
 MoeProblem read_moe_problem(const Definition& def);

@@ -140,10 +140,10 @@ class MoeHeaderWriter {
     if (!p_.fused_gate_up()) out_ += "  const ka_w_t* up_;\n";
     out_ += "  const ka_w_t* down_;\n";
     if (p_.fp8())
-      out_ += p_.fused_gate_up() ? "  const float* x_scale_;\n  const float* gate_scale_;\n"
-                                 : "  const float* x_scale_;\n  const float* gate_scale_;\n"
-                                   "  const float* up_scale_;\n";
-    if (p_.fp8()) out_ += "  const float* down_scale_;\n";
+      out_ += fmt::format(
+          "  const float* x_scale_;\n  const float* gate_scale_;\n{}"
+          "  const float* down_scale_;\n",
+          p_.fused_gate_up() ? "" : "  const float* up_scale_;\n");
     if (p_.local_offset)
       out_ += fmt::format("  const {}* local_offset_;\n", scalar_type(p_.local_offset));
     if (p_.scaling) out_ += fmt::format("  const {}* scaling_;\n", scalar_type(p_.scaling));

@@ -82,20 +82,24 @@ namespace {
 
 constexpr std::array<const char*, 4> kScaleSuffixes = {"_scale", "_scales", "_scale_inv", "_sf"};
 
+/// Whether `scale` is named as the scales of `tensor`: its name with _scale, _scales, _scale_inv
+/// (DeepSeek-V3's checkpoints) or _sf.
+bool names_scales_of(const TensorSpec& scale, const TensorSpec& tensor) {
+  if (&scale == &tensor) return false;
+  return std::any_of(kScaleSuffixes.begin(), kScaleSuffixes.end(),
+                     [&](const char* suffix) { return scale.name == tensor.name + suffix; });
+}
+
 }  // namespace
 
 bool MoeReaderBase::is_scale(const TensorSpec& t) const {
-  for (const TensorSpec& other : def_.inputs)
-    for (const char* suffix : kScaleSuffixes)
-      if (&other != &t && t.name == other.name + suffix) return true;
-  return false;
+  return std::any_of(def_.inputs.begin(), def_.inputs.end(),
+                     [&](const TensorSpec& other) { return names_scales_of(t, other); });
 }
 
 MoeTensor MoeReaderBase::scale_of(const MoeTensor& t) const {
   for (std::size_t i = 0; i < def_.inputs.size(); ++i)
-    for (const char* suffix : kScaleSuffixes)
-      if (def_.inputs[i].name == t.spec->name + suffix)
-        return {&def_.inputs[i], static_cast<int>(i)};
+    if (names_scales_of(def_.inputs[i], *t.spec)) return {&def_.inputs[i], static_cast<int>(i)};
   return {};
 }
 

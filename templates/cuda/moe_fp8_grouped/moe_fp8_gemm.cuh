@@ -80,6 +80,28 @@ __device__ __forceinline__ unsigned f16x2_to_bf16x2(unsigned f16x2) {
   return bits;
 }
 
+/// A warp's output tile as bfloat16 pairs, both GEMMs' epilogue: accumulator fragment (i, j)'s
+/// values c0, c1 at row first_row + 16 i, columns (j * 8 + {0, 1}) from `base` (this lane's
+/// first column of the tile's row 0, rows kLd elements apart), c2, c3 eight rows down;
+/// value(i, j, c) gives them. Rows at or past `rows` (the segment's end) are not stored.
+template <int kMmaM, int kMmaN, int kLd, typename Value>
+__device__ __forceinline__ void store_bf16_pairs(__nv_bfloat16* base, int first_row, int rows,
+                                                 Value value) {
+#pragma unroll
+  for (int i = 0; i < kMmaM; ++i) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = first_row + i * 16 + half * 8;
+      if (row >= rows) continue;
+      __nv_bfloat16* out = base + static_cast<long long>(row) * kLd;
+#pragma unroll
+      for (int j = 0; j < kMmaN; ++j)
+        *reinterpret_cast<__nv_bfloat162*>(out + j * 8) =
+            __floats2bfloat162_rn(value(i, j, 2 * half), value(i, j, 2 * half + 1));
+    }
+  }
+}
+
 // ---- GEMM 1: gate / up.
 
 template <int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, int kStages>
@@ -278,22 +300,9 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
   ka_fp8::wait_pending<0>();
 
   // ---- Epilogue: h = act(g) * u in float32, stored as bfloat16 pairs at the rows' positions.
-  // Accumulator fragment: c0, c1 at (g, 2 t4 + {0, 1}), c2, c3 eight rows down.
-#pragma unroll
-  for (int i = 0; i < kMmaM; ++i) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = warp_m * C::kWarpTileM + i * 16 + g + half * 8;
-      if (row >= rows) continue;
-      __nv_bfloat16* out = ws.h + (pos0 + row) * kInter + n0 + warp_n * C::kWarpTileN + 2 * t4;
-#pragma unroll
-      for (int j = 0; j < kMmaN; ++j) {
-        const float v0 = ka_moe_activation(acc[0][i][j][2 * half]) * acc[1][i][j][2 * half];
-        const float v1 = ka_moe_activation(acc[0][i][j][2 * half + 1]) * acc[1][i][j][2 * half + 1];
-        *reinterpret_cast<__nv_bfloat162*>(out + j * 8) = __floats2bfloat162_rn(v0, v1);
-      }
-    }
-  }
+  store_bf16_pairs<kMmaM, kMmaN, kInter>(
+      ws.h + pos0 * kInter + n0 + warp_n * C::kWarpTileN + 2 * t4, warp_m * C::kWarpTileM + g, rows,
+      [&](int i, int j, int c) { return ka_moe_activation(acc[0][i][j][c]) * acc[1][i][j][c]; });
 }
 
 // ---- GEMM 2: down.
@@ -435,19 +444,9 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
   ka_fp8::wait_pending<0>();
 
   // ---- Epilogue: y as bfloat16 pairs at the rows' positions.
-#pragma unroll
-  for (int i = 0; i < kMmaM; ++i) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = warp_m * C::kWarpTileM + i * 16 + g + half * 8;
-      if (row >= rows) continue;
-      __nv_bfloat16* out = ws.y + (pos0 + row) * kHidden + n0 + warp_n * C::kWarpTileN + 2 * t4;
-#pragma unroll
-      for (int j = 0; j < kMmaN; ++j)
-        *reinterpret_cast<__nv_bfloat162*>(out + j * 8) =
-            __floats2bfloat162_rn(acc[i][j][2 * half], acc[i][j][2 * half + 1]);
-    }
-  }
+  store_bf16_pairs<kMmaM, kMmaN, kHidden>(
+      ws.y + pos0 * kHidden + n0 + warp_n * C::kWarpTileN + 2 * t4, warp_m * C::kWarpTileM + g,
+      rows, [&](int i, int j, int c) { return acc[i][j][c]; });
 }
 
 }  // namespace ka_moe_fp8
