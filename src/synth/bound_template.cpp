@@ -211,14 +211,17 @@ Solution BoundTemplate::instantiate(const KnobPoint& point,
   for (const auto& [name, content] : extra_files) solution.sources.push_back({name, content});
 
   OrderedJson ext = OrderedJson::object();
-  ext["knobs"] = knob_defines(point);
+  const std::map<std::string, int64_t> defines = knob_defines(point);
+  ext["knobs"] = defines;
   if (!launch_.is_null()) ext["launch"] = launch_;
   if (!kernel_->arch.empty()) ext["arch"] = kernel_->arch;
   if (kernel_->workspace_bytes.is_string()) {
-    // A size the binding names (the fused family's WORKSPACE_BYTES) is written out, so that
-    // the solution's expression names axes only.
+    // A size the binding names (the fused family's WORKSPACE_BYTES), a constant or a knob (a
+    // route that needs more room) is written out, so that the solution's expression names axes
+    // only.
     std::map<std::string, std::string> names(binding_.sizes.begin(), binding_.sizes.end());
     for (const auto& [name, value] : binding_.constants) names[name] = std::to_string(value);
+    for (const auto& [name, value] : defines) names[name] = std::to_string(value);
     ext["workspace_bytes"] = substitute_names(kernel_->workspace_bytes.get<std::string>(), names);
   } else if (!kernel_->workspace_bytes.is_null()) {
     ext["workspace_bytes"] = kernel_->workspace_bytes;

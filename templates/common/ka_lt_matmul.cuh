@@ -18,6 +18,11 @@
 #include <mutex>
 
 constexpr int KA_LT_MAX_BATCH = 8;
+// Plans kept per process; a template that runs more distinct shapes a call (a grouped GEMM's
+// per-expert products) defines a larger count before including this header.
+#ifndef KA_LT_MAX_PLANS
+#define KA_LT_MAX_PLANS 16
+#endif
 
 struct KaLtMatmul {
   cudaDataType_t type_ab = CUDA_R_32F, type_d = CUDA_R_32F;
@@ -36,7 +41,7 @@ struct KaLtMatmul {
 
 namespace ka_lt {
 
-constexpr int kMaxPlans = 16;
+constexpr int kMaxPlans = KA_LT_MAX_PLANS;
 constexpr int kMaxOuterCalls = 64;  // batch dims that do not collapse: one call per outer index
 constexpr unsigned kMaxAlignment = 256;
 

@@ -164,6 +164,22 @@ INSTANTIATE_TEST_SUITE_P(GpuLibrary, GpuTemplateGuard, ::testing::ValuesIn(cases
                          case_name);
 
 /// No GPU needed: the CUDA templates compile for sm_90 at their test points.
+/// The default point and, for each two-valued knob that switches a route (roles "library" or
+/// "fusion"), the default with it switched where that is valid: an nvcc build takes 10-60 s, so
+/// the routes' code is compiled, not every test point.
+std::vector<KnobPoint> route_points(const BoundTemplate& bound) {
+  const KnobSpace& space = bound.space().space();
+  const KnobPoint start = space.default_point();
+  std::vector<KnobPoint> points = {start};
+  for (const Knob& knob : space.knobs()) {
+    if (knob.size() != 2 || !(knob.has_role("library") || knob.has_role("fusion"))) continue;
+    KnobPoint switched = start;
+    switched[knob.name()] = knob.value_at(1 - knob.default_index());
+    if (bound.space().is_valid(switched)) points.push_back(switched);
+  }
+  return points;
+}
+
 class CudaTemplateBuild : public ::testing::TestWithParam<TemplateCase> {};
 
 TEST_P(CudaTemplateBuild, CompilesAtItsTestPoints) {
@@ -174,8 +190,9 @@ TEST_P(CudaTemplateBuild, CompilesAtItsTestPoints) {
   GuardOptions options;
   options.device = "cuda:0";
   options.workspace = testing::harness_workspace();
-  auto points = representative_points(bound, 1, 7).points;
-  if (kernel.build != TemplateBuild::Nvrtc) points.resize(std::min<std::size_t>(points.size(), 1));
+  const auto points = kernel.build == TemplateBuild::Nvrtc
+                          ? representative_points(bound, 1, 7).points
+                          : route_points(bound);
   ASSERT_FALSE(points.empty());
   for (const KnobPoint& point : points) {
     const BuildResult built =

@@ -18,11 +18,10 @@
 
 #include <climits>
 #include <cstdint>
-#include <type_traits>
 
 #include "ka_cuda_entry.h"
-#include "ka_lt_matmul.cuh"
 #include "ka_moe_gemm.cuh"
+#include "ka_moe_lt.cuh"
 #include "ka_problem.h"
 #include "kernelarc/abi.h"
 
@@ -30,60 +29,13 @@ namespace {
 
 using ka_moe::kHidden;
 using ka_moe::kInter;
+using ka_moe::kLtScratchBytes;
 
 constexpr auto kGateUp =
     ka_moe::grouped_gemm_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, M_GROUP, true>;
 using GateUp = ka_moe::GemmConfig<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true>;
 
 constexpr const char* kName = "mlp_gated";
-constexpr int kPointwiseThreads = 256;
-// cuBLASLt's scratch (template.json's workspace_bytes: 2 [T, I] buffers + this + padding).
-constexpr size_t kLtScratchBytes = size_t(32) << 20;
-
-/// h = act(g) * u over `packs` packs of 8 elements, in float32, rounded once. h may be g.
-__global__ void __launch_bounds__(kPointwiseThreads)
-    gated_activation_kernel(const ka_act_t* g, const ka_act_t* u, ka_act_t* h, long long packs) {
-  using Pack = ka_moe::Pack8<ka_act_t>;
-  const long long i = static_cast<long long>(blockIdx.x) * kPointwiseThreads + threadIdx.x;
-  if (i >= packs) return;
-  const Pack gate = reinterpret_cast<const Pack*>(g)[i];
-  const Pack up = reinterpret_cast<const Pack*>(u)[i];
-  Pack out;
-#pragma unroll
-  for (int j = 0; j < 8; ++j)
-    out.v[j] = ka_from_float<ka_act_t>(ka_moe_activation(ka_moe::to_float(gate.v[j])) *
-                                       ka_moe::to_float(up.v[j]));
-  reinterpret_cast<Pack*>(h)[i] = out;
-}
-
-/// d[rows, n] = a[rows, k] . b[n, k]^T, every matrix row major with rows of its last dimension.
-KaLtMatmul product(const ka_act_t* a, const ka_w_t* b, ka_act_t* d, long long rows, long long n,
-                   long long k) {
-  constexpr cudaDataType_t type =
-      std::is_same<ka_act_t, __nv_bfloat16>::value ? CUDA_R_16BF : CUDA_R_16F;
-  KaLtMatmul call;
-  call.type_ab = call.type_d = type;
-  call.m = rows;
-  call.n = n;
-  call.k = k;
-  call.a = a;
-  call.a_m = k;
-  call.a_k = 1;
-  call.b = b;  // B[k][n] = b[n][k]
-  call.b_k = 1;
-  call.b_n = k;
-  call.d = d;
-  call.d_m = n;
-  call.d_n = 1;
-  return call;
-}
-
-/// cuBLASLt's product, or ka_fail's 1 naming `what` and why cuBLASLt refused it.
-int run_product(const KaLtMatmul& call, const char* what, void* scratch, cudaStream_t stream) {
-  if (const char* why = ka_lt_matmul(call, scratch, kLtScratchBytes, stream))
-    return ka_fail("%s: the %s product through cuBLASLt: %s", kName, what, why);
-  return 0;
-}
 
 }  // namespace
 
@@ -128,18 +80,20 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       ka, ws, static_cast<int>(m_tiles));
   if (ka_moe::check_launch(kName, "gate/up GEMM") != 0) return 1;
 #else
-  if (run_product(product(ka.x_row(0), ka.gate_rows(0), h, tokens, kInter, kHidden), "gate",
-                  scratch, s) != 0 ||
-      run_product(product(ka.x_row(0), ka.up_rows(0), u, tokens, kInter, kHidden), "up", scratch,
-                  s) != 0)
+  if (ka_moe::run_lt_product(kName,
+                             ka_moe::rows_times_weights(ka.x_row(0), kHidden, ka.gate_rows(0), h,
+                                                        kInter, tokens, kInter, kHidden),
+                             "gate", scratch, s) != 0 ||
+      ka_moe::run_lt_product(kName,
+                             ka_moe::rows_times_weights(ka.x_row(0), kHidden, ka.up_rows(0), u,
+                                                        kInter, tokens, kInter, kHidden),
+                             "up", scratch, s) != 0 ||
+      ka_moe::gated_activation(kName, h, u, h, tokens, kInter, s) != 0)
     return 1;
-  const long long packs = tokens * (kInter / 8);
-  const long long blocks = (packs + kPointwiseThreads - 1) / kPointwiseThreads;
-  if (blocks > INT_MAX) return ka_fail("%s: %lld tokens are too many", kName, tokens);
-  gated_activation_kernel<<<static_cast<unsigned>(blocks), kPointwiseThreads, 0, s>>>(h, u, h,
-                                                                                      packs);
-  if (ka_moe::check_launch(kName, "activation") != 0) return 1;
 #endif
-  return run_product(product(h, ka.down_rows(0), ka.out_row(0), tokens, kHidden, kInter), "down",
-                     scratch, s);
+  return ka_moe::run_lt_product(
+      kName,
+      ka_moe::rows_times_weights(h, kInter, ka.down_rows(0), ka.out_row(0), kHidden, tokens,
+                                 kHidden, kInter),
+      "down", scratch, s);
 }

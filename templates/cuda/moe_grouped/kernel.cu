@@ -8,6 +8,16 @@
 // The number of M tiles depends on the routing, which only the device knows, so both GEMM grids
 // are launched for the upper bound ceil(T*K / BM) + min(E, T*K) (each non-empty expert adds at
 // most one partial tile) and the CTAs past the real count return at once.
+//
+// MATMUL_LIBRARY = 1 replaces the two grouped GEMMs with cuBLASLt's, expert by expert:
+//
+//   ... permute -> gather x by sorted position -> (the segments' offsets to the host: the
+//   stream is synchronized here, as an eager loop over experts is) -> per expert gu = xs w13^T
+//   -> h = act(g) * u in place over all rows -> per expert y = h w_down^T -> combine
+//
+// which pays where each expert holds many rows (prefill over a few large experts): cuBLASLt's
+// GEMMs run near the tensor cores' peak there, and the host's wait and the per-expert calls cost
+// microseconds against milliseconds. The search measures both routes per shape.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -18,6 +28,11 @@
 #include "ka_cuda_entry.h"
 #include "ka_moe_gemm.cuh"
 #include "ka_problem.h"
+#if MATMUL_LIBRARY
+// Every expert's two (three when gate and up rows lie apart) products have their own M.
+#define KA_LT_MAX_PLANS (3 * KA_EXPERTS + 16)
+#include "ka_moe_lt.cuh"
+#endif
 #include "kernelarc/abi.h"
 #include "moe_route.cuh"
 
@@ -38,12 +53,14 @@ using Gemm1 = ka_moe::GemmConfig<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true>;
 using Gemm2 = ka_moe::GemmConfig<BM, BN2, BK2, WARPS_M, WARPS_N2, STAGES2, false>;
 
 /// Byte offsets of the workspace's arrays, each 256-aligned, for T tokens. template.json's
-/// workspace_bytes, TOKENS * TOP_K * (24 + (INTER + HIDDEN) * ELEM_BYTES) + ROUTER_WEIGHT *
-/// TOKENS * EXPERTS * 4 + EXPERTS * 12 + 4096, bounds `total` (11 arrays, under 256 bytes of
-/// padding each).
+/// workspace_bytes, TOKENS * TOP_K * (24 + ((1 + MATMUL_LIBRARY) * INTER + HIDDEN) * ELEM_BYTES)
+/// + ROUTER_WEIGHT * TOKENS * EXPERTS * 4 + EXPERTS * 12 + 4096 + MATMUL_LIBRARY * (32 MiB +
+/// 1024), bounds `total` (12 arrays, under 256 bytes of padding each). The library route's h
+/// holds both products, [T * K, 2 I] (h is formed in place over g), and its y first holds the
+/// gathered x, [T * K, H].
 struct Layout {
   size_t counts, offsets, tile_prefix, topk_ids, topk_weights, rank, sorted_slot, pos_of_slot,
-      logits, h, y, total;
+      logits, h, y, lt_scratch, total;
 };
 
 Layout layout_for(long long tokens) {
@@ -60,8 +77,13 @@ Layout layout_for(long long tokens) {
   l.pos_of_slot = carver.take(sizeof(int) * slots);
   l.logits =
       carver.take(KA_ROUTER_WEIGHT ? sizeof(float) * static_cast<size_t>(tokens) * kExperts : 0);
-  l.h = carver.take(sizeof(ka_act_t) * slots * kInter);
+  l.h = carver.take(sizeof(ka_act_t) * slots * kInter * (MATMUL_LIBRARY ? 2 : 1));
   l.y = carver.take(sizeof(ka_act_t) * slots * kHidden);
+#if MATMUL_LIBRARY
+  l.lt_scratch = carver.take(ka_moe::kLtScratchBytes);
+#else
+  l.lt_scratch = 0;
+#endif
   l.total = carver.at;
   return l;
 }
@@ -71,6 +93,89 @@ constexpr const char* kName = "moe_grouped";
 int check_launch(const char* what) {
   return ka_moe::check_launch(kName, what);
 }
+
+#if MATMUL_LIBRARY
+constexpr int kGatherThreads = 256;
+
+/// xs[pos] = x[token of the slot at sorted position pos], a thread per 8 elements.
+__global__ void __launch_bounds__(kGatherThreads)
+    gather_rows_kernel(KaArgs ka, ka_moe::Workspace ws, ka_act_t* xs, long long slots) {
+  using Pack = ka_moe::Pack8<ka_act_t>;
+  constexpr long long kPacksPerRow = kHidden / 8;
+  const long long i = static_cast<long long>(blockIdx.x) * kGatherThreads + threadIdx.x;
+  if (i >= slots * kPacksPerRow) return;
+  const long long pos = i / kPacksPerRow, c = (i % kPacksPerRow) * 8;
+  const long long token = ws.sorted_slot[pos] / kTopK;
+  *reinterpret_cast<Pack*>(xs + pos * kHidden + c) =
+      *reinterpret_cast<const Pack*>(ka.x_row(token) + c);
+}
+
+/// GEMM 1 and 2 through cuBLASLt, expert by expert, after the permute: ws.y first holds the
+/// gathered rows of x, ws.h is [slots, 2 I] (the gate and up products, h formed over g).
+int library_gemms(const KaArgs& ka, const ka_moe::Workspace& ws, long long slots, void* scratch,
+                  cudaStream_t s) {
+  ka_act_t* xs = ws.y;
+  {
+    const long long blocks = (slots * (kHidden / 8) + kGatherThreads - 1) / kGatherThreads;
+    if (blocks > INT_MAX) return ka_fail("%s: %lld slots are too many", kName, slots);
+    gather_rows_kernel<<<static_cast<unsigned>(blocks), kGatherThreads, 0, s>>>(ka, ws, xs, slots);
+    if (check_launch("gather") != 0) return 1;
+  }
+  // cuBLASLt takes each product's M from the host.
+  int offsets[kExperts + 1];
+  cudaError_t status =
+      cudaMemcpyAsync(offsets, ws.offsets, sizeof(offsets), cudaMemcpyDeviceToHost, s);
+  if (status == cudaSuccess) status = cudaStreamSynchronize(s);
+  if (status != cudaSuccess)
+    return ka_fail("%s: reading the experts' segments: %s", kName, cudaGetErrorString(status));
+
+  constexpr long long kWide = 2LL * kInter;
+  const long long expert_rows = static_cast<long long>(kInter) * kHidden;
+  // Gate and up rows in one [2 I, H] block take one product; its halves are then g and u.
+  const bool up_follows = ka.up_rows(0) == ka.gate_rows(0) + expert_rows;
+  const bool gate_follows = ka.gate_rows(0) == ka.up_rows(0) + expert_rows;
+  const long long gate_at = gate_follows ? kInter : 0;
+  const long long up_at = gate_follows ? 0 : kInter;
+  for (int e = 0; e < kExperts; ++e) {
+    const long long begin = offsets[e], rows = offsets[e + 1] - offsets[e];
+    if (rows <= 0) continue;
+    const ka_act_t* a = xs + begin * kHidden;
+    ka_act_t* d = ws.h + begin * kWide;
+    int failed = 0;
+    if (up_follows || gate_follows) {
+      const ka_w_t* block = up_follows ? ka.gate_rows(e) : ka.up_rows(e);
+      failed = ka_moe::run_lt_product(
+          kName, ka_moe::rows_times_weights(a, kHidden, block, d, kWide, rows, kWide, kHidden),
+          "gate/up", scratch, s);
+    } else {
+      failed =
+          ka_moe::run_lt_product(
+              kName,
+              ka_moe::rows_times_weights(a, kHidden, ka.gate_rows(e), d + gate_at, kWide, rows,
+                                         kInter, kHidden),
+              "gate", scratch, s) ||
+          ka_moe::run_lt_product(kName,
+                                 ka_moe::rows_times_weights(a, kHidden, ka.up_rows(e), d + up_at,
+                                                            kWide, rows, kInter, kHidden),
+                                 "up", scratch, s);
+    }
+    if (failed) return 1;
+  }
+  ka_act_t* h = ws.h + gate_at;
+  if (ka_moe::gated_activation(kName, h, ws.h + up_at, h, slots, kWide, s) != 0) return 1;
+  for (int e = 0; e < kExperts; ++e) {
+    const long long begin = offsets[e], rows = offsets[e + 1] - offsets[e];
+    if (rows <= 0) continue;
+    if (ka_moe::run_lt_product(
+            kName,
+            ka_moe::rows_times_weights(h + begin * kWide, kWide, ka.down_rows(e),
+                                       ws.y + begin * kHidden, kHidden, rows, kHidden, kInter),
+            "down", scratch, s) != 0)
+      return 1;
+  }
+  return 0;
+}
+#endif
 
 }  // namespace
 
@@ -145,6 +250,9 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
       ws, slots);
   if (check_launch("permute") != 0) return 1;
 
+#if MATMUL_LIBRARY
+  if (library_gemms(ka, ws, slots, base + layout.lt_scratch, s) != 0) return 1;
+#else
   long long m_tiles = 0;
   unsigned ctas1 = 0, ctas2 = 0;
   if (ka_moe::grouped_gemm_grids<BM>(kName, tokens, slots, (kInter + BN - 1) / BN,
@@ -154,6 +262,7 @@ extern "C" int ka_run(const ka_tensor* inputs, int n_inputs, ka_tensor* outputs,
   if (check_launch("gate/up GEMM") != 0) return 1;
   kGemm2<<<ctas2, Gemm2::kThreads, Gemm2::kSharedBytes, s>>>(ka, ws, static_cast<int>(m_tiles));
   if (check_launch("down GEMM") != 0) return 1;
+#endif
 
   unsigned combine_grid = 0;
   if (ka_moe::combine_blocks<ka_moe::kCombineThreads>(kName, tokens, combine_grid) != 0) return 1;
