@@ -7,7 +7,8 @@
 #   e2e:FILTER:SECONDS                   test_e2e --gtest_filter=FILTER
 #   try:PROBLEM:TEMPLATE:SECONDS[:KNOBS] kernelarc templates try problems/cuda/PROBLEM TEMPLATE
 #                                        --workloads largest [--knobs KNOBS] $TRY_ARGS (e.g.
-#                                        TRY_ARGS=--profile: Nsight Compute on the largest)
+#                                        TRY_ARGS=--profile: Nsight Compute on the largest;
+#                                        TRY_ALL=1: every workload, not the largest alone)
 #   sweep:PROBLEM:TEMPLATE:SECONDS:N[:KNOBS]
 #                                        kernelarc templates sweep problems/cuda/PROBLEM --template
 #                                        TEMPLATE --random-points N --workloads largest [--knobs
@@ -43,9 +44,11 @@ for step in "$@"; do
       log=$out/try-$first-$second-$began.txt
       knobs=()
       [ -n "$fourth" ] && knobs=(--knobs "$fourth")
+      workloads=(--workloads largest)
+      [ -n "${TRY_ALL:-}" ] && workloads=()
       # shellcheck disable=SC2086 # TRY_ARGS is a list of flags
       timeout "$third" "$build/kernelarc" templates try "problems/cuda/$first" "$second" \
-        --device cuda:0 --workspace "$workspace" --workloads largest "${knobs[@]}" ${TRY_ARGS:-} \
+        --device cuda:0 --workspace "$workspace" "${workloads[@]}" "${knobs[@]}" ${TRY_ARGS:-} \
         > "$log" 2>&1
       status=$?
       excerpt=$(tail -25 "$log") ;;
