@@ -15,6 +15,7 @@
 #include "backend/worker/worker_protocol.h"
 #include "core/error.h"
 #include "core/parallel_parts.h"
+#include "eval/launch_consistency.h"
 #include "eval/phase_timer.h"
 
 namespace kernelarc {
@@ -330,7 +331,7 @@ bool WorkloadRun::measure(const RequestOverhead& overhead) {
 
   std::vector<double> samples_ns;
   std::vector<TimedRequest> requests;
-  std::vector<std::vector<std::string>> launched;
+  std::vector<TimedLaunches> launched;
   int threads_after = warmed.threads_after, tasks_after = warmed.observed.tasks_after;
   ExecuteResult last;
   int checked_calls = 0;
@@ -353,7 +354,13 @@ bool WorkloadRun::measure(const RequestOverhead& overhead) {
     }
     threads_after = std::max(threads_after, last.threads_after);
     tasks_after = std::max(tasks_after, last.observed.tasks_after);
-    launched.insert(launched.end(), last.launched.begin(), last.launched.end());
+    TimedLaunches run;
+    for (const auto& call : last.launched)
+      run.signatures.insert(run.signatures.end(), call.begin(), call.end());
+    run.checked = twin || checked[static_cast<std::size_t>(position)];
+    run.timed = !twin;
+    run.ns = last.times_ns.front();
+    launched.push_back(std::move(run));
     requests.push_back({last.times_ns.front(), last.observed});
     if (!twin) samples_ns.push_back(last.times_ns.front());
   }
@@ -376,11 +383,13 @@ bool WorkloadRun::measure(const RequestOverhead& overhead) {
     trace_.log = fmt::format("the solution started {} thread(s) that outlived its calls", started);
     return false;
   }
-  if (std::set<std::vector<std::string>>(launched.begin(), launched.end()).size() > 1) {
+  const LaunchConsistency launches = launch_consistency(launched);
+  if (launches.violation) {
     trace_.status = EvalStatus::RewardHack;
-    trace_.log = "the set of launched kernels differed between timed runs";
+    trace_.log = *launches.violation;
     return false;
   }
+  if (launches.geometry_varies) trace_.extra["launch_shapes"] = "varied with the inputs";
   trace_.extra["timing_checks"] = timing_bounds_json(requests, overhead);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (const auto violation = timing_violation(
@@ -389,7 +398,7 @@ bool WorkloadRun::measure(const RequestOverhead& overhead) {
     trace_.log = "timing: " + *violation;
     return false;
   }
-  if (!launched.empty()) trace_.extra["launched"] = launched.front();
+  if (!launched.empty()) trace_.extra["launched"] = launched.front().signatures;
   if (!last.kernels.empty()) trace_.extra["kernels"] = last.kernels;
   if (!warmed.device_status_before.is_null()) {
     trace_.environment["device_before"] = warmed.device_status_before;

@@ -37,6 +37,10 @@ struct KaLtMatmul {
   const void* c = nullptr;  ///< a residual with D's strides, or nullptr
   void* d = nullptr;
   float alpha = 1;
+  /// When > 0: the algorithm is the one cuBLASLt's heuristic gives for algo_m rows, run for m
+  /// (where cuBLASLt accepts it for m). A caller whose m follows its data (a grouped GEMM's rows
+  /// per expert) names a representative count here, so that every call runs the same kernels.
+  long long algo_m = 0;
 };
 
 namespace ka_lt {
@@ -82,6 +86,8 @@ inline unsigned alignment_of(uintptr_t value) {
 struct Key {
   cudaDataType_t type_ab, type_d;
   Operand x, y, d;
+  bool pinned;  ///< the algorithm is chosen for the shape of hx, hy, hd (KaLtMatmul::algo_m)
+  Operand hx, hy, hd;
   long long batch_count, x_stride, y_stride, d_stride;
   bool residual;
   unsigned align_x, align_y, align_d;
@@ -92,10 +98,11 @@ struct Key {
       return p.op == q.op && p.rows == q.rows && p.cols == q.cols && p.ld == q.ld;
     };
     return type_ab == o.type_ab && type_d == o.type_d && same(x, o.x) && same(y, o.y) &&
-           same(d, o.d) && batch_count == o.batch_count && x_stride == o.x_stride &&
-           y_stride == o.y_stride && d_stride == o.d_stride && residual == o.residual &&
-           align_x == o.align_x && align_y == o.align_y && align_d == o.align_d &&
-           workspace_bytes == o.workspace_bytes;
+           same(d, o.d) && pinned == o.pinned &&
+           (!pinned || (same(hx, o.hx) && same(hy, o.hy) && same(hd, o.hd))) &&
+           batch_count == o.batch_count && x_stride == o.x_stride && y_stride == o.y_stride &&
+           d_stride == o.d_stride && residual == o.residual && align_x == o.align_x &&
+           align_y == o.align_y && align_d == o.align_d && workspace_bytes == o.workspace_bytes;
   }
 };
 
@@ -194,9 +201,32 @@ inline cublasStatus_t build(cublasLtHandle_t handle, Plan& plan) {
       !(status = set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_x)) &&
       !(status = set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_y)) &&
       !(status = set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_d)) &&
-      !(status = set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d)))
-    status = cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.x, plan.y, plan.d, plan.d,
-                                            preference, 1, &result, &returned);
+      !(status = set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d))) {
+    if (key.pinned) {
+      // The representative shape's algorithm, kept where cuBLASLt accepts it for this shape.
+      cublasLtMatrixLayout_t hx = nullptr, hy = nullptr, hd = nullptr;
+      if (!layout(hx, key.type_ab, key.hx, key.batch_count, key.x_stride) &&
+          !layout(hy, key.type_ab, key.hy, key.batch_count, key.y_stride) &&
+          !layout(hd, key.type_d, key.hd, key.batch_count, key.d_stride) &&
+          !cublasLtMatmulAlgoGetHeuristic(handle, plan.op, hx, hy, hd, hd, preference, 1, &result,
+                                          &returned) &&
+          returned > 0) {
+        cublasLtMatmulHeuristicResult_t checked{};
+        returned = cublasLtMatmulAlgoCheck(handle, plan.op, plan.x, plan.y, plan.d, plan.d,
+                                           &result.algo, &checked) == CUBLAS_STATUS_SUCCESS &&
+                           checked.workspaceSize <= workspace
+                       ? 1
+                       : 0;
+      } else {
+        returned = 0;
+      }
+      for (cublasLtMatrixLayout_t made : {hx, hy, hd})
+        if (made) cublasLtMatrixLayoutDestroy(made);
+    }
+    if (returned <= 0)
+      status = cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.x, plan.y, plan.d, plan.d,
+                                              preference, 1, &result, &returned);
+  }
   cublasLtMatmulPreferenceDestroy(preference);
   if (status) return status;
   if (returned <= 0) return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -258,14 +288,20 @@ inline const char* ka_lt_matmul(const KaLtMatmul& call, void* workspace, size_t 
   key.type_ab = call.type_ab;
   key.type_d = call.type_d;
   const bool transposed = call.n == 1 || call.d_n == 1;
-  const bool served = transposed ? read_as_stored(call.n, call.m, call.d_n, call.d_m, key.d) &&
-                                       read_as_stored(call.n, call.k, call.b_n, call.b_k, key.x) &&
-                                       read_as_stored(call.k, call.m, call.a_k, call.a_m, key.y)
-                                 : read_as_stored(call.m, call.n, call.d_m, call.d_n, key.d) &&
-                                       read_as_stored(call.m, call.k, call.a_m, call.a_k, key.x) &&
-                                       read_as_stored(call.k, call.n, call.b_k, call.b_n, key.y);
-  if (!served || key.d.op != CUBLAS_OP_N)
+  const auto operands = [&](long long m, Operand& d, Operand& x, Operand& y) {
+    const bool served = transposed ? read_as_stored(call.n, m, call.d_n, call.d_m, d) &&
+                                         read_as_stored(call.n, call.k, call.b_n, call.b_k, x) &&
+                                         read_as_stored(call.k, m, call.a_k, call.a_m, y)
+                                   : read_as_stored(m, call.n, call.d_m, call.d_n, d) &&
+                                         read_as_stored(m, call.k, call.a_m, call.a_k, x) &&
+                                         read_as_stored(call.k, call.n, call.b_k, call.b_n, y);
+    return served && d.op == CUBLAS_OP_N;
+  };
+  if (!operands(call.m, key.d, key.x, key.y))
     return why("no element stride of one along a matrix dimension of every operand");
+  key.pinned = call.algo_m > 0 && call.algo_m != call.m &&
+               operands(call.algo_m, key.hd, key.hx, key.hy) && key.hx.op == key.x.op &&
+               key.hy.op == key.y.op;
   const long long element_ab = call.type_ab == CUDA_R_32F ? 4 : 2;
   const long long element_d = call.type_d == CUDA_R_32F ? 4 : 2;
   const char* x = static_cast<const char*>(transposed ? call.b : call.a);

@@ -127,6 +127,7 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{"all_zero", EvalStatus::IncorrectNumerical, "all zeros"},
         Rejection{"modifies_input", EvalStatus::RewardHack, "modified its input"},
         Rejection{"launch_set_varies", EvalStatus::RewardHack, "differed"},
+        Rejection{"grid_shrinks", EvalStatus::IncorrectNumerical, "audit at", 16},
         Rejection{"fork_child", EvalStatus::RuntimeError, "forbidden system call"},
         Rejection{"huge_allocation", EvalStatus::RuntimeError, "out of memory"},
         Rejection{"exit_mid_call", EvalStatus::RuntimeError, "exit"},

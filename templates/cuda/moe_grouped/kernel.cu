@@ -129,6 +129,16 @@ int library_gemms(const KaArgs& ka, const ka_moe::Workspace& ws, long long slots
   if (status != cudaSuccess)
     return ka_fail("%s: reading the experts' segments: %s", kName, cudaGetErrorString(status));
 
+  // Every expert's products run the kernels cuBLASLt picks for the mean rows an expert gets, a
+  // count fixed by the token count: the routing moves each product's M (its grid), not its code.
+  const long long typical_rows = (slots + kExperts - 1) / kExperts;
+  const auto product = [typical_rows](const ka_act_t* a, long long lda, const ka_w_t* b,
+                                      ka_act_t* d, long long ldd, long long rows, long long n,
+                                      long long k) {
+    KaLtMatmul call = ka_moe::rows_times_weights(a, lda, b, d, ldd, rows, n, k);
+    call.algo_m = typical_rows;
+    return call;
+  };
   constexpr long long kWide = 2LL * kInter;
   const long long expert_rows = static_cast<long long>(kInter) * kHidden;
   // Gate and up rows in one [2 I, H] block take one product; its halves are then g and u.
@@ -145,19 +155,16 @@ int library_gemms(const KaArgs& ka, const ka_moe::Workspace& ws, long long slots
     if (up_follows || gate_follows) {
       const ka_w_t* block = up_follows ? ka.gate_rows(e) : ka.up_rows(e);
       failed = ka_moe::run_lt_product(
-          kName, ka_moe::rows_times_weights(a, kHidden, block, d, kWide, rows, kWide, kHidden),
-          "gate/up", scratch, s);
+          kName, product(a, kHidden, block, d, kWide, rows, kWide, kHidden), "gate/up", scratch, s);
     } else {
       failed =
           ka_moe::run_lt_product(
               kName,
-              ka_moe::rows_times_weights(a, kHidden, ka.gate_rows(e), d + gate_at, kWide, rows,
-                                         kInter, kHidden),
+              product(a, kHidden, ka.gate_rows(e), d + gate_at, kWide, rows, kInter, kHidden),
               "gate", scratch, s) ||
-          ka_moe::run_lt_product(kName,
-                                 ka_moe::rows_times_weights(a, kHidden, ka.up_rows(e), d + up_at,
-                                                            kWide, rows, kInter, kHidden),
-                                 "up", scratch, s);
+          ka_moe::run_lt_product(
+              kName, product(a, kHidden, ka.up_rows(e), d + up_at, kWide, rows, kInter, kHidden),
+              "up", scratch, s);
     }
     if (failed) return 1;
   }
@@ -166,11 +173,10 @@ int library_gemms(const KaArgs& ka, const ka_moe::Workspace& ws, long long slots
   for (int e = 0; e < kExperts; ++e) {
     const long long begin = offsets[e], rows = offsets[e + 1] - offsets[e];
     if (rows <= 0) continue;
-    if (ka_moe::run_lt_product(
-            kName,
-            ka_moe::rows_times_weights(h + begin * kWide, kWide, ka.down_rows(e),
+    if (ka_moe::run_lt_product(kName,
+                               product(h + begin * kWide, kWide, ka.down_rows(e),
                                        ws.y + begin * kHidden, kHidden, rows, kHidden, kInter),
-            "down", scratch, s) != 0)
+                               "down", scratch, s) != 0)
       return 1;
   }
   return 0;
