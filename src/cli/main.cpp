@@ -1,6 +1,7 @@
 // kernelarc: optimizes compute kernels autonomously. This file only dispatches subcommands and
 // turns errors into exit codes: 2 for bad input (the message says what to fix), 3 for an
 // internal failure.
+#include <cstdio>
 #include <iostream>
 #include <map>
 
@@ -8,6 +9,8 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
+  // Line by line into a file or pipe too: a run stopped by a time limit keeps what it printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{
       "kernelarc: autonomous compute-kernel optimization with a hack-proof benchmark guard"};
   app.require_subcommand(1);
