@@ -141,21 +141,21 @@ int library_gemms(const KaArgs& ka, const ka_moe::Workspace& ws, long long slots
   };
   constexpr long long kWide = 2LL * kInter;
   const long long expert_rows = static_cast<long long>(kInter) * kHidden;
-  // Gate and up rows in one [2 I, H] block take one product; its halves are then g and u.
-  const bool up_follows = ka.up_rows(0) == ka.gate_rows(0) + expert_rows;
-  const bool gate_follows = ka.gate_rows(0) == ka.up_rows(0) + expert_rows;
-  const long long gate_at = gate_follows ? kInter : 0;
-  const long long up_at = gate_follows ? 0 : kInter;
+  // Columns [0, I) and [I, 2I) of a row hold g and u, in w13's order where expert 0's gate and up
+  // rows are one block. An expert whose rows lie that way takes one product; any other, two.
+  const long long gate_at = ka.gate_rows(0) == ka.up_rows(0) + expert_rows ? kInter : 0;
+  const long long up_at = kInter - gate_at;
   for (int e = 0; e < kExperts; ++e) {
     const long long begin = offsets[e], rows = offsets[e + 1] - offsets[e];
     if (rows <= 0) continue;
     const ka_act_t* a = xs + begin * kHidden;
     ka_act_t* d = ws.h + begin * kWide;
+    const ka_w_t* first = gate_at == 0 ? ka.gate_rows(e) : ka.up_rows(e);
+    const ka_w_t* second = gate_at == 0 ? ka.up_rows(e) : ka.gate_rows(e);
     int failed = 0;
-    if (up_follows || gate_follows) {
-      const ka_w_t* block = up_follows ? ka.gate_rows(e) : ka.up_rows(e);
+    if (second == first + expert_rows) {
       failed = ka_moe::run_lt_product(
-          kName, product(a, kHidden, block, d, kWide, rows, kWide, kHidden), "gate/up", scratch, s);
+          kName, product(a, kHidden, first, d, kWide, rows, kWide, kHidden), "gate/up", scratch, s);
     } else {
       failed =
           ka_moe::run_lt_product(
