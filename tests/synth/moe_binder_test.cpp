@@ -9,8 +9,12 @@
 #include "../core/moe_fp8_fixture.h"
 #include "../core/test_support.h"
 #include "binder_test_support.h"
+#include "core/expr.h"
+#include "core/problem.h"
+#include "synth/bound_template.h"
 #include "synth/family.h"
 #include "synth/family_moe.h"
+#include "synth/kernel_template.h"
 
 namespace kernelarc {
 namespace {
@@ -300,6 +304,34 @@ TEST(MoeBinder, RejectsFp8LayersItCannotServeNamingTheField) {
   EXPECT_TRUE(
       contains(input_error_of([&] { read_moe_problem(fp8_definition(fp8_inputs(), twice)); }),
                "kernelarc.op_params.routed_scaling_factor: given twice"));
+}
+
+// moe_grouped's cuBLASLt route needs a [T * top_k, 2I] buffer and cuBLASLt's scratch: its
+// workspace expression names the MATMUL_LIBRARY knob, and the instantiated solution's has the
+// point's value written in, so that it names the axes alone and grows on that route only.
+TEST(MoeBinder, TheLibraryRoutesWorkspaceIsWrittenOutPerPoint) {
+  const std::vector<KernelTemplate> library = load_template_library(kSource / "templates");
+  const Problem problem = load_problem(kSource / "problems/cuda/moe_mixtral_8x7b_top2_bf16");
+  std::optional<TemplateMatch> grouped;
+  for (TemplateMatch& match : match_templates(library, problem, DeviceKind::Cuda))
+    if (match.kernel->name == "moe_grouped") grouped = std::move(match);
+  ASSERT_TRUE(grouped && grouped->bound) << (grouped ? grouped->reason : "not listed");
+  const KnobPoint grouped_point = grouped->bound->space().space().default_point();
+  KnobPoint library_point = grouped_point;
+  library_point["MATMUL_LIBRARY"] = int64_t{1};
+  ASSERT_TRUE(grouped->bound->space().is_valid(library_point));
+  const auto workspace = [&](const KnobPoint& point) {
+    const std::string expression =
+        grouped->bound->instantiate(point).ext.at("workspace_bytes").get<std::string>();
+    EXPECT_FALSE(contains(expression, "MATMUL_LIBRARY")) << expression;
+    return evaluate_expr(expression, {{"num_tokens", 4096}});
+  };
+  const int64_t slots = 4096 * 2, inter = 14336, hidden = 4096;
+  const int64_t mma = workspace(grouped_point), lt = workspace(library_point);
+  EXPECT_GT(mma, slots * (inter + hidden) * 2);
+  EXPECT_LT(mma, slots * (inter + hidden) * 2 + (int64_t{1} << 20));
+  EXPECT_GE(lt - mma, slots * inter * 2 + (int64_t{32} << 20));
+  EXPECT_LT(lt - mma, slots * inter * 2 + (int64_t{33} << 20));
 }
 
 }  // namespace
