@@ -203,25 +203,23 @@ inline cublasStatus_t build(cublasLtHandle_t handle, Plan& plan) {
       !(status = set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_d)) &&
       !(status = set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d))) {
     if (key.pinned) {
-      // The representative shape's algorithm, kept where cuBLASLt accepts it for this shape.
-      cublasLtMatrixLayout_t hx = nullptr, hy = nullptr, hd = nullptr;
-      if (!layout(hx, key.type_ab, key.hx, key.batch_count, key.x_stride) &&
-          !layout(hy, key.type_ab, key.hy, key.batch_count, key.y_stride) &&
-          !layout(hd, key.type_d, key.hd, key.batch_count, key.d_stride) &&
-          !cublasLtMatmulAlgoGetHeuristic(handle, plan.op, hx, hy, hd, hd, preference, 1, &result,
-                                          &returned) &&
-          returned > 0) {
-        cublasLtMatmulHeuristicResult_t checked{};
-        returned = cublasLtMatmulAlgoCheck(handle, plan.op, plan.x, plan.y, plan.d, plan.d,
-                                           &result.algo, &checked) == CUBLAS_STATUS_SUCCESS &&
-                           checked.workspaceSize <= workspace
-                       ? 1
-                       : 0;
-      } else {
-        returned = 0;
+      // The representative shape's plan (cached like any other, so its heuristic runs once),
+      // its algorithm kept where cuBLASLt accepts it for this shape.
+      Key representative = key;
+      representative.pinned = false;
+      representative.x = key.hx;
+      representative.y = key.hy;
+      representative.d = key.hd;
+      cublasStatus_t ignored = CUBLAS_STATUS_SUCCESS;
+      const Plan* chosen = find_plan(cache<Plan>(), representative, build, ignored);
+      cublasLtMatmulHeuristicResult_t checked{};
+      if (chosen &&
+          cublasLtMatmulAlgoCheck(handle, plan.op, plan.x, plan.y, plan.d, plan.d, &chosen->algo,
+                                  &checked) == CUBLAS_STATUS_SUCCESS &&
+          checked.workspaceSize <= workspace) {
+        result.algo = chosen->algo;
+        returned = 1;
       }
-      for (cublasLtMatrixLayout_t made : {hx, hy, hd})
-        if (made) cublasLtMatrixLayoutDestroy(made);
     }
     if (returned <= 0)
       status = cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.x, plan.y, plan.d, plan.d,

@@ -163,7 +163,6 @@ TEST_P(GpuTemplateGuard, PassesAtSeveralKnobPoints) {
 INSTANTIATE_TEST_SUITE_P(GpuLibrary, GpuTemplateGuard, ::testing::ValuesIn(cases("cuda")),
                          case_name);
 
-/// No GPU needed: the CUDA templates compile for sm_90 at their test points.
 /// The default point and, for each two-valued knob that switches a route (roles "library" or
 /// "fusion"), the default with it switched where that is valid: an nvcc build takes 10-60 s, so
 /// the routes' code is compiled, not every test point.
@@ -180,6 +179,7 @@ std::vector<KnobPoint> route_points(const BoundTemplate& bound) {
   return points;
 }
 
+/// No GPU needed: the CUDA templates compile for sm_90 at their test points.
 class CudaTemplateBuild : public ::testing::TestWithParam<TemplateCase> {};
 
 TEST_P(CudaTemplateBuild, CompilesAtItsTestPoints) {
