@@ -43,12 +43,26 @@ bool runs_on_tensor_cores(const Definition& def) {
   });
 }
 
+/// The dtype the products' operands are read in: the narrowest input dtype whose tensor cores
+/// the calibration measured (an FP8 MoE's first input is its float32 router logits, its products
+/// run on e4m3; an NVFP4 cache has no FP4 peak on Hopper and is multiplied in bf16), else the
+/// first input's.
+std::string_view operand_dtype(const Definition& def, const Calibration& calibration) {
+  std::optional<DType> narrowest;
+  for (const TensorSpec& input : def.inputs) {
+    const auto peak = calibration.tensor_tflops.find(std::string(dtype_name(input.dtype)));
+    if (peak == calibration.tensor_tflops.end() || peak->second <= 0) continue;
+    if (!narrowest || dtype_size(input.dtype) < dtype_size(*narrowest)) narrowest = input.dtype;
+  }
+  return dtype_name(narrowest.value_or(def.inputs.front().dtype));
+}
+
 }  // namespace
 
 std::optional<ComputePeak> compute_peak(const Definition& def, const Calibration& calibration) {
   std::optional<std::string_view> tensor_core_dtype;
   if (runs_on_tensor_cores(def) && !def.inputs.empty())
-    tensor_core_dtype = dtype_name(def.inputs.front().dtype);
+    tensor_core_dtype = operand_dtype(def, calibration);
   return backend_for(calibration.device).compute_peak(calibration, tensor_core_dtype);
 }
 

@@ -305,5 +305,23 @@ TEST(FamilySpeedOfLight, MixtureOfExpertsIsBoundByTheTensorCores) {
   }
 }
 
+// An FP8 MoE's first input is its float32 router logits; its products read e4m3 operands, so the
+// bound is the e4m3 tensor cores' (an H100 try reported "2.50 of the fp32 FMA peak").
+TEST(FamilySpeedOfLight, AnFp8MixtureOfExpertsIsBoundByTheFp8TensorCores) {
+  Calibration calibration = gpu_calibration();
+  calibration.tensor_tflops["float8_e4m3fn"] = 1600;
+  const Definition def =
+      load_definition(fs::path(KERNELARC_SOURCE_DIR) /
+                      "problems/cuda/moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048/"
+                      "definition.json");
+  const auto peak = compute_peak(def, calibration);
+  ASSERT_TRUE(peak.has_value());
+  EXPECT_EQ(peak->what, "float8_e4m3fn tensor cores");
+  EXPECT_DOUBLE_EQ(peak->flops_per_second, 1600e12);
+  // Without an e4m3 figure the bf16 inputs' peak is the next narrowest measured one.
+  calibration.tensor_tflops.erase("float8_e4m3fn");
+  EXPECT_EQ(compute_peak(def, calibration)->what, "bfloat16 tensor cores");
+}
+
 }  // namespace
 }  // namespace kernelarc
