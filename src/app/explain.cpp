@@ -83,6 +83,10 @@ std::string kernel_shape_text(const OrderedJson& kernel) {
                        kernel.value("reverse", false) ? ", reverse" : "",
                        kernel.value("exclusive", false) ? ", exclusive" : "",
                        kernel.value("axis", 0), sizes_text(kernel.value("domain", none)));
+  if (kind == "scatter")
+    return fmt::format("scatter{} over {}",
+                       kernel.value("accumulate", false) ? " (accumulate)" : "",
+                       sizes_text(kernel.value("domain", none)));
   if (kind == "matmul")
     return fmt::format("matmul m={} n={} k={} batch {}", kernel.value("m", std::string("?")),
                        kernel.value("n", std::string("?")), kernel.value("k", std::string("?")),

@@ -417,6 +417,25 @@ void run_pointwise(const Json& kernel, const CompiledKernel& compiled, const Axi
   });
 }
 
+/// Points in domain order; an accumulating store adds its value to the element there (rounded
+/// to the buffer's dtype after each addition, as a sequence of index_add_ updates would be).
+void run_scatter(const Json& kernel, const CompiledKernel& compiled, const AxisValues& axes) {
+  const bool accumulate = kernel.at("accumulate").get<bool>();
+  State state;
+  for_each_point(sizes(kernel.at("domain"), axes), [&](const std::vector<int64_t>& point) {
+    state.index = point;
+    for (const auto& s : compiled.stores) {
+      if (!accumulate) {
+        write(s, state, compiled.loads);
+        continue;
+      }
+      double& element =
+          s.buffer->data[static_cast<std::size_t>(position(s, state, compiled.loads))];
+      element = round_to(s.buffer->dtype, element + eval(s.value, state, compiled.loads));
+    }
+  });
+}
+
 void run_reduce(const Json& kernel, const CompiledKernel& compiled, const AxisValues& axes) {
   const auto kept = sizes(kernel.at("domain"), axes);
   const auto reduced = sizes(kernel.at("reduce"), axes);
@@ -575,6 +594,8 @@ PlanBuffers run_plan(const OrderedJson& plan, const AxisValues& axes, const Plan
       run_scan(kernel, compiled, axes);
     } else if (kind == "matmul") {
       run_matmul(kernel, compiled, axes);
+    } else if (kind == "scatter") {
+      run_scatter(kernel, compiled, axes);
     } else {
       malformed("unknown kernel kind \"" + kind + "\"");
     }

@@ -246,6 +246,14 @@ FusedWorkspace fused_workspace(const KernelPlan& plan) {
   return workspace;
 }
 
+std::string plan_buffer_elements(const PlanBuffer& buffer, const Definition& definition) {
+  if (buffer.kind == PlanBufferKind::Temp) return buffer.elements;
+  std::string product = "1";
+  for (const std::string& size : tensor_shape(definition, buffer))
+    product += fmt::format(" * ({})", size);
+  return product;
+}
+
 std::unique_ptr<FamilyBinder> make_fused_binder() {
   return std::make_unique<FusedBinder>();
 }

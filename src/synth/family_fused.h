@@ -35,4 +35,9 @@ struct FusedWorkspace {
 };
 FusedWorkspace fused_workspace(const KernelPlan& plan);
 
+/// How many elements `buffer` holds, as a SIZE over the definition's axes: a temp's
+/// `elements`, the product of a tensor's shape ("1" for a scalar). What a scatter kernel's
+/// run-time index check compares its addresses with.
+std::string plan_buffer_elements(const PlanBuffer& buffer, const Definition& definition);
+
 }  // namespace kernelarc

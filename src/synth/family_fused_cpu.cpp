@@ -4,6 +4,7 @@
 // tensors and reads every axis from their shapes; ka_attach_workspace places the temps.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -48,6 +49,47 @@ std::string decompose(const std::string& flat, int from, int to, const std::stri
   return text;
 }
 
+// Recovers the index variables of `dims` (row-major among themselves) from the flat index `flat`.
+std::string decompose_dims(const std::string& flat, const std::vector<int>& dims,
+                           const std::string& indent) {
+  if (dims.empty()) return fmt::format("{}(void){};\n", indent, flat);
+  const std::string rest = flat + "_rest";
+  std::string text = fmt::format("{}long long {} = {};\n", indent, rest, flat);
+  for (std::size_t i = dims.size(); i-- > 1;) {
+    text += fmt::format("{0}const long long {1} = {2} % {3};\n{0}{2} /= {3};\n", indent,
+                        index_var(dims[i]), rest, dim_var(dims[i]));
+  }
+  return text + fmt::format("{}const long long {} = {};\n", indent, index_var(dims[0]), rest);
+}
+
+// The product of the sizes of `dims`.
+std::string dims_product(const std::vector<int>& dims) {
+  std::string text = "1LL";
+  for (const int d : dims) text += " * " + dim_var(d);
+  return "(" + text + ")";
+}
+
+// The dims of a scatter kernel that the threads may split: each store writes a buffer of its own
+// and has the dim as a plain coord, so points that differ there write different elements.
+std::vector<int> scatter_parallel_dims(const PlanKernel& kernel) {
+  std::vector<int> dims;
+  for (int d = 0; d < kernel.rank(); ++d) {
+    bool plain = true;
+    for (std::size_t s = 0; s < kernel.stores.size() && plain; ++s) {
+      const PlanAccess& access = kernel.stores[s].access;
+      bool found = false;
+      for (std::size_t j = 0; j < access.coords.size(); ++j)
+        found = found || (access.coords[j].op == "idx" && access.coords[j].integer == d &&
+                          access.strides[j] != "0");
+      for (std::size_t t = 0; t < s; ++t)
+        found = found && kernel.stores[t].access.buffer != access.buffer;
+      plain = found;
+    }
+    if (plain) dims.push_back(d);
+  }
+  return dims;
+}
+
 class CpuHeaderWriter {
  public:
   CpuHeaderWriter(const KernelPlan& plan, const Definition& def)
@@ -59,7 +101,7 @@ class CpuHeaderWriter {
         "// {} kernel{} of the plan in kernelarc.op_params.\n",
         def_.name, plan_.kernels.size(), plan_.kernels.size() == 1 ? "" : "s");
     out += "#pragma once\n#define KA_TARGET_CPU 1\n#define KA_HD inline\n";
-    out += "#include <climits>\n#include <cstdint>\n#include <vector>\n";
+    out += "#include <atomic>\n#include <climits>\n#include <cstdint>\n#include <vector>\n";
     out += "#include \"kernelarc/abi.h\"\n#include \"ka_fused_cpu.h\"\n";
     out += plan_code_prelude(false, plan_.float64);
     out += R"(
@@ -72,10 +114,16 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
     out += workspace_function();
     for (std::size_t k = 0; k < plan_.kernels.size(); ++k) out += kernel_function(k);
     out +=
-        "\n// Every kernel of the plan, in order.\ninline void ka_plan_run(const KaArgs& ka) {\n";
-    for (std::size_t k = 0; k < plan_.kernels.size(); ++k)
-      out += fmt::format("  ka_kernel_{}(ka);\n", k);
-    out += "}\n";
+        "\n// Every kernel of the plan, in order; nullptr, or the index error of a scatter "
+        "kernel.\n"
+        "inline const char* ka_plan_run(const KaArgs& ka) {\n";
+    for (std::size_t k = 0; k < plan_.kernels.size(); ++k) {
+      out +=
+          plan_.kernels[k].kind == PlanKernelKind::Scatter
+              ? fmt::format("  if (const char* ka_error = ka_kernel_{}(ka)) return ka_error;\n", k)
+              : fmt::format("  ka_kernel_{}(ka);\n", k);
+    }
+    out += "  return nullptr;\n}\n";
     return out;
   }
 
@@ -261,10 +309,13 @@ inline const char* ka_attach_workspace(KaArgs* args, void* workspace, size_t wor
       case PlanKernelKind::Matmul:
         body += matmul(writer, kernel);
         break;
+      case PlanKernelKind::Scatter:
+        body += scatter(writer, kernel, k);
+        break;
     }
-    return fmt::format(
-        "\n// kernels[{}]: {}\nstatic void ka_kernel_{}(const KaArgs& ka) {{\n{}}}\n", k,
-        kernel_kind_name(kernel.kind), k, body);
+    return fmt::format("\n// kernels[{}]: {}\nstatic {} ka_kernel_{}(const KaArgs& ka) {{\n{}}}\n",
+                       k, kernel_kind_name(kernel.kind),
+                       kernel.kind == PlanKernelKind::Scatter ? "const char*" : "void", k, body);
   }
 
   std::string pointwise(const PlanCodeWriter& writer, const PlanKernel& kernel) const {
@@ -280,6 +331,31 @@ inline const char* ka_attach_workspace(KaArgs* args, void* workspace, size_t wor
         product(0, rank), rank > 0 ? dim_var(rank - 1) : "1LL",
         decompose("ka_row", 0, rank - 1, "    "), inner_var,
         stores_code(writer, kernel, "      ", std::nullopt));
+  }
+
+  // Blocks of the parallel dims over the threads; in each, the other dims in order: every
+  // element receives its values in domain order, whatever the thread count.
+  std::string scatter(const PlanCodeWriter& writer, const PlanKernel& kernel, std::size_t k) const {
+    const std::vector<int> parallel = scatter_parallel_dims(kernel);
+    std::vector<int> serial;
+    for (int d = 0; d < kernel.rank(); ++d)
+      if (std::find(parallel.begin(), parallel.end(), d) == parallel.end()) serial.push_back(d);
+    std::string stores;
+    for (const PlanStore& store : kernel.stores) {
+      stores +=
+          "    " +
+          writer.scatter_store(store, kernel.accumulate,
+                               plan_buffer_elements(*plan_.find_buffer(store.access.buffer), def_),
+                               "ka_stray.store(true, std::memory_order_relaxed);") +
+          "\n";
+    }
+    return fmt::format(
+        "  std::atomic<bool> ka_stray{{false}};\n"
+        "  ka_scatter({}, {}, [&](long long ka_p, long long ka_s) {{\n{}{}{}  }});\n"
+        "  return ka_stray.load() ? \"kernels[{}] (scatter): an index is out of range; its value "
+        "was not written\" : nullptr;\n",
+        dims_product(parallel), dims_product(serial), decompose_dims("ka_p", parallel, "    "),
+        decompose_dims("ka_s", serial, "    "), stores, k);
   }
 
   static std::string value_type(ValueType type) {

@@ -346,8 +346,44 @@ class CudaFusedWriter {
         return scan_struct(index, kernel);
       case PlanKernelKind::Matmul:
         return matmul_struct(index, kernel);
+      case PlanKernelKind::Scatter:
+        return scatter_struct(index, kernel);
     }
     return "";
+  }
+
+  // ---- scatter
+
+  std::string scatter_struct(std::size_t index, const PlanKernel& kernel) const {
+    const PlanCodeWriter w = writer(kernel, -1, nullptr);
+    std::string stores;
+    for (const PlanStore& store : kernel.stores) {
+      const DType dtype = buffer(store.access.buffer).dtype;
+      static const std::set<DType> atomic = {DType::Float32,  DType::Float64, DType::Float16,
+                                             DType::BFloat16, DType::Int32,   DType::Int64};
+      if (kernel.accumulate && !atomic.contains(dtype))
+        throw TemplateMismatch(fmt::format(
+            "{}: kernelarc.op_params.kernels[{}]: the device has no atomic addition of {}",
+            def_.name, index, dtype_name(dtype)));
+      // No error comes back from the device without waiting for it: a stray index writes
+      // nothing (torch's own kernel stops the device with an assertion instead).
+      stores += "    " +
+                w.scatter_store(store, kernel.accumulate,
+                                plan_buffer_elements(buffer(store.access.buffer), def_), "") +
+                "\n";
+    }
+    return fmt::format(R"(
+// Kernel {0}: scatter over [{1}]{2}.
+struct KaKernel{0} : KaArgs {{
+  long long total;  // points of the domain
+
+  KA_DEV void apply(long long flat) const {{
+{3}{4}{5}  }}
+}};
+)",
+                       index, fmt::join(kernel.domain, ", "),
+                       kernel.accumulate ? ", accumulating in arrival order" : "", device_axes(),
+                       decompose(w, kernel.domain, 0, "flat", "long long"), stores);
   }
 
   std::string device_axes() const { return axis_values("this->"); }
@@ -942,6 +978,11 @@ struct KaKernel{0} : KaArgs {{
             product(w, others), w.size(kernel.domain[kernel.axis]), index);
         break;
       }
+      case PlanKernelKind::Scatter:
+        text += fmt::format(
+            "    k.total = {};\n    ka_launch_scatter<KaKernel{}, BLOCK_THREADS>(k, stream);\n",
+            product(w, kernel.domain), index);
+        break;
       case PlanKernelKind::Matmul: {
         const int k_dim = static_cast<int>(kernel.batch.size()) + 2;
         text += fmt::format(

@@ -416,8 +416,15 @@ class PlanParser {
       kernel.m = size(require(json, "m", field), field_path(field, "m"));
       kernel.n = size(require(json, "n", field), field_path(field, "n"));
       kernel.k = size(require(json, "k", field), field_path(field, "k"));
+    } else if (kind == "scatter") {
+      kernel.kind = PlanKernelKind::Scatter;
+      reject_unknown_keys(json, {"kind", "loads", "stores", "domain", "accumulate"}, file_, field);
+      kernel.domain = size_list(require(json, "domain", field), field_path(field, "domain"));
+      kernel.accumulate =
+          expect_bool(require(json, "accumulate", field), file_, field_path(field, "accumulate"));
     } else {
-      fail(kind_field, fmt::format("expected pointwise, reduce, scan or matmul, got \"{}\"", kind));
+      fail(kind_field,
+           fmt::format("expected pointwise, reduce, scan, matmul or scatter, got \"{}\"", kind));
     }
     kernel_rank_ = kernel.rank();
     parse_loads(json, field, kernel);
@@ -426,6 +433,7 @@ class PlanParser {
     const int kept = static_cast<int>(kernel.domain.size());
     switch (kernel.kind) {
       case PlanKernelKind::Pointwise:
+      case PlanKernelKind::Scatter:
         parse_stores(json, field, kernel,
                      [&](const PlanStore&) { return scope_of(rank, {}, dims_text(0, rank)); });
         break;
@@ -612,6 +620,7 @@ std::vector<std::string> PlanKernel::index_sizes() const {
   switch (kind) {
     case PlanKernelKind::Pointwise:
     case PlanKernelKind::Scan:
+    case PlanKernelKind::Scatter:
       sizes = domain;
       break;
     case PlanKernelKind::Reduce:
@@ -697,6 +706,8 @@ std::string_view kernel_kind_name(PlanKernelKind kind) {
       return "scan";
     case PlanKernelKind::Matmul:
       return "matmul";
+    case PlanKernelKind::Scatter:
+      return "scatter";
   }
   return "";
 }

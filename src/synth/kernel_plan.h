@@ -57,7 +57,7 @@ struct PlanStore {
   bool over_keep = false;  ///< reduce only: "over": "keep" (else "full")
 };
 
-enum class PlanKernelKind { Pointwise, Reduce, Scan, Matmul };
+enum class PlanKernelKind { Pointwise, Reduce, Scan, Matmul, Scatter };
 
 enum class ReduceOp { Sum, Prod, Max, Min, ArgMax, ArgMin, Any, All };
 enum class ScanOp { Sum, Prod, Max, Min, LogSumExp };
@@ -77,7 +77,8 @@ struct PlanKernel {
   std::vector<std::pair<std::string, PlanAccess>> loads;
   std::vector<PlanStore> stores;
 
-  std::vector<std::string> domain;  ///< pointwise, scan: the index space; reduce: kept dims
+  /// pointwise, scan, scatter: the index space; reduce: kept dims
+  std::vector<std::string> domain;
   std::vector<std::string> reduce;  ///< reduce: reduced dims
   std::vector<PlanStage> stages;    ///< reduce
 
@@ -91,7 +92,10 @@ struct PlanKernel {
   std::string m, n, k;             ///< matmul
   PlanAccess a, b;                 ///< matmul operands
 
-  /// Dimensions of the index space: pointwise/scan |domain|, reduce K + R, matmul B + 3.
+  /// scatter: stores add their value to the destination's element rather than replace it.
+  bool accumulate = false;
+
+  /// Dimensions of the index space: pointwise/scan/scatter |domain|, reduce K + R, matmul B + 3.
   int rank() const;
   /// The index space's sizes in order (matmul: batch..., m, n, k).
   std::vector<std::string> index_sizes() const;

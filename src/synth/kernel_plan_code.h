@@ -70,12 +70,22 @@ class PlanCodeWriter {
   TypedCode load(const PlanAccess& access) const;
   /// "<pointer>[<address>] = <value rounded to the buffer's dtype>;"
   std::string store(const PlanStore& store) const;
+  /// A scatter kernel's store (docs/RECOGNITION.md §2) as a block: the element at the store's
+  /// address, which is first checked against `elements` (a SIZE, the buffer's element count):
+  /// an address outside it (an index out of range) writes nothing and runs `on_stray`. With
+  /// `accumulate` the value is added to the element (on CUDA through ka_atomic_add, which the
+  /// target defines for the element types).
+  std::string scatter_store(const PlanStore& store, bool accumulate, const std::string& elements,
+                            const std::string& on_stray) const;
   /// `value` (code of type `type`) converted to buffer dtype `dtype`'s element type.
   std::string to_element(const std::string& value, ValueType type, DType dtype) const;
 
  private:
   const KernelPlan& plan_;
   const PlanKernel& kernel_;
+  /// The C element `element` (an lvalue of `buffer`) read as ka_pf_float or long long.
+  TypedCode element_value(const PlanBuffer& buffer, const std::string& element) const;
+
   std::vector<std::string> axes_;
   PlanCodeNames names_;
   bool cuda_;

@@ -76,5 +76,45 @@ TEST(PlanInterpreter, ReduceStagesAndWorkCount) {
   EXPECT_EQ(plan_work(plan, {}), 2 * 3 * 4);
 }
 
+/// out = 10 * (row + 1) everywhere, then a scatter over `n` points that puts (accumulate: adds)
+/// x[i] at out[index[i], column] for every column of 2.
+Json scatter_plan(bool accumulate) {
+  Json plan = Json::parse(R"({"version": 1,
+    "buffers": [{"name": "x", "kind": "input", "index": 0, "dtype": "float32"},
+                {"name": "index", "kind": "input", "index": 1, "dtype": "int64"},
+                {"name": "out", "kind": "output", "index": 0, "dtype": "float32"}],
+    "kernels": [{"kind": "pointwise", "domain": ["3", "2"], "loads": {},
+      "stores": [{"buffer": "out", "offset": "0", "strides": ["2", "1"],
+                  "coords": [["idx", 0], ["idx", 1]],
+                  "value": ["mul", ["f", 10], ["float", ["add", ["idx", 0], ["i", 1]]]]}]},
+     {"kind": "scatter", "domain": ["n", "2"], "accumulate": true,
+      "loads": {"row": {"buffer": "index", "offset": "0", "strides": ["1"], "coords": [["idx", 0]]},
+                "v": {"buffer": "x", "offset": "0", "strides": ["1"], "coords": [["idx", 0]]}},
+      "stores": [{"buffer": "out", "offset": "0", "strides": ["2", "1"],
+                  "coords": [["load", "row"], ["idx", 1]], "value": ["load", "v"]}]}]})");
+  plan["kernels"][1]["accumulate"] = accumulate;
+  return plan;
+}
+
+TEST(PlanInterpreter, AnAccumulatingScatterAddsEveryDuplicate) {
+  const PlanBuffers out =
+      run_plan(scatter_plan(true), {{"n", 4}}, {{"x", {1, 2, 4, 8}}, {"index", {2, 0, 2, 2}}},
+               {{"out", {3, 2}}});
+  EXPECT_EQ(out.at("out"), (std::vector<double>{12, 12, 20, 20, 43, 43}));
+}
+
+TEST(PlanInterpreter, AWritingScatterKeepsTheLastDuplicateInDomainOrder) {
+  const PlanBuffers out =
+      run_plan(scatter_plan(false), {{"n", 4}}, {{"x", {1, 2, 4, 8}}, {"index", {2, 0, 2, 1}}},
+               {{"out", {3, 2}}});
+  EXPECT_EQ(out.at("out"), (std::vector<double>{2, 2, 8, 8, 4, 4}));
+}
+
+TEST(PlanInterpreter, AScatterIndexOutsideTheBufferIsAnInputError) {
+  EXPECT_THROW(
+      run_plan(scatter_plan(true), {{"n", 1}}, {{"x", {1}}, {"index", {3}}}, {{"out", {3, 2}}}),
+      InputError);
+}
+
 }  // namespace
 }  // namespace kernelarc

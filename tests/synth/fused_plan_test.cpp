@@ -54,7 +54,8 @@ TEST_P(FusedPlanCompile, HeaderCompilesWithTheCpuTemplate) {
   const Definition def = definition_of(GetParam());
   const FamilyBinding binding = make_fused_binder()->bind(def, cpu_template());
   EXPECT_TRUE(testing::contains(binding.header, "inline const char* ka_bind("));
-  EXPECT_TRUE(testing::contains(binding.header, "inline void ka_plan_run(const KaArgs& ka)"));
+  EXPECT_TRUE(
+      testing::contains(binding.header, "inline const char* ka_plan_run(const KaArgs& ka)"));
   const testing::TempDir dir;
   dir.write("ka_problem.h", binding.header);
   const std::string command =
@@ -72,7 +73,8 @@ INSTANTIATE_TEST_SUITE_P(Problems, FusedPlanCompile,
                          ::testing::Values("pointwise_bcast_bf16", "softmax_two_stage",
                                            "argmax_middle", "mse_scalar",
                                            "cumsum_reverse_exclusive", "bmm_bias_relu",
-                                           "cross_entropy_gather", "wrong_stride"));
+                                           "cross_entropy_gather", "wrong_stride",
+                                           "scatter_index_add"));
 
 TEST(FusedBinder, NamesTheWorkspaceOfItsTemps) {
   const FamilyBinding binding =
@@ -168,6 +170,53 @@ TEST(FusedBinder, RejectsAnAccessBeyondItsBuffer) {
   const std::string error = error_after(
       [](OrderedJson& plan) { plan["kernels"][0]["loads"]["x"]["strides"][0] = "cols + 1"; });
   EXPECT_TRUE(testing::contains(error, "kernels[0].loads.x: reaches element")) << error;
+}
+
+// The scatter plan (tests/data/fused/scatter_index_add: a copy, then an accumulating and a
+// writing scatter) with its kernels[1] edited by `edit`; "" when it binds.
+template <typename Edit>
+std::string scatter_error_after(const Edit& edit) {
+  Definition def = definition_of("scatter_index_add");
+  edit(def.ext.op_params["kernels"][1]);
+  return bind_error(def);
+}
+
+TEST(FusedPlan, AcceptsAScatterKernelAndGeneratesItsRangeCheck) {
+  const Definition def = definition_of("scatter_index_add");
+  const KernelPlan plan = parse_kernel_plan(def.ext.op_params, "definition.json");
+  ASSERT_EQ(plan.kernels.size(), 3u);
+  EXPECT_EQ(plan.kernels[1].kind, PlanKernelKind::Scatter);
+  EXPECT_TRUE(plan.kernels[1].accumulate);
+  EXPECT_FALSE(plan.kernels[2].accumulate);
+  const FamilyBinding binding = make_fused_binder()->bind(def, cpu_template());
+  // The destination row comes from idx: its address is checked against the output's size.
+  EXPECT_TRUE(
+      testing::contains(binding.header, "ka_at >= (((1LL * ka_axis_rows) * ka_axis_hidden))"))
+      << binding.header;
+  EXPECT_TRUE(testing::contains(binding.header, "if (const char* ka_error = ka_kernel_1(ka))"));
+}
+
+TEST(FusedPlan, RejectsAScatterWithoutAccumulateOrWithAStageOrAnIndexOutsideIt) {
+  EXPECT_TRUE(testing::contains(
+      scatter_error_after([](OrderedJson& kernel) { kernel.erase("accumulate"); }),
+      "kernelarc.op_params.kernels[1].accumulate: missing required field"));
+  EXPECT_TRUE(testing::contains(
+      scatter_error_after([](OrderedJson& kernel) { kernel["accumulate"] = "yes"; }),
+      "kernelarc.op_params.kernels[1].accumulate"));
+  EXPECT_TRUE(testing::contains(
+      scatter_error_after([](OrderedJson& kernel) { kernel["stages"] = OrderedJson::array(); }),
+      "kernelarc.op_params.kernels[1]"));
+  const std::string error = scatter_error_after([](OrderedJson& kernel) {
+    kernel["stores"][0]["coords"][1] = OrderedJson::parse(R"(["idx", 2])");
+  });
+  EXPECT_TRUE(testing::contains(error, "kernels[1].stores[0].coords[1][1]: dimension 2 is outside"))
+      << error;
+}
+
+TEST(FusedPlan, RejectsAScatterIntoAnInput) {
+  const std::string error =
+      scatter_error_after([](OrderedJson& kernel) { kernel["stores"][0]["buffer"] = "x"; });
+  EXPECT_TRUE(testing::contains(error, "kernels[1].stores[0].buffer: \"x\" is an input")) << error;
 }
 
 }  // namespace

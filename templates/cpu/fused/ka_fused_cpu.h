@@ -64,6 +64,20 @@ inline void ka_parallel_for(long long count, const Body& body) {
   for (long long i = 0; i < count; ++i) body(i);
 }
 
+/// A scatter kernel: body(p, s) for every point, p over `parallel` points (dims where no two
+/// points write one element) in blocks of BLOCK over the threads, s over `serial` points walked
+/// in order within each block, so each element receives its values in domain order.
+template <typename Body>
+inline void ka_scatter(long long parallel, long long serial, const Body& body) {
+  const long long blocks = (parallel + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(static) num_threads(ka_thread_count()) if (blocks > 1)
+  for (long long block = 0; block < blocks; ++block) {
+    const long long end = std::min(parallel, (block + 1) * BLOCK);
+    for (long long s = 0; s < serial; ++s)
+      for (long long p = block * BLOCK; p < end; ++p) body(p, s);
+  }
+}
+
 /// A reduction over a flattened domain of `total` elements: pass(acc, row, begin, end) folds a
 /// segment into acc; partial results of CHUNK-element chunks are folded in chunk order with
 /// combine(earlier, later). With `parallel`, chunks run on the threads.

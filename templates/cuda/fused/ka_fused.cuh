@@ -300,6 +300,38 @@ void ka_launch_pointwise(const K& k, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Scatter. K provides `long long total` (the domain's points) and
+//   KA_DEV void apply(long long flat) const;   the stores of one point
+// A grid-stride loop over the domain. Accumulating stores go through ka_atomic_add, so values
+// that meet at one element are added in arrival order (as torch's index_add_ on CUDA does): the
+// one result of a plan that may differ from run to run in its last bits.
+
+KA_DEV void ka_atomic_add(float* at, float v) { atomicAdd(at, v); }
+KA_DEV void ka_atomic_add(double* at, double v) { atomicAdd(at, v); }
+KA_DEV void ka_atomic_add(__half* at, __half v) { atomicAdd(at, v); }
+KA_DEV void ka_atomic_add(__nv_bfloat16* at, __nv_bfloat16 v) { atomicAdd(at, v); }
+KA_DEV void ka_atomic_add(int* at, int v) { atomicAdd(at, v); }
+// Two's complement addition is the same on unsigned words.
+KA_DEV void ka_atomic_add(long long* at, long long v) {
+  atomicAdd(reinterpret_cast<unsigned long long*>(at), static_cast<unsigned long long>(v));
+}
+
+template <class K, int THREADS>
+__global__ void __launch_bounds__(THREADS) ka_scatter_kernel(const K k) {
+  const long long stride = (long long)gridDim.x * THREADS;
+  for (long long flat = (long long)blockIdx.x * THREADS + threadIdx.x; flat < k.total;
+       flat += stride)
+    k.apply(flat);
+}
+
+template <class K, int THREADS>
+void ka_launch_scatter(const K& k, cudaStream_t stream) {
+  if (k.total <= 0) return;
+  ka_scatter_kernel<K, THREADS>
+      <<<ka_blocks(k.total, THREADS, 32LL * ka_sm_count()), THREADS, 0, stream>>>(k);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Reduce. K provides
 //   long long kept, reduced, red_inner;   kept points, reduced elements, innermost reduced size
 //   struct Acc (every stage's result), struct Elem (the loads at one element)
