@@ -33,6 +33,8 @@ _softmax _log_softmax native_layer_norm native_group_norm native_batch_norm
 _native_batch_norm_legit _native_batch_norm_legit_no_training mse_loss l1_loss smooth_l1_loss
 huber_loss kl_div nll_loss_forward nll_loss2d_forward binary_cross_entropy
 cumsum cumprod logcumsumexp cummax cummin
+index_put index_put_ index_add index_add_ index_copy index_copy_ scatter scatter_ scatter_add
+scatter_add_
 mm bmm addmm baddbmm mv addmv dot outer
 convolution _convolution avg_pool1d avg_pool2d avg_pool3d max_pool1d max_pool2d max_pool3d
 max_pool1d_with_indices max_pool2d_with_indices max_pool3d_with_indices adaptive_avg_pool1d

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include "lower/lowering.h"
 
@@ -53,6 +57,22 @@ bool is_noop_restride(const OpGraph& graph, const GraphNode& node) {
   return true;
 }
 
+/// In-place ops that write a whole tensor given as their first argument and that the lowering
+/// serves in their functional form: `copy_` (what torch._decomp leaves of every in-place op) and
+/// the scatters (`x.index_add_(...)`, `x[idx] += v`).
+bool is_whole_tensor_write(std::string_view name) {
+  static const std::set<std::string_view> writes = {"copy_",       "index_put_", "index_add_",
+                                                    "index_copy_", "scatter_",   "scatter_add_"};
+  return writes.contains(name);
+}
+
+/// "aten.index_put_.default" -> "aten.index_put.default".
+std::string functional_op(const GraphNode& node) {
+  std::string name(node.base_name());
+  name.pop_back();
+  return fmt::format("aten.{}.{}", name, node.overload());
+}
+
 }  // namespace
 
 void functionalize_in_place_writes(OpGraph& graph) {
@@ -64,7 +84,7 @@ void functionalize_in_place_writes(OpGraph& graph) {
     node.view = true;
   }
   for (GraphNode& node : graph.nodes) {
-    if (node.op != "aten.copy_.default" || node.outputs.size() != 1 || node.outputs[0] < 0)
+    if (!is_whole_tensor_write(node.base_name()) || node.outputs.size() != 1 || node.outputs[0] < 0)
       continue;
     const auto target = node.args.empty() ? std::nullopt : node.args[0].as_value();
     const int64_t written = node.outputs[0];
@@ -86,7 +106,7 @@ void functionalize_in_place_writes(OpGraph& graph) {
     for (GraphValue& value : graph.values) {
       if (value.id >= written && value.buffer == old_buffer) value.buffer = fresh.id;
     }
-    node.op = "aten.copy.default";
+    node.op = functional_op(node);
   }
 }
 

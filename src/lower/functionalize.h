@@ -6,18 +6,21 @@
 // write (no view of it made before the write is used afterwards), the write is the same as a
 // fresh tensor holding the copied values: the node becomes `aten.copy.default` and the values it
 // and its later views make move to a buffer of their own. Only writes of a whole tensor (not a
-// slice of one) are rewritten. Family matchers and the lowering then
-// see a pure graph. A write whose stale views are read later stays in place, and the lowering
-// says so. An `as_strided_` that restrides only size-1 dims (an adaptive pool's decomposition
-// leaves one) moves no element and becomes an alias.
+// slice of one) are rewritten. The in-place scatters (`index_put_`, `index_add_`, `index_copy_`,
+// `scatter_`, `scatter_add_`) are rewritten the same way into their functional forms, so a
+// reference that updates one of its inputs in place reads as one that returns an updated copy
+// (plans never write inputs). Family matchers and the lowering then see a pure graph. A write whose
+// stale views are read later stays in place, and the lowering says so. An `as_strided_` that
+// restrides only size-1 dims (an adaptive pool's decomposition leaves one) moves no element and
+// becomes an alias.
 #pragma once
 
 #include "lower/op_graph.h"
 
 namespace kernelarc {
 
-/// Rewrites every no-op `as_strided_` as an alias, and every in-place `copy_` of `graph` that
-/// can be read as a pure copy.
+/// Rewrites every no-op `as_strided_` as an alias, and every in-place `copy_` or scatter of
+/// `graph` that can be read as a pure op.
 void functionalize_in_place_writes(OpGraph& graph);
 
 }  // namespace kernelarc

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "lower/index_list.h"
 #include "lower/pointwise_node.h"
 
 namespace kernelarc::lowering {
@@ -107,66 +108,18 @@ bool lower_constructor(PointwiseNode& p, std::string_view name) {
 
 }  // namespace
 
-/// x[i0, i1, ...] with index tensors (`aten.index.Tensor`, a list of optional tensors, one per
-/// leading dim): the index tensors broadcast together to B; the output holds B where the
-/// indexed dims were when they are adjacent, else first, and x's other dims in order.
+/// x[i0, i1, ...] with index tensors (`aten.index.Tensor`, lower/index_list.h); an index out
+/// of range is clamped, as every gather here is.
 bool lower_advanced_index(PointwiseNode& p) {
   const TensorOperand x = tensor_arg(p, 0, "self");
-  const GraphArg* list = p.node().arg(1, "indices");
-  if (!list || list->kind != GraphArg::Kind::List || list->items.empty())
-    throw Unsupported(p.origin() + ": expected a list of index tensors");
-  std::vector<std::optional<TensorOperand>> indices;
-  std::size_t broadcast_rank = 0;
-  for (const GraphArg& item : list->items) {
-    if (item.is_none()) {
-      indices.emplace_back();
-      continue;
-    }
-    const auto value = item.as_value();
-    if (!value) throw Unsupported(p.origin() + ": an index must be a tensor or None");
-    const int id = p.lowering().tensor_of(*value, p.origin());
-    const TensorOperand index{id, p.lowering().tensor(id).shape, p.lowering().tensor(id).dtype};
-    if (!is_integer_dtype(index.dtype) || index.dtype == DType::Bool)
-      throw Unsupported(p.origin() +
-                        ": a boolean mask index makes a data-dependent shape; only integer "
-                        "index tensors are lowered");
-    broadcast_rank = std::max(broadcast_rank, index.shape.size());
-    indices.push_back(index);
-  }
-  std::vector<std::size_t> indexed;
-  for (std::size_t d = 0; d < indices.size(); ++d)
-    if (indices[d]) indexed.push_back(d);
-  if (indexed.empty()) throw Unsupported(p.origin() + ": no index tensor");
-  const bool adjacent = indexed.back() - indexed.front() + 1 == indexed.size();
-  const std::size_t first = adjacent ? indexed.front() : 0;  // where B sits in the output
-  const std::size_t rank = x.shape.size();
-  if (p.shape().size() != rank - indexed.size() + broadcast_rank)
+  const IndexList indices(p.lowering(), p.node().arg(1, "indices"), x.shape, p.origin());
+  if (p.shape().size() != indices.result_shape().size())
     throw Unsupported(p.origin() + ": the result's rank does not follow from its indices");
-  // Where each dim of x that no tensor indexes lands in the output.
-  std::vector<std::size_t> position(rank, 0);
-  std::size_t kept = 0;
-  for (std::size_t d = 0; d < rank; ++d) {
-    if (d < indices.size() && indices[d]) continue;
-    position[d] = adjacent && d < first ? kept : kept + broadcast_rank;
-    ++kept;
-  }
   const bool fl = p.float_result();
   p.define({}, [=](Values&, Ctx& ctx, const Coords& coords) {
-    const Coords b(coords.begin() + static_cast<std::ptrdiff_t>(first),
-                   coords.begin() + static_cast<std::ptrdiff_t>(first + broadcast_rank));
-    Coords inner(rank);
-    for (std::size_t d = 0; d < rank; ++d) {
-      if (!(d < indices.size() && indices[d])) {
-        inner[d] = coords[position[d]];
-        continue;
-      }
-      const TensorOperand& index = *indices[d];
-      Json selected = ctx.lowering.element(ctx, index.id, broadcast_coords(index.shape, b));
-      // A negative index counts from the end, as torch's indexing does.
-      selected = op("where", {op("lt", {selected, ilit(0)}),
-                              op("add", {selected, size_expr(x.shape[d])}), selected});
-      inner[d] = clamp_coord(selected, x.shape[d]);
-    }
+    Coords inner = indices.x_coords(ctx, coords);
+    for (std::size_t d = 0; d < inner.size(); ++d)
+      if (indices.indexed_dim(d)) inner[d] = clamp_coord(inner[d], x.shape[d]);
     return typed_element(fl, ctx, x, inner);
   });
   return true;
@@ -339,9 +292,7 @@ bool lower_data_movement(PointwiseNode& p, std::string_view name) {
         Json selected =
             ctx.lowering.element(ctx, index.id, broadcast_coords(index.shape, index_coords));
         // A negative index counts from the end, as torch's indexing does.
-        const Json extent = size_expr(x.shape[static_cast<std::size_t>(dim)]);
-        selected =
-            op("where", {op("lt", {selected, ilit(0)}), op("add", {selected, extent}), selected});
+        selected = wrap_negative_index(selected, x.shape[static_cast<std::size_t>(dim)]);
         inner[static_cast<std::size_t>(dim)] =
             clamp_coord(selected, x.shape[static_cast<std::size_t>(dim)]);
         return typed_element(fl, ctx, x, inner);

@@ -207,6 +207,8 @@ Json Lowering::element(Ctx& ctx, int id, const Coords& coords) {
   }
   switch (t.kind) {
     case Tensor::Kind::Stored:
+      // A kernel's result (a scatter's) is there only after that kernel.
+      if (t.stored->kernel >= ctx.kernel) throw NotHere{};
       return load(ctx, t.stored->buffer, t.stored->offset, t.stored->strides, coords);
     case Tensor::Kind::Pointwise:
       if (t.view_base >= 0) {

@@ -205,6 +205,7 @@ Coords view_to_base_coords(const Lowering& lowering, const std::vector<SymSize>&
 bool lower_view_or_pointwise(Lowering& lowering, const GraphNode& node);
 bool lower_reduction(Lowering& lowering, const GraphNode& node);
 bool lower_scan(Lowering& lowering, const GraphNode& node);
+bool lower_scatter(Lowering& lowering, const GraphNode& node);
 bool lower_matmul(Lowering& lowering, const GraphNode& node);
 /// The stored view holding tensor `id`'s elements, storing it first when nothing does: how a
 /// matmul or a convolution reads an operand it cannot inline.

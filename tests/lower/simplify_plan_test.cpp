@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "lower_case.h"
 
 namespace kernelarc {
@@ -146,8 +147,16 @@ TEST(SimplifyPlan, EveryLoweredCaseComputesTheSameOutputsBitForBit) {
         if (axis.kind == AxisKind::Var) vars[axis.name] = size;
       }
       for (const unsigned seed : {1u, 2u}) {
-        expect_identical_outputs(c.definition,
-                                 run_on_random_inputs(c.definition, c.lowering.plan, vars, seed),
+        PlanBuffers raw;
+        try {
+          raw = run_on_random_inputs(c.definition, c.lowering.plan, vars, seed);
+        } catch (const InputError&) {
+          // A scatter's index out of range (1 into a dim of size 1): both plans refuse it.
+          EXPECT_THROW(run_on_random_inputs(c.definition, simplified, vars, seed), InputError)
+              << name << " at size " << size;
+          continue;
+        }
+        expect_identical_outputs(c.definition, raw,
                                  run_on_random_inputs(c.definition, simplified, vars, seed),
                                  fmt::format("{} at size {}", name, size));
       }
