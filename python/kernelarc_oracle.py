@@ -310,6 +310,9 @@ def trial_job(problem, job):
         torch.manual_seed(job["seed"])
         values = with_shared(problem, problem.inputs(job["workload"], job["axes"], structure,
                                                      shared), shared)
+        # Saved before the reference runs: one that updates an input in place
+        # (x.index_add_(...); return x) must not hand its result to solutions as their input.
+        saved = problem.saved_inputs(values, job["axes"])
         expected = run_reference(problem, values, job["axes"])
         if structure and not all(bool(torch.isfinite(tensor.float()).all())
                                  for tensor in expected.values() if tensor.is_floating_point()):
@@ -317,8 +320,8 @@ def trial_job(problem, job):
             torch.manual_seed(job["seed"])
             values = with_shared(
                 problem, problem.inputs(job["workload"], job["axes"], skip=shared), shared)
+            saved = problem.saved_inputs(values, job["axes"])
             expected = run_reference(problem, values, job["axes"])
-        saved = problem.saved_inputs(values, job["axes"])
         for name in shared:
             del saved[name]  # in the parameters file
     try:
