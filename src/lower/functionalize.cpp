@@ -37,6 +37,31 @@ bool stale_value_is_read(const OpGraph& graph, const GraphNode& write, int64_t b
                      [&](const GraphOutput& output) { return stale(output.value); });
 }
 
+void replace_value(GraphArg& arg, const std::function<bool(int64_t)>& matches, int64_t by) {
+  if (arg.kind == GraphArg::Kind::Value && matches(arg.value)) arg.value = by;
+  for (GraphArg& item : arg.items) replace_value(item, matches, by);
+}
+
+/// Makes the nodes after `write` and the graph outputs read `written` where they read a value of
+/// `buffer` made before it with the same layout (`y` itself after `y[:, i] = v` wrote through a
+/// full slice of it): in memory that value holds the written data, which `written` is.
+void read_written_through_aliases(OpGraph& graph, const GraphNode& write, int64_t buffer,
+                                  int64_t written) {
+  const GraphValue& result = graph.value(written);
+  const auto alias = [&](int64_t id) {
+    const GraphValue& value = graph.value(id);
+    return id < written && value.buffer == buffer && value.shape == result.shape &&
+           value.stride == result.stride && value.offset == result.offset;
+  };
+  for (GraphNode& later : graph.nodes) {
+    if (later.id <= write.id) continue;
+    for (GraphArg& arg : later.args) replace_value(arg, alias, written);
+    for (auto& [name, arg] : later.kwargs) replace_value(arg, alias, written);
+  }
+  for (GraphOutput& output : graph.outputs)
+    if (alias(output.value)) output.value = written;
+}
+
 /// `as_strided_(x, size, stride)` that changes only the strides of size-1 dims (what the
 /// decomposition of an adaptive average pool leaves): every element stays where it was.
 bool is_noop_restride(const OpGraph& graph, const GraphNode& node) {
@@ -94,6 +119,7 @@ void functionalize_in_place_writes(OpGraph& graph) {
     const GraphValue& result = graph.value(written);
     if (!result.offset.is_zero() || !lowering::is_contiguous(result.stride, result.shape)) continue;
     const int64_t old_buffer = result.buffer;
+    read_written_through_aliases(graph, node, old_buffer, written);
     if (stale_value_is_read(graph, node, old_buffer, written)) continue;
 
     GraphBuffer fresh;

@@ -3,16 +3,17 @@
 // torch._decomp turns every in-place op of a reference (`relu_`, `x += y`, `nn.ReLU(inplace=True)`)
 // into its functional form followed by `copy_(target, result)`. The graph records that write as
 // a new value on the target's buffer. Where nothing reads the target's earlier values after the
-// write (no view of it made before the write is used afterwards), the write is the same as a
-// fresh tensor holding the copied values: the node becomes `aten.copy.default` and the values it
-// and its later views make move to a buffer of their own. Only writes of a whole tensor (not a
-// slice of one) are rewritten. The in-place scatters (`index_put_`, `index_add_`, `index_copy_`,
-// `scatter_`, `scatter_add_`) are rewritten the same way into their functional forms, so a
-// reference that updates one of its inputs in place reads as one that returns an updated copy
-// (plans never write inputs). Family matchers and the lowering then see a pure graph. A write whose
-// stale views are read later stays in place, and the lowering says so. An `as_strided_` that
-// restrides only size-1 dims (an adaptive pool's decomposition leaves one) moves no element and
-// becomes an alias.
+// write (no view of it made before the write is used afterwards; one with the written value's
+// own layout, the tensor written through a full slice of it, is read as the written value), the
+// write is the same as a fresh tensor holding the copied values: the node becomes
+// `aten.copy.default` and the values it and its later views make move to a buffer of their own.
+// Only writes of a whole tensor (not a slice of one) are rewritten. The in-place scatters
+// (`index_put_`, `index_add_`, `index_copy_`, `scatter_`, `scatter_add_`) are rewritten the same
+// way into their functional forms, so a reference that updates one of its inputs in place reads
+// as one that returns an updated copy (plans never write inputs). Family matchers and the
+// lowering then see a pure graph. A write whose stale views are read later stays in place, and
+// the lowering says so. An `as_strided_` that restrides only size-1 dims (an adaptive pool's
+// decomposition leaves one) moves no element and becomes an alias.
 #pragma once
 
 #include "lower/op_graph.h"

@@ -346,7 +346,13 @@ PlanLowering lower_to_plan(const OpGraph& graph, const Definition& definition,
                                      [&](const auto& o) { return o.name == output.name; });
       if (spec == definition.outputs.end()) continue;  // traced but not a definition output
       const int id = lowering.tensor_of(output.value, "output " + output.name);
-      lowering.store_anywhere(id, output.name, contiguous_strides(lowering.tensor(id).shape));
+      const Tensor& tensor = lowering.tensor(id);
+      const auto strides = contiguous_strides(tensor.shape);
+      // A scatter writes the output it is returned as itself.
+      if (tensor.stored && tensor.stored->buffer == output.name &&
+          tensor.stored->strides == strides)
+        continue;
+      lowering.store_anywhere(id, output.name, strides);
     }
     result.plan = emit_plan(lowering);
     if (simplify_indices) result.plan = simplify_plan(result.plan, definition);

@@ -1,8 +1,8 @@
 // Scatters: index_put (x[i, j] = v, x[i] += v), index_add, index_copy, scatter and scatter_add.
-// The result is a temp that first gets a copy of the base, then a scatter kernel over the
-// source's index space writes (or, accumulating, adds) each source element at the destination
-// its indices name. In-place forms arrive functional (lower/functionalize.h), so the base is
-// never overwritten: a plan never writes an input.
+// The result is the output it is returned as, or a temp, that first gets a copy of the base, then a
+// scatter kernel over the source's index space writes (or, accumulating, adds) each source element
+// at the destination its indices name. In-place forms arrive functional (lower/functionalize.h), so
+// the base is never overwritten: a plan never writes an input.
 #include <fmt/format.h>
 
 #include "lower/index_list.h"
@@ -135,6 +135,17 @@ Json checked_coord(const Json& coord, const SymSize& size, const SymSize& elemen
   return op("where", {inside, coord, size_expr(elements)});
 }
 
+/// The definition output the result is returned as, when it is one of the result's dtype: the
+/// scatter then writes it directly (a temp would cost a copy more).
+std::string returned_output(const Lowering& lowering, const GraphNode& node, DType dtype) {
+  for (const GraphOutput& output : lowering.graph.outputs) {
+    if (output.value != node.output()) continue;
+    for (const auto& spec : lowering.definition.outputs)
+      if (spec.name == output.name && spec.dtype == dtype) return spec.name;
+  }
+  return "";
+}
+
 }  // namespace
 
 bool lower_scatter(Lowering& lowering, const GraphNode& node) {
@@ -152,10 +163,12 @@ bool lower_scatter(Lowering& lowering, const GraphNode& node) {
                                ? index_put(lowering, node, shape, integer, origin)
                                : along_dim(lowering, node, name, shape, integer, origin);
 
-  // The result starts as a copy of the base, in a temp of the result's dtype (eager's).
+  // The result starts as a copy of the base, in the output it is returned as or else a temp of
+  // the result's dtype (eager's).
   const SymSize elements = product(shape);
   const std::vector<SymSize> strides = contiguous_strides(shape);
-  const std::string buffer = lowering.new_temp(elements, dtype);
+  std::string buffer = returned_output(lowering, node, dtype);
+  if (buffer.empty()) buffer = lowering.new_temp(elements, dtype);
   lowering.store_anywhere(base, buffer, strides);
 
   Json domain = Json::array();

@@ -27,8 +27,9 @@ TEST(LowerScatter, InPlaceIndexAddIntoAReturnedInputAccumulatesDuplicates) {
   // x.index_add_(0, idx, src); return x (an MoE combine step): the input stays as it was.
   const Case c = lower_case("scatter_index_add");
   ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
-  EXPECT_EQ(kernel_kinds(c.lowering.plan),
-            (std::vector<std::string>{"pointwise", "scatter", "pointwise"}));
+  // The copy of x and the scatter write the output itself: no temp, no copy after.
+  EXPECT_EQ(kernel_kinds(c.lowering.plan), (std::vector<std::string>{"pointwise", "scatter"}));
+  EXPECT_EQ(temp_count(c.lowering.plan), 0);
   EXPECT_EQ(c.lowering.plan["kernels"][1]["accumulate"], true);
   expect_inputs_unwritten(c);
   const int64_t rows = 5, m = 7, h = 3;
@@ -82,6 +83,28 @@ TEST(LowerScatter, ScatterAddAlongDimOneAndScatterOfAValue) {
         filled[at] = 2.5;
       }
     return PlanBuffers{{"added", added}, {"filled", filled}};
+  });
+}
+
+TEST(LowerScatter, SetitemThroughAFullSliceIsReadAsTheWrittenTensor) {
+  // written = x.clone(); written[:, i] = 2v; bumped = x.clone(); bumped[:, i] += v: each write
+  // goes through a slice view of the clone, and the clone itself is returned.
+  const Case c = lower_case("scatter_setitem");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  expect_inputs_unwritten(c);
+  const int64_t batch = 2, n = 6, k = 5, h = 2;
+  check_semantics(c, {{"batch_size", batch}}, [&](const PlanBuffers& in) {
+    const auto& x = in.at("x");
+    std::vector<double> written = x, bumped = x;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t t = 0; t < k; ++t)
+        for (int64_t d = 0; d < h; ++d) {
+          const std::size_t at = as_index((b * n + in.at("i")[as_index(t)]) * h + d);
+          const double v = in.at("v")[as_index((b * k + t) * h + d)];
+          written[at] = 2 * v;
+          bumped[at] = x[at] + v;  // a gather, an add and a write: duplicates do not add up
+        }
+    return PlanBuffers{{"written", written}, {"bumped", bumped}};
   });
 }
 
