@@ -69,23 +69,44 @@ std::string dims_product(const std::vector<int>& dims) {
   return "(" + text + ")";
 }
 
-// The dims of a scatter kernel that the threads may split: each store writes a buffer of its own
-// and has the dim as a plain coord, so points that differ there write different elements.
+// Whether `e` reads index dim `d`, directly or through the coords of a load it reads (loads
+// never read themselves, so this ends).
+bool reads_dim(const PlanExpr& e, int d, const PlanKernel& kernel) {
+  if (e.op == "idx" && e.integer == d) return true;
+  if (e.op == "load")
+    for (const PlanExpr& coord : kernel.find_load(e.text)->coords)
+      if (reads_dim(coord, d, kernel)) return true;
+  for (const PlanExpr& arg : e.args)
+    if (reads_dim(arg, d, kernel)) return true;
+  return false;
+}
+
+// Whether `coord` is ["idx", d] with a non-zero stride.
+bool plain_coord(const PlanAccess& access, std::size_t j, int d) {
+  return access.coords[j].op == "idx" && access.coords[j].integer == d && access.strides[j] != "0";
+}
+
+// The dims of a scatter kernel that the threads (and simd lanes) may split: each store writes a
+// buffer of its own, has the dim as a plain coord and no other coord reading it, so points that
+// differ there write different elements, at an address affine in the dim.
 std::vector<int> scatter_parallel_dims(const PlanKernel& kernel) {
   std::vector<int> dims;
   for (int d = 0; d < kernel.rank(); ++d) {
-    bool plain = true;
-    for (std::size_t s = 0; s < kernel.stores.size() && plain; ++s) {
+    bool parallel = true;
+    for (std::size_t s = 0; s < kernel.stores.size() && parallel; ++s) {
       const PlanAccess& access = kernel.stores[s].access;
-      bool found = false;
-      for (std::size_t j = 0; j < access.coords.size(); ++j)
-        found = found || (access.coords[j].op == "idx" && access.coords[j].integer == d &&
-                          access.strides[j] != "0");
+      int plain = 0;
+      for (std::size_t j = 0; j < access.coords.size() && parallel; ++j) {
+        if (plain_coord(access, j, d))
+          ++plain;
+        else
+          parallel = !reads_dim(access.coords[j], d, kernel);
+      }
       for (std::size_t t = 0; t < s; ++t)
-        found = found && kernel.stores[t].access.buffer != access.buffer;
-      plain = found;
+        parallel = parallel && kernel.stores[t].access.buffer != access.buffer;
+      parallel = parallel && plain == 1;
     }
-    if (plain) dims.push_back(d);
+    if (parallel) dims.push_back(d);
   }
   return dims;
 }
@@ -334,28 +355,62 @@ inline const char* ka_attach_workspace(KaArgs* args, void* workspace, size_t wor
   }
 
   // Blocks of the parallel dims over the threads; in each, the other dims in order: every
-  // element receives its values in domain order, whatever the thread count.
+  // element receives its values in domain order, whatever the thread count. A store's address
+  // is affine in the parallel dims: its part at parallel point 0 is computed once per serial
+  // point, and when the whole row of parallel points lies inside the buffer a plain simd loop
+  // writes it; else each element is checked (and a stray one skipped and reported).
   std::string scatter(const PlanCodeWriter& writer, const PlanKernel& kernel, std::size_t k) const {
     const std::vector<int> parallel = scatter_parallel_dims(kernel);
     std::vector<int> serial;
     for (int d = 0; d < kernel.rank(); ++d)
       if (std::find(parallel.begin(), parallel.end(), d) == parallel.end()) serial.push_back(d);
-    std::string stores;
-    for (const PlanStore& store : kernel.stores) {
-      stores +=
-          "    " +
-          writer.scatter_store(store, kernel.accumulate,
-                               plan_buffer_elements(*plan_.find_buffer(store.access.buffer), def_),
-                               "ka_stray.store(true, std::memory_order_relaxed);") +
-          "\n";
+    PlanCodeNames origin_names = default_plan_code_names(plan_, kernel);
+    origin_names.index = [&parallel](int d) {
+      return std::find(parallel.begin(), parallel.end(), d) != parallel.end() ? std::string("0LL")
+                                                                              : index_var(d);
+    };
+    const PlanCodeWriter at_origin(plan_, kernel, axes_, origin_names, false);
+    std::string rows = "    bool ka_whole = true;\n", fast, checked;
+    for (std::size_t i = 0; i < kernel.stores.size(); ++i) {
+      const PlanStore& store = kernel.stores[i];
+      const std::string elements =
+          plan_buffer_elements(*plan_.find_buffer(store.access.buffer), def_);
+      std::string step = fmt::format("ka_base{}", i), last = step;
+      for (std::size_t j = 0; j < store.access.coords.size(); ++j) {
+        for (const int d : parallel) {
+          if (!plain_coord(store.access, j, d)) continue;
+          const std::string stride = writer.size(store.access.strides[j]);
+          step += fmt::format(" + {} * {}", stride, index_var(d));
+          last += fmt::format(" + {} * ({} - 1)", stride, dim_var(d));
+        }
+      }
+      rows += fmt::format(
+          "    const long long ka_base{0} = {1};\n"
+          "    ka_whole = ka_whole && ka_base{0} >= 0 && {2} < {3};\n",
+          i, at_origin.address(store.access), last, writer.size(elements));
+      fast += "        " + writer.scatter_update(store, kernel.accumulate, step) + "\n";
+      checked += "        " +
+                 writer.scatter_store(store, kernel.accumulate, elements, "ka_stray_here = true;") +
+                 "\n";
     }
+    const std::string decompose_parallel = decompose_dims("ka_p", parallel, "        ");
     return fmt::format(
         "  std::atomic<bool> ka_stray{{false}};\n"
-        "  ka_scatter({}, {}, [&](long long ka_p, long long ka_s) {{\n{}{}{}  }});\n"
-        "  return ka_stray.load() ? \"kernels[{}] (scatter): an index is out of range; its value "
+        "  ka_scatter({0}, {1}, [&](long long ka_begin, long long ka_end, long long ka_s) {{\n"
+        "{2}{3}"
+        "    if (ka_whole) {{\n"
+        "#pragma omp simd\n"
+        "      for (long long ka_p = ka_begin; ka_p < ka_end; ++ka_p) {{\n{4}{5}      }}\n"
+        "      return;\n"
+        "    }}\n"
+        "    bool ka_stray_here = false;\n"
+        "    for (long long ka_p = ka_begin; ka_p < ka_end; ++ka_p) {{\n{4}{6}    }}\n"
+        "    if (ka_stray_here) ka_stray.store(true, std::memory_order_relaxed);\n"
+        "  }});\n"
+        "  return ka_stray.load() ? \"kernels[{7}] (scatter): an index is out of range; its value "
         "was not written\" : nullptr;\n",
-        dims_product(parallel), dims_product(serial), decompose_dims("ka_p", parallel, "    "),
-        decompose_dims("ka_s", serial, "    "), stores, k);
+        dims_product(parallel), dims_product(serial), decompose_dims("ka_s", serial, "    "), rows,
+        decompose_parallel, fast, checked, k);
   }
 
   static std::string value_type(ValueType type) {

@@ -357,33 +357,35 @@ std::string PlanCodeWriter::store(const PlanStore& store) const {
                      to_element(value.code, value.type, buffer.dtype));
 }
 
+std::string PlanCodeWriter::scatter_update(const PlanStore& store, bool accumulate,
+                                           const std::string& at) const {
+  const PlanBuffer& buffer = *plan_.find_buffer(store.access.buffer);
+  const std::string element = names_.pointer(buffer) + "[" + at + "]";
+  const TypedCode value = expr(store.value);
+  if (!accumulate)
+    return fmt::format("{} = {};", element, to_element(value.code, value.type, buffer.dtype));
+  if (cuda_) {
+    // The device's atomics add in the element's own type: the value is rounded to it first,
+    // and 16-bit float atomics round each sum to that type, as eager's index_add_ does.
+    return fmt::format("ka_atomic_add(&{}, {});", element,
+                       to_element(value.code, value.type, buffer.dtype));
+  }
+  // The sum is computed in the plan's arithmetic, then rounded to the element's dtype.
+  const TypedCode current = element_value(buffer, element);
+  const bool floats = current.type == ValueType::Float || value.type == ValueType::Float;
+  const std::string sum = floats ? fmt::format("{} + {}", current.code, float_code(store.value))
+                                 : fmt::format("{} + {}", current.code, value.code);
+  return fmt::format("{} = {};", element,
+                     to_element(sum, floats ? ValueType::Float : ValueType::Int, buffer.dtype));
+}
+
 std::string PlanCodeWriter::scatter_store(const PlanStore& store, bool accumulate,
                                           const std::string& elements,
                                           const std::string& on_stray) const {
-  const PlanBuffer& buffer = *plan_.find_buffer(store.access.buffer);
-  const std::string element = names_.pointer(buffer) + "[ka_at]";
-  const TypedCode value = expr(store.value);
-  std::string update;
-  if (!accumulate) {
-    update = fmt::format("{} = {};", element, to_element(value.code, value.type, buffer.dtype));
-  } else if (cuda_) {
-    // The device's atomics add in the element's own type: the value is rounded to it first,
-    // and 16-bit float atomics round each sum to that type, as eager's index_add_ does.
-    update = fmt::format("ka_atomic_add(&{}, {});", element,
-                         to_element(value.code, value.type, buffer.dtype));
-  } else {
-    // The sum is computed in the plan's arithmetic, then rounded to the element's dtype.
-    const TypedCode current = element_value(buffer, element);
-    const bool floats = current.type == ValueType::Float || value.type == ValueType::Float;
-    const std::string sum = floats ? fmt::format("{} + {}", current.code, float_code(store.value))
-                                   : fmt::format("{} + {}", current.code, value.code);
-    update = fmt::format("{} = {};", element,
-                         to_element(sum, floats ? ValueType::Float : ValueType::Int, buffer.dtype));
-  }
   // A data-dependent index out of range must not write outside the buffer.
   return fmt::format(
       "{{ const long long ka_at = {}; if (ka_at < 0 || ka_at >= {}) {{ {} }} else {{ {} }} }}",
-      address(store.access), size(elements), on_stray, update);
+      address(store.access), size(elements), on_stray, scatter_update(store, accumulate, "ka_at"));
 }
 
 }  // namespace kernelarc

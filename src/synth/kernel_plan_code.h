@@ -77,6 +77,9 @@ class PlanCodeWriter {
   /// target defines for the element types).
   std::string scatter_store(const PlanStore& store, bool accumulate, const std::string& elements,
                             const std::string& on_stray) const;
+  /// The write (or addition) of a scatter store's value at element `at` (code of an element
+  /// index already known to be inside the buffer).
+  std::string scatter_update(const PlanStore& store, bool accumulate, const std::string& at) const;
   /// `value` (code of type `type`) converted to buffer dtype `dtype`'s element type.
   std::string to_element(const std::string& value, ValueType type, DType dtype) const;
 

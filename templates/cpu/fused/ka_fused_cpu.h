@@ -64,17 +64,17 @@ inline void ka_parallel_for(long long count, const Body& body) {
   for (long long i = 0; i < count; ++i) body(i);
 }
 
-/// A scatter kernel: body(p, s) for every point, p over `parallel` points (dims where no two
-/// points write one element) in blocks of BLOCK over the threads, s over `serial` points walked
-/// in order within each block, so each element receives its values in domain order.
+/// A scatter kernel: body(begin, end, s) for the points [begin, end) of the `parallel` ones
+/// (dims where no two points write one element) and point s of the `serial` ones: blocks of
+/// BLOCK parallel points over the threads, within a block every serial point in order, so each
+/// element receives its values in domain order.
 template <typename Body>
 inline void ka_scatter(long long parallel, long long serial, const Body& body) {
   const long long blocks = (parallel + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(static) num_threads(ka_thread_count()) if (blocks > 1)
   for (long long block = 0; block < blocks; ++block) {
     const long long end = std::min(parallel, (block + 1) * BLOCK);
-    for (long long s = 0; s < serial; ++s)
-      for (long long p = block * BLOCK; p < end; ++p) body(p, s);
+    for (long long s = 0; s < serial; ++s) body(block * BLOCK, end, s);
   }
 }
 
