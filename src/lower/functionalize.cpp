@@ -82,15 +82,6 @@ bool is_noop_restride(const OpGraph& graph, const GraphNode& node) {
   return true;
 }
 
-/// In-place ops that write a whole tensor given as their first argument and that the lowering
-/// serves in their functional form: `copy_` (what torch._decomp leaves of every in-place op) and
-/// the scatters (`x.index_add_(...)`, `x[idx] += v`).
-bool is_whole_tensor_write(std::string_view name) {
-  static const std::set<std::string_view> writes = {"copy_",       "index_put_", "index_add_",
-                                                    "index_copy_", "scatter_",   "scatter_add_"};
-  return writes.contains(name);
-}
-
 /// "aten.index_put_.default" -> "aten.index_put.default".
 std::string functional_op(const GraphNode& node) {
   std::string name(node.base_name());
@@ -99,6 +90,12 @@ std::string functional_op(const GraphNode& node) {
 }
 
 }  // namespace
+
+bool is_whole_tensor_write(std::string_view name) {
+  static const std::set<std::string_view> writes = {"copy_",       "index_put_", "index_add_",
+                                                    "index_copy_", "scatter_",   "scatter_add_"};
+  return writes.contains(name);
+}
 
 void functionalize_in_place_writes(OpGraph& graph) {
   for (GraphNode& node : graph.nodes) {

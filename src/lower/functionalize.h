@@ -16,9 +16,16 @@
 // decomposition leaves one) moves no element and becomes an alias.
 #pragma once
 
+#include <string_view>
+
 #include "lower/op_graph.h"
 
 namespace kernelarc {
+
+/// In-place ops (by base name) that write a tensor given as their first argument and that the
+/// lowering serves in their functional form: `copy_` (what torch._decomp leaves of every in-place
+/// op) and the scatters (`x.index_add_(...)`, `x[idx] += v`).
+bool is_whole_tensor_write(std::string_view name);
 
 /// Rewrites every no-op `as_strided_` as an alias, and every in-place `copy_` or scatter of
 /// `graph` that can be read as a pure op.

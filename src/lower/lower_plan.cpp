@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "lower/functionalize.h"
 #include "lower/lowering.h"
 #include "lower/simplify_plan.h"
 
@@ -255,7 +256,7 @@ void lower_node(Lowering& lowering, const GraphNode& node) {
     return;
   }
   std::string_view name = node.base_name();
-  if (name == "copy_") {
+  if (is_whole_tensor_write(name)) {
     // What functionalize_in_place_writes left: a slice written, or old contents still read.
     throw Unsupported(fmt::format(
         "{} (op {}) writes in place into a slice of a tensor, or under a view made before the "

@@ -108,5 +108,14 @@ TEST(LowerScatter, SetitemThroughAFullSliceIsReadAsTheWrittenTensor) {
   });
 }
 
+TEST(LowerScatter, AnInPlaceScatterIntoPartOfATensorIsRefusedByName) {
+  // y = x.clone(); y[:, 1:].index_add_(0, i, v): the write stays in place, which is not lowered.
+  const Case c = lower_case("scatter_into_slice");
+  EXPECT_FALSE(c.lowering.ok);
+  EXPECT_NE(c.lowering.reason.find("aten.index_add_.default (op 3) writes in place into a slice"),
+            std::string::npos)
+      << c.lowering.reason;
+}
+
 }  // namespace
 }  // namespace kernelarc
