@@ -9,6 +9,7 @@
 
 #include "lower/functionalize.h"
 #include "lower/lowering.h"
+#include "lower/readable_axes.h"
 #include "lower/simplify_plan.h"
 
 namespace kernelarc {
@@ -357,6 +358,7 @@ PlanLowering lower_to_plan(const OpGraph& graph, const Definition& definition,
     }
     result.plan = emit_plan(lowering);
     if (simplify_indices) result.plan = simplify_plan(result.plan, definition);
+    result.plan = name_readable_axes(result.plan, definition);
     result.notes = std::move(lowering.notes);
     result.ok = true;
   } catch (const Unsupported& error) {

@@ -4,6 +4,7 @@
 // has the template's target generate ka_problem.h.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -244,6 +245,33 @@ FusedWorkspace fused_workspace(const KernelPlan& plan) {
                           : workspace.total + " + " + workspace_expression(buffer);
   }
   return workspace;
+}
+
+std::set<std::string> unreadable_axes(const KernelPlan& plan, const Definition& definition) {
+  std::set<std::string> readable;
+  for (const Axis& axis : definition.axes)
+    if (axis.kind == AxisKind::Const || axis_shape_source(definition, axis.name))
+      readable.insert(axis.name);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (const Axis& axis : definition.axes) {
+      if (axis.kind != AxisKind::Expr || readable.contains(axis.name)) continue;
+      const std::set<std::string> needs = expr_variables(axis.expression);
+      if (std::includes(readable.begin(), readable.end(), needs.begin(), needs.end()))
+        progress = readable.insert(axis.name).second;
+    }
+  }
+  std::set<std::string> unreadable;
+  for (const Axis& axis : definition.axes)
+    if (!readable.contains(axis.name)) unreadable.insert(axis.name);
+  for (const auto& [field, size] : plan.size_fields)
+    for (const std::string& name : expr_variables(size))
+      if (unreadable.contains(name))
+        mismatch(definition, field,
+                 fmt::format("\"{}\" names axis {}, which no tensor's shape gives (nor an expr "
+                             "axis a shape names)",
+                             size, name));
+  return unreadable;
 }
 
 std::string plan_buffer_elements(const PlanBuffer& buffer, const Definition& definition) {

@@ -8,6 +8,7 @@
 // in the plan's order; a template.json writes "workspace_bytes": "WORKSPACE_BYTES").
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ struct FusedWorkspace {
   std::string total = "0";
 };
 FusedWorkspace fused_workspace(const KernelPlan& plan);
+
+/// The axes generated code cannot know: var axes no tensor's shape names, and expr axes no shape
+/// names that are computed from one of those. The code leaves them out (an expr axis a shape
+/// names is read from that shape when its expression needs one of them). TemplateMismatch,
+/// naming the field, when a SIZE of the plan names one.
+std::set<std::string> unreadable_axes(const KernelPlan& plan, const Definition& definition);
 
 /// How many elements `buffer` holds, as a SIZE over the definition's axes: a temp's
 /// `elements`, the product of a tensor's shape ("1" for a scalar). What a scatter kernel's

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "synth/family.h"
 #include "synth/family_elementwise.h"
@@ -114,7 +115,7 @@ std::vector<int> scatter_parallel_dims(const PlanKernel& kernel) {
 class CpuHeaderWriter {
  public:
   CpuHeaderWriter(const KernelPlan& plan, const Definition& def)
-      : plan_(plan), def_(def), axes_(axis_names()) {}
+      : plan_(plan), def_(def), known_axes_(known_axes()), axes_(axis_names()) {}
 
   std::string write() {
     std::string out = fmt::format(
@@ -149,9 +150,18 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
   }
 
  private:
+  // The axes the code knows: every one but those no tensor gives (unreadable_axes).
+  std::vector<Axis> known_axes() const {
+    const std::set<std::string> unreadable = unreadable_axes(plan_, def_);
+    std::vector<Axis> axes;
+    for (const Axis& axis : def_.axes)
+      if (!unreadable.contains(axis.name)) axes.push_back(axis);
+    return axes;
+  }
+
   std::vector<std::string> axis_names() const {
     std::vector<std::string> names;
-    for (const Axis& axis : def_.axes) names.push_back(axis.name);
+    for (const Axis& axis : known_axes_) names.push_back(axis.name);
     return names;
   }
 
@@ -169,7 +179,7 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
 
   std::string args_struct() const {
     std::string members;
-    for (const Axis& axis : def_.axes)
+    for (const Axis& axis : known_axes_)
       members += fmt::format("  long long ka_axis_{};\n", axis.name);
     for (const PlanBuffer& buffer : plan_.buffers) {
       members += fmt::format("  {} {};  // {} ({} {})\n", pointer_type(buffer),
@@ -187,7 +197,7 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
     std::string text;
     std::vector<std::string> ready;
     std::vector<const Axis*> pending;
-    for (const Axis& axis : def_.axes) {
+    for (const Axis& axis : known_axes_) {
       std::optional<std::string> source;
       if (axis.kind == AxisKind::Const) {
         source = fmt::format("{}LL", axis.value);
@@ -197,11 +207,8 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
       if (source) {
         text += fmt::format("  const long long ka_axis_{} = {};\n", axis.name, *source);
         ready.push_back(axis.name);
-      } else if (axis.kind == AxisKind::Expr) {
-        pending.push_back(&axis);
       } else {
-        mismatch(def_, "axes." + axis.name,
-                 "a var axis that no tensor's shape names cannot be read from the tensors");
+        pending.push_back(&axis);  // an expr axis no shape names (known var axes have shapes)
       }
     }
     while (!pending.empty()) {
@@ -231,7 +238,7 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
     std::string body = bind_every_tensor_check(def_);
     body += axis_sources();
     body += bind_every_shape_check(def_);
-    for (const Axis& axis : def_.axes)
+    for (const Axis& axis : known_axes_)
       body += fmt::format("  args->ka_axis_{0} = ka_axis_{0};\n", axis.name);
     for (const PlanBuffer& buffer : plan_.buffers) {
       if (buffer.kind == PlanBufferKind::Temp) {
@@ -249,7 +256,7 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
 
   std::string axis_locals(const std::string& from) const {
     std::string text;
-    for (const Axis& axis : def_.axes) {
+    for (const Axis& axis : known_axes_) {
       if (axis.kind == AxisKind::Const) {
         text += fmt::format("  [[maybe_unused]] const long long ka_axis_{} = {}LL;\n", axis.name,
                             axis.value);
@@ -665,6 +672,7 @@ inline const char* ka_attach_workspace(KaArgs* args, void* workspace, size_t wor
 
   const KernelPlan& plan_;
   const Definition& def_;
+  std::vector<Axis> known_axes_;
   std::vector<std::string> axes_;
 };
 

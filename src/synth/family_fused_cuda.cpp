@@ -120,8 +120,12 @@ KA_HD long long ka_floormod(long long a, long long b) {
 class CudaFusedWriter {
  public:
   CudaFusedWriter(const LibraryPlan& library, const Definition& def)
-      : plan_(library.plan), library_(library), def_(def) {
-    for (const Axis& axis : def.axes) axes_.push_back(axis.name);
+      : plan_(library.plan),
+        library_(library),
+        def_(def),
+        unreadable_(unreadable_axes(library.plan, def)) {
+    for (const Axis& axis : def.axes)
+      if (!unreadable_.contains(axis.name)) axes_.push_back(axis.name);
   }
 
   std::string write() {
@@ -206,6 +210,7 @@ class CudaFusedWriter {
                           pointer(b), b.name);
     }
     for (const Axis& axis : def_.axes) {
+      if (unreadable_.contains(axis.name)) continue;
       if (axis.kind == AxisKind::Const)
         text +=
             fmt::format("  static constexpr long long ka_axis_{} = {}LL;\n", axis.name, axis.value);
@@ -215,14 +220,14 @@ class CudaFusedWriter {
     return text + "};\n";
   }
 
-  /// dtype, rank and layout of one tensor, and the var axes it is the first to name.
+  /// dtype, rank and layout of one tensor, and the axes read from shapes it is the first to name.
   std::string tensor_checks(const TensorSpec& t, const std::string& slot,
                             std::set<std::string>& known) const {
     std::string text = bind_tensor_checks(t, slot);
     if (t.is_scalar()) return text;
     for (std::size_t d = 0; d < t.shape->size(); ++d) {
       const std::string& axis = (*t.shape)[d];
-      if (is_var_axis(axis) && known.insert(axis).second)
+      if (read_from_shape(axis) && known.insert(axis).second)
         text += fmt::format("  args->ka_axis_{} = {}.shape[{}];\n", axis, slot, d);
     }
     return text;
@@ -242,9 +247,18 @@ class CudaFusedWriter {
     return text;
   }
 
-  bool is_var_axis(const std::string& name) const {
-    return std::any_of(def_.axes.begin(), def_.axes.end(),
-                       [&](const Axis& a) { return a.name == name && a.kind == AxisKind::Var; });
+  /// Var axes, and expr axes whose expression names an axis no shape gives
+  /// (batch_seq_len = batch_size * seq_len where only batch_seq_len sizes a tensor): read from the
+  /// first shape naming them. Every other expr axis is computed from its expression.
+  bool read_from_shape(const std::string& name) const {
+    return std::any_of(def_.axes.begin(), def_.axes.end(), [&](const Axis& a) {
+      if (a.name != name || unreadable_.contains(name)) return false;
+      if (a.kind == AxisKind::Var) return true;
+      if (a.kind == AxisKind::Const) return false;
+      const std::set<std::string> needs = expr_variables(a.expression);
+      return std::any_of(needs.begin(), needs.end(),
+                         [&](const std::string& n) { return unreadable_.contains(n); });
+    });
   }
 
   std::string bind_function() const {
@@ -257,14 +271,10 @@ class CudaFusedWriter {
       body += tensor_checks(def_.inputs[i], fmt::format("inputs[{}]", i), known);
     for (std::size_t i = 0; i < def_.outputs.size(); ++i)
       body += tensor_checks(def_.outputs[i], fmt::format("outputs[{}]", i), known);
-    for (const Axis& axis : def_.axes) {
-      if (axis.kind == AxisKind::Var && !known.contains(axis.name))
-        throw TemplateMismatch(
-            fmt::format("{}: axes.{}: no tensor has this var axis", def_.name, axis.name));
-    }
     body += axis_values("args->");
     for (const Axis& axis : def_.axes)
-      if (axis.kind == AxisKind::Expr)
+      if (axis.kind == AxisKind::Expr && !unreadable_.contains(axis.name) &&
+          !read_from_shape(axis.name))
         body += fmt::format("  args->ka_axis_{0} = ka_axis_{0};\n", axis.name);
     for (std::size_t i = 0; i < def_.inputs.size(); ++i)
       body += shape_checks(def_.inputs[i], fmt::format("inputs[{}]", i));
@@ -282,15 +292,16 @@ class CudaFusedWriter {
         body, "fills *args (temps are set by ka_plan_run); nullptr or what is wrong");
   }
 
-  /// Local ka_axis_<name> for every axis, read from `prefix` (var and expr axes) or constant,
-  /// expr axes computed in declaration order.
+  /// Local ka_axis_<name> for every axis the code knows: constant, read from `prefix` (those read
+  /// from shapes), or computed (the other expr axes, in declaration order).
   std::string axis_values(const std::string& prefix) const {
     std::string text;
     for (const Axis& axis : def_.axes) {
+      if (unreadable_.contains(axis.name)) continue;
       if (axis.kind == AxisKind::Const)
         text += fmt::format("  [[maybe_unused]] const long long ka_axis_{0} = {1}LL;\n", axis.name,
                             axis.value);
-      else if (axis.kind == AxisKind::Var)
+      else if (read_from_shape(axis.name))
         text += fmt::format("  [[maybe_unused]] const long long ka_axis_{0} = {1}ka_axis_{0};\n",
                             axis.name, prefix);
       else
@@ -1056,6 +1067,7 @@ inline const char* ka_plan_run(KaArgs args, cudaStream_t stream, char* workspace
   const KernelPlan& plan_;
   const LibraryPlan& library_;
   const Definition& def_;
+  std::set<std::string> unreadable_;  ///< axes no tensor gives (unreadable_axes)
   std::vector<std::string> axes_;
 };
 

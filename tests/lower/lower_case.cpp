@@ -31,14 +31,11 @@ int temp_count(const Json& plan) {
   return count;
 }
 
-static std::vector<int64_t> shape_of(const TensorSpec& spec, const Definition& def,
-                                     const AxisValues& vars) {
+/// The tensor's shape at `axes` (every axis of the definition resolved).
+static std::vector<int64_t> shape_of(const TensorSpec& spec, const AxisValues& axes) {
   std::vector<int64_t> shape;
   if (!spec.shape) return shape;  // a scalar input
-  for (const auto& axis_name : *spec.shape) {
-    const Axis* axis = def.find_axis(axis_name);
-    shape.push_back(axis->kind == AxisKind::Const ? axis->value : vars.at(axis_name));
-  }
+  for (const auto& axis_name : *spec.shape) shape.push_back(axes.at(axis_name));
   return shape;
 }
 
@@ -52,16 +49,15 @@ void check_semantics(const Case& c, const AxisValues& vars,
                      const std::function<PlanBuffers(const PlanBuffers&)>& reference,
                      double tolerance, int64_t int_range) {
   ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
-  AxisValues axes = vars;
-  for (const auto& axis : c.definition.axes) {
-    if (axis.kind == AxisKind::Const) axes[axis.name] = axis.value;
-  }
+  Workload workload;
+  workload.axes = vars;
+  const AxisValues axes = resolve_axes(c.definition, workload);  // const and expr axes too
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> uniform(-2.0, 2.0);
   PlanBuffers inputs;
   for (const auto& spec : c.definition.inputs) {
     int64_t elements = 1;
-    for (const int64_t extent : shape_of(spec, c.definition, vars)) elements *= extent;
+    for (const int64_t extent : shape_of(spec, axes)) elements *= extent;
     auto& data = inputs[spec.name];
     for (int64_t i = 0; i < elements; ++i) {
       // A float scalar input is an eps or a scale: drawn positive.
@@ -73,7 +69,7 @@ void check_semantics(const Case& c, const AxisValues& vars,
   }
   std::map<std::string, std::vector<int64_t>> output_shapes;
   for (const auto& spec : c.definition.outputs) {
-    output_shapes[spec.name] = shape_of(spec, c.definition, vars);
+    output_shapes[spec.name] = shape_of(spec, axes);
   }
   const PlanBuffers got = run_plan(c.lowering.plan, axes, inputs, output_shapes);
   const PlanBuffers expected = reference(inputs);

@@ -117,5 +117,27 @@ TEST(LowerScatter, AnInPlaceScatterIntoPartOfATensorIsRefusedByName) {
       << c.lowering.reason;
 }
 
+TEST(LowerScatter, SizesNameTheExprAxesThatShapesGiveNotVarAxesNoShapeNames) {
+  // SOL-ExecBench's moe_index_add: tensors are [batch_seq_len, h] and [num_selected_tokens, h],
+  // expr axes of batch_size, seq_len and num_experts_per_tok, which no shape names.
+  const Case c = lower_case("moe_index_add");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  const Json& plan = c.lowering.plan;
+  EXPECT_EQ(plan["kernels"][0]["domain"], Json::array({"batch_seq_len", "8"}));
+  EXPECT_EQ(plan["kernels"][1]["domain"], Json::array({"num_selected_tokens", "8"}));
+  EXPECT_EQ(plan.dump().find("batch_size"), std::string::npos) << plan.dump();
+  const int64_t rows = 4, tokens = 8, h = 8;
+  check_semantics(c, {{"batch_size", 2}, {"seq_len", 2}, {"num_experts_per_tok", 2}},
+                  [&](const PlanBuffers& in) {
+                    std::vector<double> out = in.at("final_hidden_states");
+                    for (int64_t t = 0; t < tokens; ++t)
+                      for (int64_t d = 0; d < h; ++d)
+                        out[as_index(in.at("token_indices")[as_index(t)] * h + d)] +=
+                            in.at("expert_outputs")[as_index(t * h + d)];
+                    EXPECT_EQ(out.size(), static_cast<std::size_t>(rows * h));
+                    return PlanBuffers{{"output", out}};
+                  });
+}
+
 }  // namespace
 }  // namespace kernelarc

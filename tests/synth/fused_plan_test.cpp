@@ -219,5 +219,15 @@ TEST(FusedPlan, RejectsAScatterIntoAnInput) {
   EXPECT_TRUE(testing::contains(error, "kernels[1].stores[0].buffer: \"x\" is an input")) << error;
 }
 
+TEST(FusedBinder, ASizeOverAVarAxisNoShapeGivesIsRejectedNamingTheField) {
+  // rows = batch_size * seq_len sizes the tensors; batch_size alone has no value at run time.
+  const std::string error = scatter_error_after(
+      [](OrderedJson& kernel) { kernel["domain"][0] = "batch_size * seq_len * top_k"; });
+  EXPECT_TRUE(testing::contains(error,
+                                "kernelarc.op_params.kernels[1].domain[0]: \"batch_size * seq_len "
+                                "* top_k\" names axis batch_size, which no tensor's shape gives"))
+      << error;
+}
+
 }  // namespace
 }  // namespace kernelarc
