@@ -1,6 +1,7 @@
 // The CPU fused template through the real guard: one problem per kernel kind (tests/data/fused,
 // each with its PyTorch reference) passes at the template's default knob point, and a plan with a
-// wrong stride fails, which shows these problems can fail.
+// wrong stride fails, which shows these problems can fail, and a scatter plan whose indices stray
+// fails with the kernel's error.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -64,6 +65,17 @@ TEST(FusedCpuGuardWrongPlan, AWrongStrideFailsNumerically) {
   const std::vector<Trace> traces = evaluate_default_point("wrong_stride");
   ASSERT_EQ(traces.size(), 1u);
   EXPECT_EQ(traces[0].status, EvalStatus::IncorrectNumerical) << traces[0].log;
+}
+
+// A scatter whose indices all lie past its destination (a defect of a hand-written plan that no
+// static check can see): the generated code skips every store and the call fails naming the
+// kernel, instead of writing outside the output.
+TEST(FusedCpuGuardWrongPlan, AStrayScatterIndexIsARuntimeError) {
+  const std::vector<Trace> traces = evaluate_default_point("scatter_stray_index");
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0].status, EvalStatus::RuntimeError) << traces[0].log;
+  EXPECT_NE(traces[0].log.find("kernels[1] (scatter): an index is out of range"), std::string::npos)
+      << traces[0].log;
 }
 
 }  // namespace
