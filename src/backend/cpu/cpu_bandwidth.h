@@ -23,7 +23,8 @@ struct CpuBandwidth {
 };
 
 /// Runs body(thread) on `threads` threads at once, `repetitions` times, and returns each
-/// repetition's wall time in seconds, from the common start to the last thread's finish.
+/// repetition's wall time in seconds, from the first thread's start to the last one's finish,
+/// read by the threads themselves.
 std::vector<double> time_parallel(int threads, int repetitions,
                                   const std::function<void(int)>& body);
 
