@@ -80,7 +80,8 @@ std::optional<std::filesystem::path> machine_calibrations() {
   } else {
     return std::nullopt;
   }
-  return base / "kernelarc" / "calibration" / boot_id;
+  return base / "kernelarc" / "calibration" / boot_id /
+         ("method-" + std::to_string(kMeasurementMethod));
 }
 
 std::optional<Calibration> calibrate_automatically(const GuardOptions& options) {

@@ -18,14 +18,20 @@
 
 namespace kernelarc {
 
+/// Raised when a measurement changes: a machine copy an earlier method measured is not reused (2:
+/// the CPU's passes are timed by their own threads; method 1 could report 26 TB/s on a busy
+/// machine, and that copy stayed until the machine rebooted).
+inline constexpr int kMeasurementMethod = 2;
+
 /// Marks a calibration the guard measured automatically (Calibration::environment).
 inline constexpr const char* kAutomaticCalibrationKey = "measured_by";
 
 /// Where the guard keeps a copy of what it measured automatically, for every workspace on this
-/// machine until it reboots: $XDG_CACHE_HOME (else ~/.cache)/kernelarc/calibration/<boot id>,
-/// laid out like a workspace. Each measurement takes seconds (up to about 11 on a busy CPU), and
-/// every fresh workspace would pay it again for the same hardware. Only this user can write
-/// there; a candidate's sandbox cannot. nullopt without a boot id or a home.
+/// machine until it reboots: $XDG_CACHE_HOME (else ~/.cache)/kernelarc/calibration/<boot id>
+/// /method-<kMeasurementMethod>, laid out like a workspace. Each measurement takes seconds (up to
+/// about 11 on a busy CPU), and every fresh workspace would pay it again for the same hardware.
+/// Only this user can write there; a candidate's sandbox cannot. nullopt without a boot id or a
+/// home.
 std::optional<std::filesystem::path> machine_calibrations();
 
 /// The machine's copy (machine_calibrations()) saved into the workspace, when there is one.
