@@ -65,16 +65,20 @@ inline void ka_parallel_for(long long count, const Body& body) {
 }
 
 /// A scatter kernel: body(begin, end, s) for the points [begin, end) of the `parallel` ones
-/// (dims where no two points write one element) and point s of the `serial` ones: blocks of
-/// BLOCK parallel points over the threads, within a block every serial point in order, so each
-/// element receives its values in domain order.
+/// (dims where no two points write one element) and point s of the `serial` ones: one block of
+/// parallel points per thread (at least BLOCK points), within a block every serial point in
+/// order, so each element receives its values in domain order. With blocks of BLOCK points each
+/// thread walked every source row BLOCK elements at a time: SOL-ExecBench's moe_index_add took
+/// 1.20 ms that way and 1.06 ms with a block per thread (2 threads of a 2-core VM).
 template <typename Body>
 inline void ka_scatter(long long parallel, long long serial, const Body& body) {
-  const long long blocks = (parallel + BLOCK - 1) / BLOCK;
+  const long long threads = ka_thread_count();
+  const long long span = std::max<long long>(BLOCK, (parallel + threads - 1) / threads);
+  const long long blocks = (parallel + span - 1) / span;
 #pragma omp parallel for schedule(static) num_threads(ka_thread_count()) if (blocks > 1)
   for (long long block = 0; block < blocks; ++block) {
-    const long long end = std::min(parallel, (block + 1) * BLOCK);
-    for (long long s = 0; s < serial; ++s) body(block * BLOCK, end, s);
+    const long long end = std::min(parallel, (block + 1) * span);
+    for (long long s = 0; s < serial; ++s) body(block * span, end, s);
   }
 }
 
