@@ -1,9 +1,13 @@
-// Scatters: index_put (x[i, j] = v, x[i] += v), index_add, index_copy, scatter and scatter_add.
+// Scatters: index_put (x[i, j] = v, x[i] += v), index_add, index_copy, scatter and scatter_add;
+// and index_put through a boolean mask with one value (x[mask] = v), which is pointwise.
 // The result is the output it is returned as, or a temp, that first gets a copy of the base, then a
 // scatter kernel over the source's index space writes (or, accumulating, adds) each source element
 // at the destination its indices name. In-place forms arrive functional (lower/functionalize.h), so
 // the base is never overwritten: a plan never writes an input.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
 
 #include "lower/index_list.h"
 #include "lower/lowering.h"
@@ -146,6 +150,60 @@ std::string returned_output(const Lowering& lowering, const GraphNode& node, DTy
   return "";
 }
 
+/// x[mask] = v (`scores[mask] = -inf`, `y[y < 0] = 0`): index_put with one boolean mask, after
+/// Nones only, and a value of one element. The masked elements take v (accumulating: x + v),
+/// the others keep x's: a pointwise where, no scatter. -1 when no index is a boolean mask;
+/// Unsupported for a mask in any other form, whose result has a data-dependent shape.
+int masked_index_put(Lowering& lowering, const GraphNode& node, int base, bool integer,
+                     const std::string& origin) {
+  const GraphArg* list = node.arg(1, "indices");
+  if (!list || list->kind != GraphArg::Kind::List) return -1;
+  std::optional<int> mask;
+  std::size_t position = 0, tensors = 0;
+  for (std::size_t i = 0; i < list->items.size(); ++i) {
+    const auto value = list->items[i].as_value();
+    if (!value) continue;
+    ++tensors;
+    const int id = lowering.tensor_of(*value, origin);
+    if (lowering.tensor(id).dtype != DType::Bool) continue;
+    mask = id;
+    position = i;
+  }
+  if (!mask) return -1;
+  const std::string form =
+      ": a boolean mask with other indices, or a value of more than one element, makes a "
+      "data-dependent shape; x[mask] = v with a mask after Nones and one value is lowered";
+  if (tensors != 1) throw Unsupported(origin + form);
+  const std::vector<SymSize> shape = lowering.tensor(base).shape;
+  const std::vector<SymSize> mask_shape = lowering.tensor(*mask).shape;
+  if (position + mask_shape.size() > shape.size() ||
+      !std::equal(mask_shape.begin(), mask_shape.end(), shape.begin() + position))
+    throw Unsupported(origin + ": the mask's shape is not that of the dims it indexes");
+  const int values = tensor_arg(lowering, node, 2, "values", origin);
+  const std::vector<SymSize> values_shape = lowering.tensor(values).shape;
+  if (!std::all_of(values_shape.begin(), values_shape.end(),
+                   [](const SymSize& size) { return size.is_one(); }))
+    throw Unsupported(origin + form);
+  const GraphArg* accumulate_arg = node.arg(3, "accumulate");
+  const bool accumulate = accumulate_arg && accumulate_arg->as_bool().value_or(false);
+  const bool integer_values = is_integer_dtype(lowering.tensor(values).dtype);
+  const int mask_id = *mask;
+  const std::size_t rank = mask_shape.size();
+  return add_pointwise(
+      lowering, shape, *lowering.graph.value(node.output()).dtype, origin,
+      [=](Ctx& ctx, const Coords& coords) {
+        const Coords mask_at(coords.begin() + static_cast<std::ptrdiff_t>(position),
+                             coords.begin() + static_cast<std::ptrdiff_t>(position + rank));
+        const Coords value_at(values_shape.size(), ilit(0));
+        Json value = integer && !integer_values
+                         ? op("int", {ctx.lowering.float_element(ctx, values, value_at)})
+                         : value_element(ctx, values, value_at, integer);
+        const Json kept = value_element(ctx, base, coords, integer);
+        if (accumulate) value = op("add", {kept, value});
+        return op("where", {ctx.lowering.element(ctx, mask_id, mask_at), value, kept});
+      });
+}
+
 }  // namespace
 
 bool lower_scatter(Lowering& lowering, const GraphNode& node) {
@@ -159,6 +217,12 @@ bool lower_scatter(Lowering& lowering, const GraphNode& node) {
   const std::vector<SymSize> shape = lowering.tensor(base).shape;
   const DType dtype = *lowering.graph.value(node.output()).dtype;
   const bool integer = is_integer_dtype(dtype);
+  if (name == "index_put") {
+    if (const int masked = masked_index_put(lowering, node, base, integer, origin); masked >= 0) {
+      lowering.value_tensor[node.output()] = masked;
+      return true;
+    }
+  }
   const ScatterSpec spec = name == "index_put"
                                ? index_put(lowering, node, shape, integer, origin)
                                : along_dim(lowering, node, name, shape, integer, origin);

@@ -108,6 +108,29 @@ TEST(LowerScatter, SetitemThroughAFullSliceIsReadAsTheWrittenTensor) {
   });
 }
 
+TEST(LowerScatter, AssignmentThroughABooleanMaskIsAPointwiseWhere) {
+  // y[:, x[0] < 0] = -1e4 (a mask over the trailing dims, after a None); z[z > 0.5] += 1 as
+  // index_put_(accumulate=True); k[k < 2] = 7 on integers. Each is one value, so no scatter.
+  const Case c = lower_case("scatter_mask_assign");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  expect_inputs_unwritten(c);
+  for (const auto& kind : kernel_kinds(c.lowering.plan)) EXPECT_EQ(kind, "pointwise");
+  const int64_t batch = 3, rc = 12;
+  check_semantics(c, {{"batch_size", batch}}, [&](const PlanBuffers& in) {
+    const auto& x = in.at("x");
+    std::vector<double> y = x, z = x, k = in.at("idx");
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t e = 0; e < rc; ++e) {
+        const std::size_t at = as_index(b * rc + e);
+        if (x[as_index(e)] < 0) y[at] = -1e4;
+        if (x[at] > 0.5) z[at] += 1;
+      }
+    for (double& value : k)
+      if (value < 2) value = 7;
+    return PlanBuffers{{"y", y}, {"z", z}, {"k", k}};
+  });
+}
+
 TEST(LowerScatter, AnInPlaceScatterIntoPartOfATensorIsRefusedByName) {
   // y = x.clone(); y[:, 1:].index_add_(0, i, v): the write stays in place, which is not lowered.
   const Case c = lower_case("scatter_into_slice");
