@@ -87,6 +87,11 @@ std::string kernel_shape_text(const OrderedJson& kernel) {
     return fmt::format("scatter{} over {}",
                        kernel.value("accumulate", false) ? " (accumulate)" : "",
                        sizes_text(kernel.value("domain", none)));
+  if (kind == "topk")
+    return fmt::format("topk k={} of {} ({}) over {}", kernel.value("k", std::string("?")),
+                       kernel.value("extent", std::string("?")),
+                       kernel.value("largest", true) ? "largest" : "smallest",
+                       sizes_text(kernel.value("domain", none)));
   if (kind == "matmul")
     return fmt::format("matmul m={} n={} k={} batch {}", kernel.value("m", std::string("?")),
                        kernel.value("n", std::string("?")), kernel.value("k", std::string("?")),

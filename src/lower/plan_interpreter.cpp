@@ -1,5 +1,6 @@
 #include "lower/plan_interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -41,18 +42,33 @@ struct Buffer {
   std::vector<double> data;
 };
 
-/// The per-kernel state expressions read: the current point, stage results, acc and scan.
+/// The per-kernel state expressions read: the current point, stage results, acc, scan and the
+/// selected element of a topk row.
 struct State {
   std::vector<int64_t> index;
   std::vector<double> stages;
-  double acc = 0, scan = 0;
+  double acc = 0, scan = 0, topk_value = 0, topk_index = 0;
 };
 
 struct Access;
 
 /// An EXPR compiled once per kernel: names resolved to slots, sizes evaluated.
 struct Node {
-  enum class Kind { Constant, Index, Load, Stage, Acc, Scan, Cast, Trunc, Where, Unary, Binary };
+  enum class Kind {
+    Constant,
+    Index,
+    Load,
+    Stage,
+    Acc,
+    Scan,
+    TopkValue,
+    TopkIndex,
+    Cast,
+    Trunc,
+    Where,
+    Unary,
+    Binary
+  };
   Kind kind = Kind::Constant;
   double value = 0;
   std::size_t slot = 0;
@@ -110,6 +126,10 @@ double eval(const Node& node, State& state, const std::vector<Access>& loads) {
       return state.acc;
     case Node::Kind::Scan:
       return state.scan;
+    case Node::Kind::TopkValue:
+      return state.topk_value;
+    case Node::Kind::TopkIndex:
+      return state.topk_index;
     case Node::Kind::Cast:
       return round_to(node.dtype, eval(node.args[0], state, loads));
     case Node::Kind::Trunc:
@@ -303,6 +323,10 @@ class Compiler {
       node.kind = name == "acc" ? Node::Kind::Acc : Node::Kind::Scan;
       return node;
     }
+    if (name == "topk_value" || name == "topk_index") {
+      node.kind = name == "topk_value" ? Node::Kind::TopkValue : Node::Kind::TopkIndex;
+      return node;
+    }
     if (name == "cast") {
       arg_count(2);
       node.kind = Node::Kind::Cast;
@@ -381,7 +405,7 @@ struct CompiledKernel {
   std::vector<Access> stores;
   std::vector<bool> store_full;                      ///< reduce: "full" rather than "keep"
   std::vector<std::pair<std::string, Node>> stages;  ///< reduce: op and value
-  Node scanned;                                      ///< scan: the value
+  Node scanned;                                      ///< scan, topk: the value
   Access a, b;                                       ///< matmul operands
 };
 
@@ -399,7 +423,7 @@ CompiledKernel compile(const Json& kernel, const AxisValues& axes,
       result.stages.emplace_back(stage.at("op").get<std::string>(),
                                  compiler.expr(stage.at("value")));
     }
-  } else if (kind == "scan") {
+  } else if (kind == "scan" || kind == "topk") {
     result.scanned = compiler.expr(kernel.at("value"));
   } else if (kind == "matmul") {
     result.a = compiler.access(kernel.at("a"), false);
@@ -432,6 +456,43 @@ void run_scatter(const Json& kernel, const CompiledKernel& compiled, const AxisV
       double& element =
           s.buffer->data[static_cast<std::size_t>(position(s, state, compiled.loads))];
       element = round_to(s.buffer->dtype, element + eval(s.value, state, compiled.loads));
+    }
+  });
+}
+
+/// Whether `a` comes before `b` in a row ordered largest first (or smallest first): NaN counts
+/// as larger than every number, as torch.sort and torch.topk order it.
+bool before(double a, double b, bool largest) {
+  if (std::isnan(a) || std::isnan(b)) return largest ? !std::isnan(b) : !std::isnan(a);
+  return largest ? a > b : a < b;
+}
+
+/// Per kept point, the row's positions in a stable order (ties keep the lower position first);
+/// the stores then run over its first k entries.
+void run_topk(const Json& kernel, const CompiledKernel& compiled, const AxisValues& axes) {
+  const auto kept = sizes(kernel.at("domain"), axes);
+  const int64_t extent = size_of(kernel.at("extent"), axes);
+  const int64_t k = size_of(kernel.at("k"), axes);
+  const bool largest = kernel.at("largest").get<bool>();
+  if (k < 0 || k > extent)
+    malformed(fmt::format("a topk kernel selects {} elements of rows of {}", k, extent));
+  State state;
+  std::vector<std::pair<double, int64_t>> row(static_cast<std::size_t>(extent));
+  for_each_point(kept, [&](const std::vector<int64_t>& keep_point) {
+    state.index = keep_point;
+    state.index.push_back(0);
+    for (int64_t r = 0; r < extent; ++r) {
+      state.index.back() = r;
+      row[static_cast<std::size_t>(r)] = {eval(compiled.scanned, state, compiled.loads), r};
+    }
+    std::stable_sort(row.begin(), row.end(), [&](const auto& a, const auto& b) {
+      return before(a.first, b.first, largest);
+    });
+    for (int64_t j = 0; j < k; ++j) {
+      state.index.back() = j;
+      state.topk_value = row[static_cast<std::size_t>(j)].first;
+      state.topk_index = static_cast<double>(row[static_cast<std::size_t>(j)].second);
+      for (const auto& s : compiled.stores) write(s, state, compiled.loads);
     }
   });
 }
@@ -596,6 +657,8 @@ PlanBuffers run_plan(const OrderedJson& plan, const AxisValues& axes, const Plan
       run_matmul(kernel, compiled, axes);
     } else if (kind == "scatter") {
       run_scatter(kernel, compiled, axes);
+    } else if (kind == "topk") {
+      run_topk(kernel, compiled, axes);
     } else {
       malformed("unknown kernel kind \"" + kind + "\"");
     }
@@ -616,6 +679,8 @@ int64_t plan_work(const OrderedJson& plan, const AxisValues& axes) {
       work += product(sizes(kernel.at("domain"), axes)) *
               product(sizes(kernel.at("reduce"), axes)) *
               static_cast<int64_t>(kernel.at("stages").size() + 1);
+    } else if (kind == "topk") {
+      work += product(sizes(kernel.at("domain"), axes)) * size_of(kernel.at("extent"), axes);
     } else {
       work += product(sizes(kernel.at("domain"), axes));
     }

@@ -87,7 +87,8 @@ class KernelSimplifier {
     const std::string name = e[0].get<std::string>();
     if (IndexSimplifier::is_arithmetic(e) && is_integer(e)) return index_.simplify(e);
     if (name == "f" || name == "i" || name == "size" || name == "idx" || name == "load" ||
-        name == "stage" || name == "acc" || name == "scan") {
+        name == "stage" || name == "acc" || name == "scan" || name == "topk_value" ||
+        name == "topk_index") {
       return e;
     }
     Json result = Json::array({name});

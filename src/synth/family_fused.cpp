@@ -174,6 +174,12 @@ class BoundsChecker {
     const std::string field = fmt::format("{}.kernels[{}]", kParams, k);
     for (const auto& [name, load] : kernel.loads)
       check_access(load, dims, axes, field + ".loads." + name);
+    // A topk kernel's stores run over the k selected elements of each row, not all of it.
+    if (kernel.kind == PlanKernelKind::Topk) {
+      const std::optional<int64_t> selected = evaluate(kernel.k, axes);
+      if (!selected) return;
+      dims.back() = *selected;
+    }
     for (std::size_t s = 0; s < kernel.stores.size(); ++s)
       check_access(kernel.stores[s].access, dims, axes, fmt::format("{}.stores[{}]", field, s));
     if (kernel.kind == PlanKernelKind::Matmul) {

@@ -340,6 +340,9 @@ inline const char* ka_attach_workspace(KaArgs* args, void* workspace, size_t wor
       case PlanKernelKind::Scatter:
         body += scatter(writer, kernel, k);
         break;
+      case PlanKernelKind::Topk:
+        mismatch(def_, fmt::format("kernelarc.op_params.kernels[{}] (topk)", k),
+                 "a topk kernel is not generated for the CPU yet");
     }
     return fmt::format("\n// kernels[{}]: {}\nstatic {} ka_kernel_{}(const KaArgs& ka) {{\n{}}}\n",
                        k, kernel_kind_name(kernel.kind),

@@ -359,6 +359,10 @@ class CudaFusedWriter {
         return matmul_struct(index, kernel);
       case PlanKernelKind::Scatter:
         return scatter_struct(index, kernel);
+      case PlanKernelKind::Topk:
+        // Refused here, before launch() is written, so that no partial CUDA topk ever runs.
+        mismatch(def_, fmt::format("kernelarc.op_params.kernels[{}] (topk)", index),
+                 "a topk kernel is not generated for CUDA yet (fused_cpu runs it)");
     }
     return "";
   }
@@ -993,6 +997,8 @@ struct KaKernel{0} : KaArgs {{
         text += fmt::format(
             "    k.total = {};\n    ka_launch_scatter<KaKernel{}, BLOCK_THREADS>(k, stream);\n",
             product(w, kernel.domain), index);
+        break;
+      case PlanKernelKind::Topk:  // kernel_struct refused it
         break;
       case PlanKernelKind::Matmul: {
         const int k_dim = static_cast<int>(kernel.batch.size()) + 2;

@@ -67,6 +67,7 @@ struct Scope {
   int stages = 0;          // how many stages of the kernel are visible
   bool acc = false;
   bool scan = false;
+  bool topk = false;
 };
 
 class PlanParser {
@@ -234,6 +235,9 @@ class PlanParser {
     } else if (node.op == "acc" || node.op == "scan") {
       expect_operands(0);
       node.type = node.op == "acc" ? ValueType::Float : kernel_->scan_type;
+    } else if (node.op == "topk_value" || node.op == "topk_index") {
+      expect_operands(0);
+      node.type = node.op == "topk_index" ? ValueType::Int : kernel_->topk_type;
     } else if (node.op == "cast") {
       expect_operands(2);
       node.text = expect_string(json[1], file_, first);
@@ -296,6 +300,9 @@ class PlanParser {
       fail(field, "[\"acc\"] is only available in the stores of a matmul kernel");
     if (node.op == "scan" && !scope.scan)
       fail(field, "[\"scan\"] is only available in the stores of a scan kernel");
+    if ((node.op == "topk_value" || node.op == "topk_index") && !scope.topk)
+      fail(field,
+           fmt::format("[\"{}\"] is only available in the stores of a topk kernel", node.op));
     if (node.op == "load") {
       if (!following.insert(node.text).second)
         fail(field, fmt::format("load \"{}\" reads its own coordinates", node.text));
@@ -422,9 +429,21 @@ class PlanParser {
       kernel.domain = size_list(require(json, "domain", field), field_path(field, "domain"));
       kernel.accumulate =
           expect_bool(require(json, "accumulate", field), file_, field_path(field, "accumulate"));
+    } else if (kind == "topk") {
+      kernel.kind = PlanKernelKind::Topk;
+      reject_unknown_keys(json,
+                          {"kind", "loads", "stores", "domain", "extent", "k", "largest", "value"},
+                          file_, field);
+      kernel.domain = size_list(require(json, "domain", field), field_path(field, "domain"));
+      kernel.extent = size(require(json, "extent", field), field_path(field, "extent"));
+      kernel.k = size(require(json, "k", field), field_path(field, "k"));
+      kernel.largest =
+          expect_bool(require(json, "largest", field), file_, field_path(field, "largest"));
+      check_k_within_extent(kernel, field);
     } else {
       fail(kind_field,
-           fmt::format("expected pointwise, reduce, scan, matmul or scatter, got \"{}\"", kind));
+           fmt::format("expected pointwise, reduce, scan, matmul, scatter or topk, got \"{}\"",
+                       kind));
     }
     kernel_rank_ = kernel.rank();
     parse_loads(json, field, kernel);
@@ -449,19 +468,17 @@ class PlanParser {
           return scope;
         });
         break;
-      case PlanKernelKind::Scan: {
-        kernel.scan_value = expr(require(json, "value", field), field_path(field, "value"));
+      case PlanKernelKind::Scan:
+        kernel.scan_value = kernel_value(json, field);
         kernel.scan_type =
             kernel.scan_op == ScanOp::LogSumExp ? ValueType::Float : kernel.scan_value.type;
-        check(kernel.scan_value, scope_of(rank, {}, dims_text(0, rank)),
-              field_path(field, "value"));
-        parse_stores(json, field, kernel, [&](const PlanStore&) {
-          Scope scope = scope_of(rank, {}, dims_text(0, rank));
-          scope.scan = true;
-          return scope;
-        });
+        parse_stores_reading(json, field, kernel, &Scope::scan);
         break;
-      }
+      case PlanKernelKind::Topk:
+        kernel.topk_value = kernel_value(json, field);
+        kernel.topk_type = kernel.topk_value.type;
+        parse_stores_reading(json, field, kernel, &Scope::topk);
+        break;
       case PlanKernelKind::Matmul: {
         const int b = static_cast<int>(kernel.batch.size());
         kernel.a = access(require(json, "a", field), field_path(field, "a"), false);
@@ -483,6 +500,42 @@ class PlanParser {
     kernel_ = nullptr;
     load_dtypes_.clear();
     return kernel;
+  }
+
+  // The element a scan or topk kernel works on ("value"), over the whole index space.
+  PlanExpr kernel_value(const OrderedJson& json, const std::string& field) {
+    PlanExpr value = expr(require(json, "value", field), field_path(field, "value"));
+    check(value, scope_of(kernel_rank_, {}, dims_text(0, kernel_rank_)),
+          field_path(field, "value"));
+    return value;
+  }
+
+  // Stores over the whole index space that may also read what the kernel computed there
+  // (`reads`: Scope::scan or Scope::topk).
+  void parse_stores_reading(const OrderedJson& json, const std::string& field, PlanKernel& kernel,
+                            bool Scope::*reads) {
+    parse_stores(json, field, kernel, [&](const PlanStore&) {
+      Scope scope = scope_of(kernel_rank_, {}, dims_text(0, kernel_rank_));
+      scope.*reads = true;
+      return scope;
+    });
+  }
+
+  // Where k and extent are both numbers the plan is wrong on its own; otherwise the interpreter
+  // and the generated code check them per call.
+  void check_k_within_extent(const PlanKernel& kernel, const std::string& field) const {
+    const std::optional<int64_t> k = integer_size(kernel.k), extent = integer_size(kernel.extent);
+    if (k && *k < 0) fail(field_path(field, "k"), fmt::format("expected >= 0, got {}", *k));
+    if (k && extent && *k > *extent)
+      fail(field_path(field, "k"),
+           fmt::format("selects {} elements of rows of {} (\"extent\")", *k, *extent));
+  }
+
+  static std::optional<int64_t> integer_size(const std::string& text) {
+    if (text.empty() ||
+        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    return std::stoll(text);
   }
 
   ScanOp scan_op(const OrderedJson& json, const std::string& field) const {
@@ -631,6 +684,10 @@ std::vector<std::string> PlanKernel::index_sizes() const {
       sizes = batch;
       sizes.insert(sizes.end(), {m, n, k});
       break;
+    case PlanKernelKind::Topk:
+      sizes = domain;
+      sizes.push_back(extent);
+      break;
   }
   return sizes;
 }
@@ -708,6 +765,8 @@ std::string_view kernel_kind_name(PlanKernelKind kind) {
       return "matmul";
     case PlanKernelKind::Scatter:
       return "scatter";
+    case PlanKernelKind::Topk:
+      return "topk";
   }
   return "";
 }

@@ -32,7 +32,8 @@ enum class ValueType { Int, Float };
 
 /// One node of an EXPR tree.
 struct PlanExpr {
-  /// "f", "i", "size", "idx", "load", "stage", "acc", "scan", or an operator
+  /// "f", "i", "size", "idx", "load", "stage", "acc", "scan", "topk_value", "topk_index", or an
+  /// operator
   /// ("add", "exp", "where", "cast", "float", "int", ...).
   std::string op;
   double number = 0;             ///< "f"
@@ -57,7 +58,7 @@ struct PlanStore {
   bool over_keep = false;  ///< reduce only: "over": "keep" (else "full")
 };
 
-enum class PlanKernelKind { Pointwise, Reduce, Scan, Matmul, Scatter };
+enum class PlanKernelKind { Pointwise, Reduce, Scan, Matmul, Scatter, Topk };
 
 enum class ReduceOp { Sum, Prod, Max, Min, ArgMax, ArgMin, Any, All };
 enum class ScanOp { Sum, Prod, Max, Min, LogSumExp };
@@ -77,7 +78,7 @@ struct PlanKernel {
   std::vector<std::pair<std::string, PlanAccess>> loads;
   std::vector<PlanStore> stores;
 
-  /// pointwise, scan, scatter: the index space; reduce: kept dims
+  /// pointwise, scan, scatter: the index space; reduce, topk: kept dims
   std::vector<std::string> domain;
   std::vector<std::string> reduce;  ///< reduce: reduced dims
   std::vector<PlanStage> stages;    ///< reduce
@@ -89,15 +90,26 @@ struct PlanKernel {
   ValueType scan_type = ValueType::Float;  ///< the type of ["scan"]
 
   std::vector<std::string> batch;  ///< matmul: B dims
-  std::string m, n, k;             ///< matmul
+  std::string m, n;                ///< matmul
+  std::string k;                   ///< matmul; topk: how many elements each row selects
   PlanAccess a, b;                 ///< matmul operands
 
   /// scatter: stores add their value to the destination's element rather than replace it.
   bool accumulate = false;
 
-  /// Dimensions of the index space: pointwise/scan/scatter |domain|, reduce K + R, matmul B + 3.
+  /// topk: each row of `extent` elements of `topk_value` (over [kept..., r]) is ordered, largest
+  /// first when `largest` (NaN above every number), ties to the lower r; stores run over
+  /// [kept..., j < k] and read ["topk_value"] (of type topk_type) and ["topk_index"] (r).
+  std::string extent;
+  bool largest = true;
+  PlanExpr topk_value;
+  ValueType topk_type = ValueType::Float;
+
+  /// Dimensions of the index space: pointwise/scan/scatter |domain|, reduce K + R, matmul B + 3,
+  /// topk K + 1.
   int rank() const;
-  /// The index space's sizes in order (matmul: batch..., m, n, k).
+  /// The index space's sizes in order (matmul: batch..., m, n, k; topk: kept..., extent, the
+  /// larger of the value's and the stores' last dim).
   std::vector<std::string> index_sizes() const;
   const PlanAccess* find_load(std::string_view name) const;
   const PlanStage* find_stage(std::string_view name) const;

@@ -3,6 +3,7 @@
 #include "lower/plan_interpreter.h"
 
 #include <cmath>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@ namespace kernelarc {
 namespace {
 
 using Json = OrderedJson;
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 Json shifted_copy_plan(const std::string& shift) {
   return Json::parse(R"({"version": 1,
@@ -114,6 +116,50 @@ TEST(PlanInterpreter, AScatterIndexOutsideTheBufferIsAnInputError) {
   EXPECT_THROW(
       run_plan(scatter_plan(true), {{"n", 1}}, {{"x", {1}}, {"index", {3}}}, {{"out", {3, 2}}}),
       InputError);
+}
+
+/// For each of 2 rows of x [2, n], the k elements topk selects (largest or smallest first) as
+/// values into v [2, k] and positions into at [2, k].
+Json topk_plan(bool largest) {
+  Json plan = Json::parse(R"({"version": 1,
+    "buffers": [{"name": "x", "kind": "input", "index": 0, "dtype": "float32"},
+                {"name": "v", "kind": "output", "index": 0, "dtype": "float32"},
+                {"name": "at", "kind": "output", "index": 1, "dtype": "int64"}],
+    "kernels": [{"kind": "topk", "domain": ["2"], "extent": "n", "k": "k", "largest": true,
+      "loads": {"x": {"buffer": "x", "offset": "0", "strides": ["n", "1"],
+                      "coords": [["idx", 0], ["idx", 1]]}},
+      "value": ["load", "x"],
+      "stores": [{"buffer": "v", "offset": "0", "strides": ["k", "1"],
+                  "coords": [["idx", 0], ["idx", 1]], "value": ["topk_value"]},
+                 {"buffer": "at", "offset": "0", "strides": ["k", "1"],
+                  "coords": [["idx", 0], ["idx", 1]], "value": ["topk_index"]}]}]})");
+  plan["kernels"][0]["largest"] = largest;
+  return plan;
+}
+
+const std::vector<double> kTopkRows = {3, 1, 3, 5, -2, /* row 1 */ 0, kNaN, 4, kNaN, 4};
+
+TEST(PlanInterpreter, TopkSelectsTheLargestInOrderTiesToTheLowerPositionNanAboveAll) {
+  const PlanBuffers out = run_plan(topk_plan(true), {{"n", 5}, {"k", 3}}, {{"x", kTopkRows}},
+                                   {{"v", {2, 3}}, {"at", {2, 3}}});
+  EXPECT_EQ(out.at("at"), (std::vector<double>{3, 0, 2, 1, 3, 2}));
+  EXPECT_EQ(out.at("v")[0], 5);
+  EXPECT_EQ(out.at("v")[1], 3);
+  EXPECT_TRUE(std::isnan(out.at("v")[3]) && std::isnan(out.at("v")[4]));
+  EXPECT_EQ(out.at("v")[5], 4);
+}
+
+TEST(PlanInterpreter, TopkOfTheSmallestPutsNanLastAndAFullRowIsASort) {
+  const PlanBuffers out = run_plan(topk_plan(false), {{"n", 5}, {"k", 5}}, {{"x", kTopkRows}},
+                                   {{"v", {2, 5}}, {"at", {2, 5}}});
+  EXPECT_EQ(out.at("at"), (std::vector<double>{4, 1, 0, 2, 3, 0, 2, 4, 1, 3}));
+  EXPECT_EQ(plan_work(topk_plan(false), {{"n", 5}, {"k", 5}}), 2 * 5);
+}
+
+TEST(PlanInterpreter, ATopkOfMoreThanItsRowIsAnInputError) {
+  EXPECT_THROW(run_plan(topk_plan(true), {{"n", 2}, {"k", 3}}, {{"x", {1, 2, 3, 4}}},
+                        {{"v", {2, 3}}, {"at", {2, 3}}}),
+               InputError);
 }
 
 }  // namespace

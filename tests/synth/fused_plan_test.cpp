@@ -9,6 +9,7 @@
 
 #include "../core/test_support.h"
 #include "binder_test_support.h"
+#include "core/error.h"
 #include "core/json_fields.h"
 #include "core/problem.h"
 #include "source_dir.h"
@@ -226,6 +227,60 @@ TEST(FusedBinder, ASizeOverAVarAxisNoShapeGivesIsRejectedNamingTheField) {
   EXPECT_TRUE(testing::contains(error,
                                 "kernelarc.op_params.kernels[1].domain[0]: \"batch_size * seq_len "
                                 "* top_k\" names axis batch_size, which no tensor's shape gives"))
+      << error;
+}
+
+// A topk plan (the 4 largest of rows of 16) with its only kernel edited by `edit`: the message
+// of the InputError parsing it raises, "" when it parses.
+template <typename Edit>
+std::string topk_parse_error_after(const Edit& edit) {
+  OrderedJson plan = OrderedJson::parse(R"({"version": 1,
+    "buffers": [{"name": "x", "kind": "input", "index": 0, "dtype": "float32"},
+                {"name": "at", "kind": "output", "index": 0, "dtype": "int64"}],
+    "kernels": [{"kind": "topk", "domain": ["rows"], "extent": "16", "k": "4", "largest": true,
+      "loads": {"x": {"buffer": "x", "offset": "0", "strides": ["16", "1"],
+                      "coords": [["idx", 0], ["idx", 1]]}},
+      "value": ["load", "x"],
+      "stores": [{"buffer": "at", "offset": "0", "strides": ["4", "1"],
+                  "coords": [["idx", 0], ["idx", 1]], "value": ["topk_index"]}]}]})");
+  edit(plan["kernels"][0]);
+  try {
+    const KernelPlan parsed = parse_kernel_plan(plan, "definition.json");
+    EXPECT_EQ(parsed.kernels[0].kind, PlanKernelKind::Topk);
+    EXPECT_EQ(parsed.kernels[0].rank(), 2);
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(FusedPlan, AcceptsATopkKernelAndTypesItsIndexAsAnInteger) {
+  EXPECT_EQ(topk_parse_error_after([](OrderedJson&) {}), "");
+  // An int64 buffer takes ["topk_index"]; ["topk_value"] of a float row would be a float.
+  EXPECT_EQ(topk_parse_error_after([](OrderedJson& kernel) {
+              kernel["stores"][0]["coords"][0] = OrderedJson::parse(R"(["topk_index"])");
+            }),
+            "");
+  EXPECT_TRUE(testing::contains(topk_parse_error_after([](OrderedJson& kernel) {
+                                  kernel["stores"][0]["coords"][0] =
+                                      OrderedJson::parse(R"(["topk_value"])");
+                                }),
+                                "kernels[0].stores[0].coords[0]: expected an integer expression"));
+}
+
+TEST(FusedPlan, RejectsATopkWithoutLargestOrSelectingMoreThanItsRow) {
+  EXPECT_TRUE(testing::contains(
+      topk_parse_error_after([](OrderedJson& kernel) { kernel.erase("largest"); }),
+      "kernelarc.op_params.kernels[0].largest: missing required field"));
+  const std::string error = topk_parse_error_after([](OrderedJson& kernel) { kernel["k"] = "17"; });
+  EXPECT_TRUE(testing::contains(error, "kernels[0].k: selects 17 elements of rows of 16")) << error;
+}
+
+TEST(FusedPlan, RejectsTheSelectedElementOutsideATopksStores) {
+  const std::string error = topk_parse_error_after(
+      [](OrderedJson& kernel) { kernel["value"] = OrderedJson::parse(R"(["topk_value"])"); });
+  EXPECT_TRUE(testing::contains(
+      error, "kernels[0].value: [\"topk_value\"] is only available in the stores of a topk"))
       << error;
 }
 
