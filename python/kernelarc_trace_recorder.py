@@ -33,6 +33,7 @@ _softmax _log_softmax native_layer_norm native_group_norm native_batch_norm
 _native_batch_norm_legit _native_batch_norm_legit_no_training mse_loss l1_loss smooth_l1_loss
 huber_loss kl_div nll_loss_forward nll_loss2d_forward binary_cross_entropy
 cumsum cumprod logcumsumexp cummax cummin
+topk sort argsort
 index_put index_put_ index_add index_add_ index_copy index_copy_ scatter scatter_ scatter_add
 scatter_add_
 mm bmm addmm baddbmm mv addmv dot outer

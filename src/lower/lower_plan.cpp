@@ -239,8 +239,8 @@ void lower_node(Lowering& lowering, const GraphNode& node) {
     return;
   }
   if (lower_view_or_pointwise(lowering, node) || lower_reduction(lowering, node) ||
-      lower_scan(lowering, node) || lower_scatter(lowering, node) || lower_matmul(lowering, node) ||
-      lower_window(lowering, node)) {
+      lower_scan(lowering, node) || lower_sort(lowering, node) || lower_scatter(lowering, node) ||
+      lower_matmul(lowering, node) || lower_window(lowering, node)) {
     // A node result keeps its graph layout so that views of it can load a stored copy directly.
     for (const int64_t output : node.outputs) {
       if (output < 0) continue;

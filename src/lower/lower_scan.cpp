@@ -37,18 +37,7 @@ bool lower_scan(Lowering& lowering, const GraphNode& node) {
                                      {"reverse", false},
                                      {"exclusive", false}},
                                     "scan");
-  Ctx ctx{lowering, k, Json::object(), false};
-  Json scanned;
-  try {
-    scanned = is_integer_dtype(out_dtype) ? lowering.element(ctx, x, coords)
-                                          : lowering.float_element(ctx, x, coords);
-  } catch (const NotHere&) {
-    throw Unsupported(origin + ": its input cannot be computed by a scan kernel");
-  }
-  Kernel& kernel = lowering.kernels[static_cast<std::size_t>(k)];
-  kernel.json["value"] = std::move(scanned);
-  kernel.loads = std::move(ctx.loads);
-  kernel.spaces.push_back({"", shape, coords});
+  set_kernel_value(lowering, k, x, coords, out_dtype, shape, coords, origin);
 
   Tensor tensor;
   tensor.kind = Tensor::Kind::Scan;

@@ -223,7 +223,8 @@ Json Lowering::element(Ctx& ctx, int id, const Coords& coords) {
       return t.fn(ctx, coords);
     case Tensor::Kind::Reduction:
     case Tensor::Kind::Scan:
-    case Tensor::Kind::Matmul: {
+    case Tensor::Kind::Matmul:
+    case Tensor::Kind::Topk: {
       if (t.kernel == ctx.kernel) {
         if (coords_match(t.at, coords, t.shape)) return t.ref;
         throw NotHere{};
@@ -379,6 +380,24 @@ int reshaped_base(const Lowering& lowering, int id) {
   const Tensor& base = lowering.tensors.at(static_cast<std::size_t>(view.view_base));
   if (!base.layout_strides.empty() && !is_contiguous(base.layout_strides, base.shape)) return -1;
   return view.view_base;
+}
+
+void set_kernel_value(Lowering& lowering, int k, int x, const Coords& coords, DType dtype,
+                      std::vector<SymSize> shape, Coords space_coords, const std::string& origin) {
+  Ctx ctx{lowering, k, Json::object(), false};
+  Json value;
+  try {
+    value = is_integer_dtype(dtype) ? lowering.element(ctx, x, coords)
+                                    : lowering.float_element(ctx, x, coords);
+  } catch (const NotHere&) {
+    throw Unsupported(fmt::format("{}: its input cannot be computed by a {} kernel", origin,
+                                  lowering.kernels.at(static_cast<std::size_t>(k)).kind));
+  }
+  // Taken only now: computing the element may add kernels (a stored result's) to the list.
+  Kernel& kernel = lowering.kernels.at(static_cast<std::size_t>(k));
+  kernel.json["value"] = std::move(value);
+  kernel.loads = std::move(ctx.loads);
+  kernel.spaces.push_back({"", std::move(shape), std::move(space_coords)});
 }
 
 int add_pointwise(Lowering& lowering, std::vector<SymSize> shape, DType dtype, std::string origin,

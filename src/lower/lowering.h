@@ -55,7 +55,7 @@ struct StoredAt {
 };
 
 struct Tensor {
-  enum class Kind { Stored, Pointwise, Reduction, Scan, Matmul };
+  enum class Kind { Stored, Pointwise, Reduction, Scan, Matmul, Topk };
   Kind kind = Kind::Pointwise;
   std::vector<SymSize> shape;
   DType dtype = DType::Float32;
@@ -74,7 +74,7 @@ struct Tensor {
   /// A value-preserving cast or copy of this tensor (same shape): a matmul reads that directly.
   int same_values_as = -1;
 
-  // Reduction / Scan / Matmul: the kernel computing it, the expression naming the result
+  // Reduction / Scan / Matmul / Topk: the kernel computing it, the expression naming the result
   // there, and the coords of this tensor's element at the kernel's current point.
   int kernel = -1;
   Json ref;
@@ -90,7 +90,7 @@ struct Kernel {
   std::string kind;
   /// The shapes this kernel can store over, with the coords of each of their dims: "keep" /
   /// "full" for reduce kernels, the domain for pointwise and scan kernels, [batch, m, n] for
-  /// matmul kernels.
+  /// matmul kernels, the selected elements' shape for topk kernels.
   struct Space {
     std::string over;  ///< "" or "keep" / "full" for reduce kernels
     std::vector<SymSize> shape;
@@ -206,6 +206,7 @@ bool lower_view_or_pointwise(Lowering& lowering, const GraphNode& node);
 bool lower_reduction(Lowering& lowering, const GraphNode& node);
 bool lower_scan(Lowering& lowering, const GraphNode& node);
 bool lower_scatter(Lowering& lowering, const GraphNode& node);
+bool lower_sort(Lowering& lowering, const GraphNode& node);
 bool lower_matmul(Lowering& lowering, const GraphNode& node);
 /// The stored view holding tensor `id`'s elements, storing it first when nothing does: how a
 /// matmul or a convolution reads an operand it cannot inline.
@@ -220,6 +221,12 @@ int add_reduction(Lowering& lowering, int input, std::vector<int> reduced, bool 
 /// The keepdim tensor `r` without its reduced dims (of size 1).
 int add_reduction_view(Lowering& lowering, int r, std::vector<int> reduced, DType dtype,
                        const std::string& origin);
+/// Gives kernel `k` (a scan or a topk) its "value": tensor `x`'s element at `coords`, inlining
+/// the element-wise work before it (a float unless `dtype` is an integer type), and one space,
+/// `shape` over `space_coords`, its stores run over. Unsupported, naming `origin`, when that
+/// element cannot be computed in the kernel.
+void set_kernel_value(Lowering& lowering, int k, int x, const Coords& coords, DType dtype,
+                      std::vector<SymSize> shape, Coords space_coords, const std::string& origin);
 /// A pointwise tensor of `shape` computing fn.
 int add_pointwise(Lowering& lowering, std::vector<SymSize> shape, DType dtype, std::string origin,
                   ElementFn fn);
