@@ -141,7 +141,7 @@ inline long long ka_floormod(long long a, long long b) { return ka_pf_mod(a, b);
         "inline const char* ka_plan_run(const KaArgs& ka) {\n";
     for (std::size_t k = 0; k < plan_.kernels.size(); ++k) {
       out +=
-          plan_.kernels[k].kind == PlanKernelKind::Scatter
+          reports_errors(plan_.kernels[k])
               ? fmt::format("  if (const char* ka_error = ka_kernel_{}(ka)) return ka_error;\n", k)
               : fmt::format("  ka_kernel_{}(ka);\n", k);
     }
@@ -341,12 +341,53 @@ inline const char* ka_attach_workspace(KaArgs* args, void* workspace, size_t wor
         body += scatter(writer, kernel, k);
         break;
       case PlanKernelKind::Topk:
-        mismatch(def_, fmt::format("kernelarc.op_params.kernels[{}] (topk)", k),
-                 "a topk kernel is not generated for the CPU yet");
+        body += topk(writer, kernel, k);
+        break;
     }
     return fmt::format("\n// kernels[{}]: {}\nstatic {} ka_kernel_{}(const KaArgs& ka) {{\n{}}}\n",
                        k, kernel_kind_name(kernel.kind),
-                       kernel.kind == PlanKernelKind::Scatter ? "const char*" : "void", k, body);
+                       reports_errors(kernel) ? "const char*" : "void", k, body);
+  }
+
+  // A scatter's stray index and a topk's k beyond its row come back from ka_run as errors.
+  static bool reports_errors(const PlanKernel& kernel) {
+    return kernel.kind == PlanKernelKind::Scatter || kernel.kind == PlanKernelKind::Topk;
+  }
+
+  // Kept points over the threads; per point its row's (value, position) pairs in a buffer of
+  // the thread's, of which a partial sort orders the k first (a sort when k is the whole row).
+  std::string topk(const PlanCodeWriter& writer, const PlanKernel& kernel, std::size_t k) const {
+    const int kept = static_cast<int>(kernel.domain.size());
+    const bool is_float = kernel.topk_type == ValueType::Float;
+    const std::string type = value_type(kernel.topk_type);
+    const std::string row = index_var(kept);
+    return fmt::format(
+        "  const long long ka_k = {0};\n"
+        "  if (ka_k < 0 || ka_k > {1}) return \"kernels[{2}] (topk): k is outside the row\";\n"
+        "  ka_parallel_for({3}, [&](long long ka_point) {{\n    (void)ka_point;\n{4}"
+        "    thread_local std::vector<std::pair<{5}, long long>> ka_pairs;\n"
+        "    ka_pairs.resize((size_t){1});\n"
+        "    for (long long {6} = 0; {6} < {1}; ++{6}) ka_pairs[(size_t){6}] = {{{7}, {6}}};\n"
+        "    const auto ka_before = [](const std::pair<{5}, long long>& a,\n"
+        "                              const std::pair<{5}, long long>& b) {{\n"
+        "      return ka_topk_before(a.first, a.second, b.first, b.second, {8});\n"
+        "    }};\n"
+        "    if (ka_k == {1})\n"
+        "      std::sort(ka_pairs.begin(), ka_pairs.end(), ka_before);\n"
+        "    else\n"
+        "      std::partial_sort(ka_pairs.begin(), ka_pairs.begin() + ka_k, ka_pairs.end(), "
+        "ka_before);\n"
+        "    for (long long {6} = 0; {6} < ka_k; ++{6}) {{\n"
+        "      [[maybe_unused]] const {5} ka_topk_value = ka_pairs[(size_t){6}].first;\n"
+        "      [[maybe_unused]] const long long ka_topk_index = ka_pairs[(size_t){6}].second;\n"
+        "{9}"
+        "    }}\n"
+        "  }});\n"
+        "  return nullptr;\n",
+        axis_expression_code(kernel.k, axes_), dim_var(kept), k, product(0, kept),
+        decompose("ka_point", 0, kept, "    "), type, row,
+        is_float ? writer.float_code(kernel.topk_value) : writer.int_code(kernel.topk_value),
+        kernel.largest ? "true" : "false", stores_code(writer, kernel, "      ", std::nullopt));
   }
 
   std::string pointwise(const PlanCodeWriter& writer, const PlanKernel& kernel) const {

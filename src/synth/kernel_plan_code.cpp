@@ -231,6 +231,8 @@ TypedCode PlanCodeWriter::expr(const PlanExpr& e) const {
   if (op == "stage") return typed(names_.stage(*kernel_.find_stage(e.text)));
   if (op == "acc") return typed(names_.acc);
   if (op == "scan") return typed(names_.scan);
+  if (op == "topk_value") return typed(names_.topk_value);
+  if (op == "topk_index") return typed(names_.topk_index);
   if (op == "add" || op == "sub" || op == "mul") {
     const char* symbol = op == "add" ? " + " : op == "sub" ? " - " : " * ";
     return typed(paren(operand(0) + symbol + operand(1)));

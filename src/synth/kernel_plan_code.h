@@ -30,6 +30,8 @@ struct PlanCodeNames {
   std::function<std::string(const PlanStage& stage)> stage;      ///< "ka_s<position in kernel>"
   std::string acc = "ka_acc";
   std::string scan = "ka_scan";
+  std::string topk_value = "ka_topk_value";
+  std::string topk_index = "ka_topk_index";
 };
 
 /// The defaults of PlanCodeNames for `plan` and `kernel`.

@@ -59,7 +59,8 @@ INSTANTIATE_TEST_SUITE_P(Kinds, FusedCpuGuard,
                          ::testing::Values("pointwise_bcast_bf16", "softmax_two_stage",
                                            "argmax_middle", "mse_scalar",
                                            "cumsum_reverse_exclusive", "bmm_bias_relu",
-                                           "cross_entropy_gather", "mm_f32", "scatter_index_add"));
+                                           "cross_entropy_gather", "mm_f32", "scatter_index_add",
+                                           "topk_route"));
 
 TEST(FusedCpuGuardWrongPlan, AWrongStrideFailsNumerically) {
   const std::vector<Trace> traces = evaluate_default_point("wrong_stride");

@@ -75,7 +75,7 @@ INSTANTIATE_TEST_SUITE_P(Problems, FusedPlanCompile,
                                            "argmax_middle", "mse_scalar",
                                            "cumsum_reverse_exclusive", "bmm_bias_relu",
                                            "cross_entropy_gather", "wrong_stride",
-                                           "scatter_index_add"));
+                                           "scatter_index_add", "topk_route"));
 
 TEST(FusedBinder, NamesTheWorkspaceOfItsTemps) {
   const FamilyBinding binding =
@@ -281,6 +281,24 @@ TEST(FusedPlan, RejectsTheSelectedElementOutsideATopksStores) {
       [](OrderedJson& kernel) { kernel["value"] = OrderedJson::parse(R"(["topk_value"])"); });
   EXPECT_TRUE(testing::contains(
       error, "kernels[0].value: [\"topk_value\"] is only available in the stores of a topk"))
+      << error;
+}
+
+TEST(FusedPlan, ATopkKernelIsWrittenForTheCpuAndRefusedForCuda) {
+  const Definition def = definition_of("topk_route");
+  const FamilyBinding binding = make_fused_binder()->bind(def, cpu_template());
+  EXPECT_TRUE(testing::contains(binding.header, "std::partial_sort(ka_pairs.begin()"))
+      << binding.header;
+  EXPECT_TRUE(testing::contains(binding.header, "if (const char* ka_error = ka_kernel_1(ka))"));
+  std::string error;
+  try {
+    make_fused_binder()->bind(
+        def, testing::stub_template("fused_cuda", {"fused"}, "cuda", TemplateBuild::SharedObject));
+  } catch (const TemplateMismatch& mismatch) {
+    error = mismatch.what();
+  }
+  EXPECT_TRUE(testing::contains(
+      error, "kernelarc.op_params.kernels[1] (topk): a topk kernel is not generated for CUDA yet"))
       << error;
 }
 

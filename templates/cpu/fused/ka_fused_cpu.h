@@ -64,6 +64,17 @@ inline void ka_parallel_for(long long count, const Body& body) {
   for (long long i = 0; i < count; ++i) body(i);
 }
 
+/// The order of a topk row: (a, at a) before (b, at b) when a is larger (smaller unless
+/// `largest`), NaN counting as larger than every number (as torch orders it), ties and two NaNs
+/// to the lower position, so that a partial sort gives torch's stable order.
+template <typename T>
+inline bool ka_topk_before(T a, long long at_a, T b, long long at_b, bool largest) {
+  const bool nan_a = a != a, nan_b = b != b;
+  if (nan_a || nan_b) return nan_a && nan_b ? at_a < at_b : largest == nan_a;
+  if (a == b) return at_a < at_b;
+  return largest ? a > b : a < b;
+}
+
 /// A scatter kernel: body(begin, end, s) for the points [begin, end) of the `parallel` ones
 /// (dims where no two points write one element) and point s of the `serial` ones: one block of
 /// parallel points per thread (at least BLOCK points), within a block every serial point in
