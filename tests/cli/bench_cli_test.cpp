@@ -197,15 +197,15 @@ TEST_F(BenchCli, UnknownProblemNameExitsTwoNamingIt) {
 // problem on the H200. --baselines-always times them.
 TEST_F(BenchCli, NoTemplateProblemTimesNoBaselineUnlessAsked) {
   // The rope problem (annotated "rope", which no CPU template implements) with a reference that
-  // no fused plan lowers either (a sort), so nothing serves it on the CPU.
+  // no fused plan lowers either (i0, a Bessel function), so nothing serves it on the CPU.
   const fs::path rope = dir_ / "suite" / "rope";
   fs::create_directories(rope);
   nlohmann::ordered_json definition = nlohmann::ordered_json::parse(
       std::ifstream(kSource / "problems/cuda/rope_neox_bf16_q32_kv8_d128/definition.json"));
   definition["reference"] =
       "import torch\n\n\ndef run(q, k, cos, sin):\n"
-      "    return (torch.sort(q.float(), dim=-1).values.to(q.dtype),\n"
-      "            torch.sort(k.float(), dim=-1).values.to(k.dtype))\n";
+      "    return (torch.special.i0(q.float()).to(q.dtype),\n"
+      "            torch.special.i0(k.float()).to(k.dtype))\n";
   std::ofstream(rope / "definition.json") << definition.dump(2);
   std::ifstream in(kSource / "problems/cuda/rope_neox_bf16_q32_kv8_d128/workload.jsonl");
   std::string first;

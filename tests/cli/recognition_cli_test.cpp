@@ -1,7 +1,7 @@
 // Problems as users write them, with no kernelarc annotation: `kernelarc bench` over a suite of a
-// malformed definition, a sort nothing serves and an unannotated RMSNorm written the way
-// SOL-ExecBench writes it gives a row each (failed naming the field, not served naming the
-// sort, served with a speedup), and times no baseline for the unserved one; `kernelarc
+// malformed definition, a Bessel function (i0) nothing serves and an unannotated RMSNorm written
+// the way SOL-ExecBench writes it gives a row each (failed naming the field, not served naming the
+// op, served with a speedup), and times no baseline for the unserved one; `kernelarc
 // explain` shows the traced graph of an unannotated softmax, its family and the templates that
 // bind. (Definitions are ordered JSON: run()'s parameters follow the inputs' order.)
 #include <gtest/gtest.h>
@@ -77,8 +77,8 @@ TEST_F(RecognitionCli, BenchGivesEveryProblemItsRowAndTimesNoBaselineForAnUnserv
                 rms_workload);
   write_problem(suite / "b_rmsnorm", row_definition("rmsnorm_sol", "float32", kRmsNormReference),
                 rms_workload);
-  const nlohmann::ordered_json sort = {
-      {"name", "sort"},
+  const nlohmann::ordered_json bessel = {
+      {"name", "bessel"},
       {"axes",
        {{"batch_size", {{"type", "var"}}},
         {"channels", {{"type", "const"}, {"value", 4}}},
@@ -93,9 +93,9 @@ TEST_F(RecognitionCli, BenchGivesEveryProblemItsRowAndTimesNoBaselineForAnUnserv
          {{"shape", {"batch_size", "channels", "out_size", "out_size"}}, {"dtype", "float32"}}}}},
       {"reference",
        "import torch\n\n\ndef run(x, w):\n"
-       "    return torch.sort(x[:, :, 1:7, 1:7], dim=-1).values\n"}};
-  write_problem(suite / "c_sort", sort,
-                {{"uuid", "sort-0"},
+       "    return torch.special.i0(x[:, :, 1:7, 1:7])\n"}};
+  write_problem(suite / "c_bessel", bessel,
+                {{"uuid", "bessel-0"},
                  {"axes", {{"batch_size", 2}}},
                  {"inputs", {{"x", {{"type", "random"}}}, {"w", {{"type", "random"}}}}}});
 
@@ -108,7 +108,7 @@ TEST_F(RecognitionCli, BenchGivesEveryProblemItsRowAndTimesNoBaselineForAnUnserv
   const auto unreadable = result.output.find("malformed: cannot be read");
   ASSERT_NE(unreadable, std::string::npos) << result.output;
   EXPECT_LT(unreadable, result.output.find("side-by-side round")) << result.output;
-  EXPECT_EQ(result.output.find("sort: side-by-side round"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("bessel: side-by-side round"), std::string::npos) << result.output;
 
   std::ifstream file(dir_ / "out" / "bench.json");
   const auto json = nlohmann::ordered_json::parse(file);
@@ -127,9 +127,9 @@ TEST_F(RecognitionCli, BenchGivesEveryProblemItsRowAndTimesNoBaselineForAnUnserv
   EXPECT_NE(rmsnorm["status"], "failed");
 
   const auto& unserved = json["problems"][2];
-  EXPECT_EQ(unserved["name"], "sort");
+  EXPECT_EQ(unserved["name"], "bessel");
   EXPECT_EQ(unserved["status"], "not served");
-  EXPECT_NE(unserved["note"].get<std::string>().find("aten.sort"), std::string::npos)
+  EXPECT_NE(unserved["note"].get<std::string>().find("aten.i0"), std::string::npos)
       << unserved.dump();
   EXPECT_TRUE(unserved["workloads"].empty()) << unserved.dump();  // no baseline timed
   EXPECT_EQ(json["summary"]["not_served"], 1);
