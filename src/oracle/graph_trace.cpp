@@ -66,15 +66,16 @@ std::vector<const Axis*> var_axes(const Definition& definition) {
   return axes;
 }
 
-/// The two axis assignments to trace, or why there are none.
+/// The pairs of axis assignments to trace, in the order they are tried, or why there are none.
 struct TracedAxes {
-  std::vector<AxisValues> traces;
+  std::vector<std::vector<AxisValues>> attempts;
   std::string error;
 };
 
 TracedAxes choose_traced_axes(const Problem& problem) {
   const Definition& definition = problem.definition;
   const std::vector<const Axis*> vars = var_axes(definition);
+  TracedAxes result;
   // Disjoint prime sets make every size's factorisation into axes unique.
   const std::vector<int64_t> first = primes_from(17, vars.size());
   const std::vector<int64_t> second =
@@ -89,27 +90,32 @@ TracedAxes choose_traced_axes(const Problem& problem) {
       }
       traces.push_back(resolve_axes(definition, workload));
     }
-    return {traces, ""};
+    result.attempts.push_back(std::move(traces));
   } catch (const InputError& error) {
     prime_error = error.what();
   }
+  // Real sizes, also when the primes are too small for the reference itself (topk(x, 40) of
+  // rows of 17): the reference must accept every workload.
   const auto& workloads = problem.workloads;
-  for (std::size_t a = 0; a < workloads.size(); ++a) {
-    for (std::size_t b = a + 1; b < workloads.size(); ++b) {
+  bool found = vars.empty();
+  for (std::size_t a = 0; a < workloads.size() && !found; ++a) {
+    for (std::size_t b = a + 1; b < workloads.size() && !found; ++b) {
       bool all_differ = true;
       for (const Axis* axis : vars) {
         all_differ =
             all_differ && workloads[a].axes.at(axis->name) != workloads[b].axes.at(axis->name);
       }
       if (all_differ) {
-        return {{resolve_axes(definition, workloads[a]), resolve_axes(definition, workloads[b])},
-                ""};
+        result.attempts.push_back(
+            {resolve_axes(definition, workloads[a]), resolve_axes(definition, workloads[b])});
+        found = true;
       }
     }
   }
-  return {{},
-          "prime values of the var axes break the definition (" + prime_error +
-              "), and no two workloads differ in every var axis"};
+  if (result.attempts.empty())
+    result.error = "prime values of the var axes break the definition (" + prime_error +
+                   "), and no two workloads differ in every var axis";
+  return result;
 }
 
 OrderedJson axes_json(const Definition& definition) {
@@ -295,19 +301,16 @@ const std::string& trace_script_version() {
   return version;
 }
 
-GraphTraceResult trace_reference(const Problem& problem, const std::string& python,
-                                 const std::filesystem::path& cache_dir) {
-  const Definition& definition = problem.definition;
-  TracedAxes axes = choose_traced_axes(problem);
-  if (!axes.error.empty()) return {false, {}, axes.error};
+namespace {
 
-  std::string scalar_error;
-  OrderedJson scalars = scalars_json(problem, scalar_error);
-  if (!scalar_error.empty()) return {false, {}, scalar_error};
+GraphTraceResult trace_once(const Problem& problem, const std::vector<AxisValues>& traces,
+                            const OrderedJson& scalars, const std::string& python,
+                            const std::filesystem::path& cache_dir) {
+  const Definition& definition = problem.definition;
   OrderedJson job = {{"definition", definition_to_job_json(definition)},
                      {"axes", axes_json(definition)},
-                     {"traces", {axes.traces[0], axes.traces[1]}},
-                     {"scalars", std::move(scalars)}};
+                     {"traces", {traces[0], traces[1]}},
+                     {"scalars", scalars}};
   ContentHasher key;
   key.add(definition.raw.dump())
       .add(trace_script_version())
@@ -341,6 +344,27 @@ GraphTraceResult trace_reference(const Problem& problem, const std::string& pyth
   }
   write_file_atomically(cache_file, run.text);
   return *result;
+}
+
+}  // namespace
+
+GraphTraceResult trace_reference(const Problem& problem, const std::string& python,
+                                 const std::filesystem::path& cache_dir) {
+  const TracedAxes axes = choose_traced_axes(problem);
+  if (!axes.error.empty()) return {false, {}, axes.error};
+  std::string scalar_error;
+  const OrderedJson scalars = scalars_json(problem, scalar_error);
+  if (!scalar_error.empty()) return {false, {}, scalar_error};
+  GraphTraceResult first;
+  for (std::size_t i = 0; i < axes.attempts.size(); ++i) {
+    GraphTraceResult result = trace_once(problem, axes.attempts[i], scalars, python, cache_dir);
+    if (result.ok) return result;
+    if (i == 0)
+      first = std::move(result);
+    else
+      first.error += "; at two workloads' sizes: " + result.error;
+  }
+  return first;
 }
 
 }  // namespace kernelarc

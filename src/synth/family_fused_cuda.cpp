@@ -360,11 +360,42 @@ class CudaFusedWriter {
       case PlanKernelKind::Scatter:
         return scatter_struct(index, kernel);
       case PlanKernelKind::Topk:
-        // Refused here, before launch() is written, so that no partial CUDA topk ever runs.
-        mismatch(def_, fmt::format("kernelarc.op_params.kernels[{}] (topk)", index),
-                 "a topk kernel is not generated for CUDA yet (fused_cpu runs it)");
+        return topk_struct(index, kernel);
     }
     return "";
+  }
+
+  // ---- topk
+
+  std::string topk_struct(std::size_t index, const PlanKernel& kernel) const {
+    const PlanCodeWriter w = writer(kernel, -1, nullptr);
+    const int kept = static_cast<int>(kernel.domain.size());
+    std::string stores;
+    for (const PlanStore& store : kernel.stores) stores += "    " + w.store(store) + "\n";
+    const std::string row = device_axes() + decompose(w, kernel.domain, 0, "row", "long long");
+    return fmt::format(R"(
+// Kernel {0}: topk of rows of [{1}] over [{2}], the {3} first.
+struct KaKernel{0} : KaArgs {{
+  long long rows, n, k;
+  typedef {4} V;
+  static constexpr bool kLargest = {5};
+
+  KA_DEV V value(long long row, long long r) const {{
+{6}    [[maybe_unused]] const long long ka_i{7} = r;
+    return {8};
+  }}
+
+  KA_DEV void store(long long row, long long j, V ka_topk_value, long long ka_topk_index) const {{
+{6}    [[maybe_unused]] const long long ka_i{7} = j;
+{9}  }}
+}};
+)",
+                       index, kernel.extent, fmt::join(kernel.domain, ", "),
+                       kernel.largest ? "largest" : "smallest", value_type(kernel.topk_type),
+                       kernel.largest ? "true" : "false", row, kept,
+                       kernel.topk_type == ValueType::Float ? w.float_code(kernel.topk_value)
+                                                            : w.int_code(kernel.topk_value),
+                       stores);
   }
 
   // ---- scatter
@@ -998,7 +1029,13 @@ struct KaKernel{0} : KaArgs {{
             "    k.total = {};\n    ka_launch_scatter<KaKernel{}, BLOCK_THREADS>(k, stream);\n",
             product(w, kernel.domain), index);
         break;
-      case PlanKernelKind::Topk:  // kernel_struct refused it
+      case PlanKernelKind::Topk:
+        text += fmt::format(
+            "    k.rows = {0};\n    k.n = {1};\n    k.k = {2};\n"
+            "    if (const char* why = ka_launch_topk<KaKernel{3}, BLOCK_THREADS>(k, stream)) {{\n"
+            "      std::snprintf(message, sizeof(message), \"kernels[{3}] (topk): %s\", why);\n"
+            "      return message;\n    }}\n",
+            product(w, kernel.domain), w.size(kernel.extent), w.size(kernel.k), index);
         break;
       case PlanKernelKind::Matmul: {
         const int k_dim = static_cast<int>(kernel.batch.size()) + 2;

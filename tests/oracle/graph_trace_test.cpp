@@ -275,6 +275,15 @@ TEST_F(GraphTrace, ConstraintThatPrimesBreakTracesTwoWorkloads) {
   EXPECT_EQ(value(graph, graph["outputs"][0]["value"])["shape"], OrderedJson({"rows", "8"}));
 }
 
+// The primes (17, 41) are shorter rows than topk(x, 40) selects: the reference fails there, and
+// is traced at the sizes of two workloads instead.
+TEST_F(GraphTrace, AReferenceThatFailsAtThePrimesIsTracedAtTwoWorkloads) {
+  OrderedJson graph = traced("topk_wide");
+  EXPECT_EQ(graph["axes"]["v"], OrderedJson({{"kind", "var"}, {"traced", {100, 64}}}));
+  EXPECT_EQ(value(graph, graph["outputs"][0]["value"])["shape"], OrderedJson({"b", "40"}));
+  EXPECT_EQ(runs(), 2);  // the primes, then the workloads
+}
+
 // Neither needs torch: the "interpreter" is a shell script.
 TEST(GraphTraceFailures, MalformedResultIsAnInternalErrorNamingTheFile) {
   TempDir temp;

@@ -131,7 +131,8 @@ INSTANTIATE_TEST_SUITE_P(Plans, FusedCudaCompile,
                          ::testing::Values("pointwise_bcast_bf16", "softmax_bf16", "mse_scalar",
                                            "sum_middle", "argmax_middle",
                                            "cumsum_reverse_exclusive", "bmm_bias_gelu_bf16",
-                                           "mm_f32", "decoder_mlp_block_bf16", "scatter_index_add"),
+                                           "mm_f32", "decoder_mlp_block_bf16", "scatter_index_add",
+                                           "topk_route", "topk_long_rows"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });

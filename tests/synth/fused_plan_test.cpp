@@ -284,22 +284,20 @@ TEST(FusedPlan, RejectsTheSelectedElementOutsideATopksStores) {
       << error;
 }
 
-TEST(FusedPlan, ATopkKernelIsWrittenForTheCpuAndRefusedForCuda) {
+TEST(FusedPlan, ATopkKernelIsWrittenForTheCpuAndForCuda) {
   const Definition def = definition_of("topk_route");
   const FamilyBinding binding = make_fused_binder()->bind(def, cpu_template());
   EXPECT_TRUE(testing::contains(binding.header, "std::partial_sort(ka_pairs.begin()"))
       << binding.header;
   EXPECT_TRUE(testing::contains(binding.header, "if (const char* ka_error = ka_kernel_1(ka))"));
-  std::string error;
-  try {
-    make_fused_binder()->bind(
-        def, testing::stub_template("fused_cuda", {"fused"}, "cuda", TemplateBuild::SharedObject));
-  } catch (const TemplateMismatch& mismatch) {
-    error = mismatch.what();
-  }
-  EXPECT_TRUE(testing::contains(
-      error, "kernelarc.op_params.kernels[1] (topk): a topk kernel is not generated for CUDA yet"))
-      << error;
+  const FamilyBinding cuda = make_fused_binder()->bind(
+      def, testing::stub_template("fused_cuda", {"fused"}, "cuda", TemplateBuild::SharedObject));
+  // The largest of each row, an error from the launch (k beyond the row) named by its kernel.
+  EXPECT_TRUE(testing::contains(cuda.header, "static constexpr bool kLargest = true;"))
+      << cuda.header;
+  EXPECT_TRUE(testing::contains(cuda.header,
+                                "if (const char* why = ka_launch_topk<KaKernel1, BLOCK_THREADS>"));
+  EXPECT_TRUE(testing::contains(cuda.header, "\"kernels[1] (topk): %s\""));
 }
 
 }  // namespace

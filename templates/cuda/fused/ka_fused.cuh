@@ -4,6 +4,8 @@
 // only on the sizes and the knob point, never on timing. Compiled by nvcc as C++17.
 #pragma once
 
+#include <cstdio>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -329,6 +331,129 @@ void ka_launch_scatter(const K& k, cudaStream_t stream) {
   if (k.total <= 0) return;
   ka_scatter_kernel<K, THREADS>
       <<<ka_blocks(k.total, THREADS, 32LL * ka_sm_count()), THREADS, 0, stream>>>(k);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topk. K provides
+//   long long rows, n, k;   kept points, elements of a row, elements each row keeps
+//   typedef V;              the value type; static constexpr bool kLargest;
+//   KA_DEV V value(long long row, long long r) const;        element r of a row
+//   KA_DEV void store(long long row, long long j, V value, long long index) const;  the j-th kept
+// A block per row. Its candidates gather in shared memory (one slot per element while they
+// fit); when the next tile of the row would overflow the slots, a bitonic sort orders them and
+// the best k stay, the k-th becoming a bound that later elements must beat to enter. The final
+// sort orders the survivors and the first k are stored. The order is total (value, then
+// position, NaN above every number as torch orders it), so the result does not depend on the
+// order in which threads claim slots.
+
+constexpr int kTopkAbsent = 0x7fffffff;  // the position of an empty slot: after every element
+
+template <bool LARGEST, class V>
+KA_DEV bool ka_topk_before(V a, int at_a, V b, int at_b) {
+  if (at_a == kTopkAbsent || at_b == kTopkAbsent) return at_b == kTopkAbsent && at_a != kTopkAbsent;
+  const bool nan_a = a != a, nan_b = b != b;
+  if (nan_a || nan_b) return nan_a && nan_b ? at_a < at_b : LARGEST == nan_a;
+  if (a == b) return at_a < at_b;
+  return LARGEST ? a > b : a < b;
+}
+
+/// Orders slots [0, count) of the block's candidates (the rest up to a power of two are made
+/// empty first). Every thread calls it with the same count.
+template <bool LARGEST, int THREADS, class V>
+KA_DEV void ka_topk_sort(V* values, int* at, int count) {
+  int slots = 1;
+  while (slots < count) slots <<= 1;
+  for (int i = count + (int)threadIdx.x; i < slots; i += THREADS) {
+    values[i] = V(0);
+    at[i] = kTopkAbsent;
+  }
+  __syncthreads();
+  for (int size = 2; size <= slots; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      for (int i = threadIdx.x; i < slots / 2; i += THREADS) {
+        const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
+        const bool ascending = (lo & size) == 0;
+        if (ka_topk_before<LARGEST>(values[hi], at[hi], values[lo], at[lo]) == ascending) {
+          const V v = values[lo];
+          values[lo] = values[hi];
+          values[hi] = v;
+          const int a = at[lo];
+          at[lo] = at[hi];
+          at[hi] = a;
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+/// Candidate slots per block: 32 KiB of 4-byte values or 24 KiB of 8-byte ones, and at least two
+/// tiles, so that k of up to SLOTS - THREADS can stream over rows of any length.
+template <class V, int THREADS>
+struct ka_topk_slots {
+  static constexpr int kBase = sizeof(V) <= 4 ? 4096 : 2048;
+  static constexpr int value = kBase > 2 * THREADS ? kBase : 2 * THREADS;
+};
+
+template <class K, int THREADS>
+__global__ void __launch_bounds__(THREADS) ka_topk_kernel(const K k) {
+  typedef typename K::V V;
+  constexpr int SLOTS = ka_topk_slots<V, THREADS>::value;
+  __shared__ V values[SLOTS];
+  __shared__ int at[SLOTS];
+  __shared__ int count;
+  const int n = (int)k.n, keep = (int)k.k;
+  for (long long row = blockIdx.x; row < k.rows; row += gridDim.x) {
+    if (threadIdx.x == 0) count = 0;
+    __syncthreads();
+    bool bounded = false;
+    V bound = V(0);
+    int bound_at = kTopkAbsent;
+    for (int base = 0; base < n; base += THREADS) {
+      const int tile = n - base < THREADS ? n - base : THREADS;
+      if (count + tile > SLOTS) {  // only when n > SLOTS, so keep <= SLOTS - THREADS (host)
+        ka_topk_sort<K::kLargest, THREADS>(values, at, count);
+        bounded = true;
+        bound = values[keep - 1];
+        bound_at = at[keep - 1];
+        __syncthreads();
+        if (threadIdx.x == 0) count = keep;
+        __syncthreads();
+      }
+      const int r = base + (int)threadIdx.x;
+      if (r < n) {
+        const V v = k.value(row, r);
+        if (!bounded || ka_topk_before<K::kLargest>(v, r, bound, bound_at)) {
+          const int slot = atomicAdd(&count, 1);
+          values[slot] = v;
+          at[slot] = r;
+        }
+      }
+      __syncthreads();
+    }
+    ka_topk_sort<K::kLargest, THREADS>(values, at, count);
+    for (int j = threadIdx.x; j < keep; j += THREADS) k.store(row, j, values[j], at[j]);
+    __syncthreads();
+  }
+}
+
+/// nullptr, or why the rows cannot be served.
+template <class K, int THREADS>
+const char* ka_launch_topk(const K& k, cudaStream_t stream) {
+  constexpr int SLOTS = ka_topk_slots<typename K::V, THREADS>::value;
+  if (k.k < 0 || k.k > k.n) return "k is outside the row";
+  if (k.n >= kTopkAbsent) return "a row has 2^31 - 1 elements or more";
+  if (k.n > SLOTS && k.k > SLOTS - THREADS) {
+    static thread_local char message[160];
+    std::snprintf(message, sizeof(message),
+                  "rows of %lld elements keep at most %d on the GPU (shared-memory candidates at "
+                  "BLOCK_THREADS %d), not %lld",
+                  k.n, SLOTS - THREADS, THREADS, k.k);
+    return message;
+  }
+  if (k.rows <= 0 || k.k == 0) return nullptr;
+  ka_topk_kernel<K, THREADS><<<ka_blocks(k.rows, 1, 32LL * ka_sm_count()), THREADS, 0, stream>>>(k);
+  return nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
