@@ -196,6 +196,11 @@ FamilyMatch gemm_match(const MatchContext& context, const Term& term, const Term
   match.family = "gemm";
   match.op_params = OrderedJson::object();
   if (*epilogue != "acc") match.op_params["epilogue"] = *epilogue;
+  // Named, not left to the binder's axis names, which repeat in a square product or weight.
+  match.op_params["a"] = a->input;
+  match.op_params["a_layout"] = a->as_stored ? "mk" : "km";
+  match.op_params["b"] = b->input;
+  match.op_params["b_layout"] = b->as_stored ? "kn" : "nk";
   match.summary = fmt::format("gemm {} @ {}{} with epilogue {}", a->input, b->input,
                               b->as_stored ? "" : "^T", *epilogue);
   if (!a->as_stored) match.summary += fmt::format(" (A is `{}` transposed)", a->input);

@@ -31,10 +31,79 @@ std::optional<std::pair<std::string, bool>> other_axis(const TensorSpec& spec,
   return std::nullopt;
 }
 
-/// Picks A and B: the one pair of matrix inputs where A holds C's row axis, B C's column axis,
-/// and both the same third axis K. When the roles can be swapped (C square in one axis name),
-/// the earlier input is A.
+void check_operand_dtypes(const Definition& def, const GemmProblem& gemm) {
+  check_dtype(def, "inputs." + gemm.a.name, gemm.a.dtype);
+  check_dtype(def, "inputs." + gemm.b.name, gemm.b.dtype);
+  if (gemm.a.dtype != gemm.b.dtype)
+    mismatch(def, "inputs." + gemm.b.name + ".dtype",
+             "expected " + std::string(dtype_name(gemm.a.dtype)) + " (the dtype of " + gemm.a.name +
+                 "), got " + std::string(dtype_name(gemm.b.dtype)));
+}
+
+constexpr const char* kOperandKeys[] = {"a", "a_layout", "b", "b_layout"};
+
+const std::string& operand_param(const Definition& def, const std::string& key,
+                                 std::initializer_list<const char*> allowed = {}) {
+  const OrderedJson& params = def.ext.op_params;
+  const std::string field = "kernelarc.op_params." + key;
+  if (!params.contains(key))
+    mismatch(def, field, "missing: a, a_layout, b and b_layout come together");
+  if (!params[key].is_string()) mismatch(def, field, "expected a string");
+  const std::string& value = params[key].get_ref<const std::string&>();
+  if (allowed.size() > 0 &&
+      std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return value == a; })) {
+    std::string names;
+    for (const char* a : allowed)
+      names += (names.empty() ? "\"" : " or \"") + std::string(a) + "\"";
+    mismatch(def, field, "expected " + names + ", got \"" + value + "\"");
+  }
+  return value;
+}
+
+int input_index(const Definition& def, const std::string& field, const std::string& name) {
+  for (int i = 0; i < static_cast<int>(def.inputs.size()); ++i)
+    if (def.inputs[i].name == name) {
+      if (!is_matrix(def.inputs[i]))
+        mismatch(def, "inputs." + name + ".shape",
+                 "expected a matrix (it is operand " + field + ")");
+      return i;
+    }
+  mismatch(def, "kernelarc.op_params." + field, "no input is named \"" + name + "\"");
+}
+
+/// A and B as op_params name them ("a", "b" and their layouts "mk"/"km", "kn"/"nk"): axis names
+/// cannot tell them apart when they repeat (a square product, a square weight: K is M or N), and
+/// the recognizer, which saw the product, writes them. The shapes must agree with C's axes.
+void named_operands(const Definition& def, GemmProblem& gemm) {
+  const int a = input_index(def, "a", operand_param(def, "a"));
+  const int b = input_index(def, "b", operand_param(def, "b"));
+  if (a == b) mismatch(def, "kernelarc.op_params.b", "A and B are the same input");
+  gemm.a_k_major = operand_param(def, "a_layout", {"mk", "km"}) == "mk";
+  gemm.b_k_major = operand_param(def, "b_layout", {"kn", "nk"}) == "nk";
+  const std::vector<std::string>& a_shape = *def.inputs[a].shape;
+  const std::vector<std::string>& b_shape = *def.inputs[b].shape;
+  const std::string& a_m = a_shape[gemm.a_k_major ? 0 : 1];
+  const std::string& b_n = b_shape[gemm.b_k_major ? 0 : 1];
+  gemm.k_axis = a_shape[gemm.a_k_major ? 1 : 0];
+  const std::string& b_k = b_shape[gemm.b_k_major ? 1 : 0];
+  if (a_m != gemm.m_axis || gemm.k_axis != b_k || b_n != gemm.n_axis)
+    mismatch(def, "inputs",
+             "op_params make A " + def.inputs[a].name + " " + shape_text(a_shape) + " and B " +
+                 def.inputs[b].name + " " + shape_text(b_shape) +
+                 ", which do not multiply into C " + shape_text({gemm.m_axis, gemm.n_axis}));
+  gemm.a = gemm_tensor_of(def.inputs[a], a);
+  gemm.b = gemm_tensor_of(def.inputs[b], b);
+}
+
+/// Picks A and B: named by op_params, or else the one pair of matrix inputs where A holds C's
+/// row axis, B C's column axis, and both the same third axis K. When the roles can be swapped
+/// (C square in one axis name), the earlier input is A.
 void find_operands(const Definition& def, GemmProblem& gemm) {
+  if (std::any_of(std::begin(kOperandKeys), std::end(kOperandKeys),
+                  [&](const char* key) { return def.ext.op_params.contains(key); })) {
+    named_operands(def, gemm);
+    return;
+  }
   struct Pair {
     int a, b;
     std::string k;
@@ -72,12 +141,6 @@ void find_operands(const Definition& def, GemmProblem& gemm) {
   gemm.k_axis = pair.k;
   gemm.a_k_major = pair.a_first;  // [M, K]
   gemm.b_k_major = pair.b_first;  // [N, K]
-  check_dtype(def, "inputs." + gemm.a.name, gemm.a.dtype);
-  check_dtype(def, "inputs." + gemm.b.name, gemm.b.dtype);
-  if (gemm.a.dtype != gemm.b.dtype)
-    mismatch(def, "inputs." + gemm.b.name + ".dtype",
-             "expected " + std::string(dtype_name(gemm.a.dtype)) + " (the dtype of " + gemm.a.name +
-                 "), got " + std::string(dtype_name(gemm.b.dtype)));
 }
 
 /// The epilogue's view of an input other than A and B.
@@ -141,14 +204,18 @@ void classify_epilogue(GemmProblem& gemm) {
   }
 }
 
-/// Reads op_params: {"epilogue"?: string}. Every input that is not A or B must be read by it.
+/// Reads op_params: {"epilogue"?: string}. Every input that is not A and B must be read by it.
 void bind_epilogue(const Definition& def, GemmProblem& gemm) {
   const OrderedJson& params = def.ext.op_params;
   std::optional<std::string> text;
   for (const auto& [key, value] : params.items()) {
     const std::string field = "kernelarc.op_params." + key;
+    if (std::any_of(std::begin(kOperandKeys), std::end(kOperandKeys),
+                    [&](const char* k) { return key == k; }))
+      continue;
     if (key != "epilogue")
-      mismatch(def, field, "unknown parameter for the gemm family (known: epilogue)");
+      mismatch(def, field,
+               "unknown parameter for the gemm family (known: epilogue, a, a_layout, b, b_layout)");
     if (!value.is_string()) mismatch(def, field, "expected a string, e.g. \"gelu(acc + bias)\"");
     text = value.get<std::string>();
   }
@@ -212,6 +279,7 @@ GemmProblem analyse_gemm(const Definition& def) {
   gemm.m_axis = gemm.c.shape[0];
   gemm.n_axis = gemm.c.shape[1];
   find_operands(def, gemm);
+  check_operand_dtypes(def, gemm);
   bind_epilogue(def, gemm);
   gemm.n_inputs = static_cast<int>(def.inputs.size());
   for (const Axis& axis : def.axes) gemm.axes.push_back(axis.name);

@@ -139,16 +139,31 @@ TEST(FamilyMatch, GeluTanh) {
   expect_match("gelu", "elementwise", {{"expression", "gelu_tanh(x)"}});
 }
 
+/// The operands the recognizer names, as the gemm binder reads them.
+OrderedJson operands(const char* a, const char* a_layout, const char* b, const char* b_layout) {
+  return {{"a", a}, {"a_layout", a_layout}, {"b", b}, {"b_layout", b_layout}};
+}
+
 TEST(FamilyMatch, GemmFromTorchMm) {
-  expect_match("gemm_mm", "gemm", OrderedJson::object());
+  expect_match("gemm_mm", "gemm", operands("A", "mk", "B", "kn"));
 }
 
 TEST(FamilyMatch, GemmFromLinearWithBias) {
-  expect_match("gemm_linear_bias", "gemm", {{"epilogue", "acc + bias"}});
+  OrderedJson params = operands("x", "mk", "weight", "nk");
+  params["epilogue"] = "acc + bias";
+  expect_match("gemm_linear_bias", "gemm", params);
 }
 
 TEST(FamilyMatch, GemmWithBiasAndGeluTanhEpilogue) {
-  expect_match("gemm_bias_gelu", "gemm", annotated_params("cuda/gemm_bias_gelu_bf16_n14336_k4096"));
+  OrderedJson params = annotated_params("cuda/gemm_bias_gelu_bf16_n14336_k4096");
+  params.update(operands("x", "mk", "weight", "nk"));
+  expect_match("gemm_bias_gelu", "gemm", params);
+}
+
+// A square weight makes K and N one axis name (KernelBench's square products name all three
+// N): only the named operands bind it.
+TEST(FamilyMatch, ASquareWeightBindsThroughItsNamedOperands) {
+  expect_match("gemm_square", "gemm", operands("x", "mk", "w", "nk"));
 }
 
 TEST(FamilyMatch, SwigluMlpNamesItsWeightsFromTheGraph) {

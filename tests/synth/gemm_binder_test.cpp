@@ -141,6 +141,37 @@ TEST(GemmBinder, FindsTransposedOperandsByTheirShapes) {
   EXPECT_TRUE(contains(binding.header, "#define KA_INPUT_B 0"));
 }
 
+// One axis name for M, N and K: the names cannot say which input is A, nor how it is laid out;
+// the operands op_params name (the recognizer writes them) can.
+TEST(GemmBinder, NamedOperandsBindASquareProduct) {
+  const Definition def = make_definition(
+      {{"p", tensor({"N", "N"})}, {"q", tensor({"N", "N"})}},
+      {{"a", "q"}, {"a_layout", "km"}, {"b", "p"}, {"b_layout", "kn"}}, tensor({"N", "N"}));
+  const FamilyBinding binding = bind(def, nvrtc_template());
+  EXPECT_EQ(binding.sizes.at("M"), "N");
+  EXPECT_EQ(binding.sizes.at("K"), "N");
+  EXPECT_EQ(binding.constants.at("A_K_MAJOR"), 0);
+  EXPECT_EQ(binding.constants.at("B_K_MAJOR"), 0);
+  EXPECT_TRUE(contains(binding.header, "#define KA_INPUT_A 1"));
+  EXPECT_TRUE(contains(binding.header, "#define KA_INPUT_B 0"));
+}
+
+TEST(GemmBinder, RejectsNamedOperandsThatDoNotMultiplyIntoC) {
+  const Definition def = make_definition(
+      linear_inputs(), {{"a", "x"}, {"a_layout", "km"}, {"b", "w"}, {"b_layout", "nk"}});
+  EXPECT_TRUE(contains(input_error_of([&] { bind(def, nvrtc_template()); }),
+                       "gemm_case: inputs: op_params make A x [M, K] and B w [N, K], which do not "
+                       "multiply into C [M, N]"));
+  const Definition half = make_definition(linear_inputs(), {{"a", "x"}, {"b", "w"}});
+  EXPECT_TRUE(contains(input_error_of([&] { bind(half, nvrtc_template()); }),
+                       "kernelarc.op_params.a_layout: missing: a, a_layout, b and b_layout come "
+                       "together"));
+  const Definition unknown = make_definition(
+      linear_inputs(), {{"a", "x"}, {"a_layout", "mk"}, {"b", "v"}, {"b_layout", "nk"}});
+  EXPECT_TRUE(contains(input_error_of([&] { bind(unknown, nvrtc_template()); }),
+                       "kernelarc.op_params.b: no input is named \"v\""));
+}
+
 TEST(GemmBinder, ClassifiesABiasEpilogue) {
   OrderedJson inputs = linear_inputs();
   inputs["bias"] = tensor({"N"}, "float32");

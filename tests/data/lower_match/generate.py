@@ -86,6 +86,14 @@ def cases(repo):
                    "bias": {"shape": ["N"], "dtype": "bfloat16"}},
         "outputs": {"output": {"shape": ["M", "N"], "dtype": "bfloat16"}},
         "reference": header(["x", "weight", "bias"]) + "    return F.linear(x, weight, bias)\n"}
+    # A square weight (an attention output projection): K and N are one axis name.
+    linear_square = {
+        "name": "linear_square", "op_type": "gemm",
+        "axes": {"T": {"type": "var"}, "H": {"type": "const", "value": 64}},
+        "inputs": {"x": {"shape": ["T", "H"], "dtype": "float32"},
+                   "w": {"shape": ["H", "H"], "dtype": "float32"}},
+        "outputs": {"y": {"shape": ["T", "H"], "dtype": "float32"}},
+        "reference": header(["x", "w"]) + "    return F.linear(x, w)\n"}
     # A GeGLU MLP whose weights' names say nothing: the up projection is listed first.
     mlp_unnamed = {
         "name": "mlp_unnamed", "op_type": "ffn",
@@ -130,6 +138,7 @@ def cases(repo):
         "gemm_mm": sol_example(repo, "cutlass/gemm") if repo else None,
         "gemm_linear_bias": linear_bias,
         "gemm_bias_gelu": problem("cuda/gemm_bias_gelu_bf16_n14336_k4096"),
+        "gemm_square": linear_square,
         "olmo3_post_norm": sol_example(repo, "triton/olmo3_post_norm") if repo else None,
         "nemotron_rms_norm": sol_example(repo, "triton/nemotron_rms_norm") if repo else None,
         "middle_sum": middle,
