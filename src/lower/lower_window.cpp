@@ -4,10 +4,12 @@
 // input at out_idx * stride - padding + win_idx * dilation; positions outside the input are
 // masked with where() and their coords clamped into range, so no load leaves its buffer
 // whatever order a code generator evaluates operands in. A 1x1 convolution with stride 1, no
-// padding and one group is a GEMM over channels per batch and becomes a matmul kernel.
+// padding and one group is a GEMM over channels per batch and becomes a matmul kernel; any other
+// convolution of one group with a long enough reduction is im2col + matmul (lower_convolution).
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -426,6 +428,17 @@ struct Convolution {
   std::vector<int64_t> stride, padding, dilation, output_padding;
   bool transposed = false;
   int64_t groups = 1;
+
+  /// Spatial dim j of a convolution that is not transposed, over an input of `in_size`.
+  WindowAxis axis(std::size_t j, const SymSize& in_size) const {
+    WindowAxis result;
+    result.in_size = in_size;
+    result.stride = SymSize::constant(stride[j]);
+    result.padding = padding[j];
+    result.dilation = dilation[j];
+    result.mask_low = result.mask_high = padding[j] > 0;
+    return result;
+  }
 };
 
 /// A LOAD of `view`; unlike a product operand's, coords that are the constant 0 are dropped too.
@@ -442,14 +455,8 @@ Json window_operand_load(const StoredAt& view, const Coords& coords) {
           {"coords", coords_json}};
 }
 
-/// out[n, co, p] = sum_ci w[co, ci] * x[n, ci, p] over the flattened positions p: a matmul
-/// with batch n, m = co, n = p, k = ci. The output's spatial coords unflatten the matmul's n.
-int lower_pointwise_convolution(Lowering& l, const Convolution& conv, const Shape& out, DType dtype,
-                                const std::string& origin) {
-  const Shape x_shape = l.tensor(conv.x).shape;
-  const Shape spatial(out.begin() + 2, out.end());
-  const StoredAt x_view = stored_view(l, conv.x);
-  const StoredAt w_view = stored_view(l, conv.weight);
+/// The spatial coords of flat position p = ["idx", 2] over `spatial` (row-major).
+Coords unflattened_positions(const Shape& spatial) {
   Coords positions(spatial.size());
   SymSize inner = SymSize::constant(1);
   for (std::size_t j = spatial.size(); j-- > 0;) {
@@ -458,17 +465,23 @@ int lower_pointwise_convolution(Lowering& l, const Convolution& conv, const Shap
     positions[j] = coord;
     inner = inner * spatial[j];
   }
-  Coords x_coords = {x_shape[0].is_one() ? ilit(0) : idx(0), idx(3)};
-  Coords w_coords = {idx(1), idx(3)};
-  x_coords.insert(x_coords.end(), positions.begin(), positions.end());
-  w_coords.insert(w_coords.end(), spatial.size(), ilit(0));
+  return positions;
+}
+
+/// The matmul kernel of a convolution without groups: batch n, m = out channels, n = the output's
+/// flattened positions p, k = `reduction`, with operands `a` (over m, k) and `b` (over batch, k,
+/// n). Its result is the output at [n, co, p unflattened into the spatial dims].
+int add_convolution_matmul(Lowering& l, const Shape& out, const SymSize& reduction, Json a, Json b,
+                           DType dtype, const std::string& origin) {
+  const Shape spatial(out.begin() + 2, out.end());
+  const Coords positions = unflattened_positions(spatial);
   const int k = l.new_kernel({{"kind", "matmul"},
                               {"batch", Json::array({out[0].text()})},
                               {"m", out[1].text()},
                               {"n", product(spatial).text()},
-                              {"k", x_shape[1].text()},
-                              {"a", window_operand_load(w_view, w_coords)},
-                              {"b", window_operand_load(x_view, x_coords)}},
+                              {"k", reduction.text()},
+                              {"a", std::move(a)},
+                              {"b", std::move(b)}},
                              "matmul");
   Coords at = {idx(0), idx(1)};
   at.insert(at.end(), positions.begin(), positions.end());
@@ -481,9 +494,99 @@ int lower_pointwise_convolution(Lowering& l, const Convolution& conv, const Shap
   tensor.kernel = k;
   tensor.ref = Json::array({"acc"});
   tensor.at = at;
+  return l.add_tensor(std::move(tensor));
+}
+
+/// out[n, co, p] = sum_ci w[co, ci] * x[n, ci, p] over the flattened positions p: a matmul
+/// with batch n, m = co, n = p, k = ci. The output's spatial coords unflatten the matmul's n.
+int lower_pointwise_convolution(Lowering& l, const Convolution& conv, const Shape& out, DType dtype,
+                                const std::string& origin) {
+  const Shape x_shape = l.tensor(conv.x).shape;
+  const StoredAt x_view = stored_view(l, conv.x);
+  const StoredAt w_view = stored_view(l, conv.weight);
+  const Coords positions = unflattened_positions(Shape(out.begin() + 2, out.end()));
+  Coords x_coords = {x_shape[0].is_one() ? ilit(0) : idx(0), idx(3)};
+  Coords w_coords = {idx(1), idx(3)};
+  x_coords.insert(x_coords.end(), positions.begin(), positions.end());
+  w_coords.insert(w_coords.end(), positions.size(), ilit(0));
+  const int result =
+      add_convolution_matmul(l, out, x_shape[1], window_operand_load(w_view, w_coords),
+                             window_operand_load(x_view, x_coords), dtype, origin);
   l.notes.push_back(
       fmt::format("{}: a 1x1 convolution, lowered as a matmul over channels", origin));
-  return l.add_tensor(std::move(tensor));
+  return result;
+}
+
+/// A convolution without groups reduces over K = in channels x kernel window elements; below
+/// this K it stays a direct reduce kernel, from it on it is im2col + matmul. Under 16 the product
+/// is shorter than one k step of a tensor-core MMA (16 for 16-bit types) and of cuBLASLt's
+/// tiles: the matmul is bound by reading col and writing the output, so the col pass (K elements
+/// written and read again per output position, 2*N*K*P in all) costs about what the whole direct
+/// kernel does, which writes only the output and reads its K inputs per element from cache.
+/// From 16 on, the direct kernel's K multiply-adds per output element on CUDA cores, each
+/// reading x and w again, grow with K while the matmul reuses each col element across a tile
+/// of output channels. An estimate, not a measured crossover: a conv with many output channels
+/// and K < 16 (3 input channels and a 1x3 kernel, say) stays direct.
+constexpr int64_t kIm2colMinReduction = 16;
+
+/// im2col + matmul: a pointwise kernel writes col[n, ci, r..., o...] = x[n, ci, o * stride -
+/// padding + r * dilation] (0 outside the input, masked and clamped as WindowAxis does), row-major
+/// so that it is col[n, K, P] with K = C_in * prod(kernel) in the weight's own order (ci, then
+/// the kernel dims) and P = prod(output spatial); then one matmul per batch, out[n] = w[C_out, K]
+/// . col[n], whose operands are plain strided matrices (no floordiv/mod in their coords) and so
+/// may run through cuBLASLt (synth/library_matmul.h).
+///
+/// Cost: col holds N*K*P elements of x's dtype, about prod(kernel) / prod(stride) times the
+/// input (9x for a 3x3 kernel at stride 1, 27x for 3x3x3): a float32 batch of 16 x 3 x 256 x 256
+/// with a 3x3 kernel needs 16 * 27 * 254^2 floats, 111 MB of workspace, written once and read
+/// by the matmul. On cuBLASLt's route the product also passes through a float32 temp of
+/// N*C_out*P elements (the output's size), because the output's store unflattens p. Reading x
+/// through div/mod coords of the matmul's k and n instead (implicit GEMM) would need no temp,
+/// but no library reads such an operand: only the generated kernel could run it, at a third of
+/// cuBLAS's rate on Hopper.
+int lower_im2col_convolution(Lowering& l, const Convolution& conv, const StoredAt& w_view,
+                             const Shape& out, DType dtype, const std::string& origin) {
+  const Shape x_shape = l.tensor(conv.x).shape;
+  const Shape w_shape = l.tensor(conv.weight).shape;
+  const std::size_t rank = w_shape.size() - 2;
+  std::vector<WindowAxis> axes;
+  for (std::size_t j = 0; j < rank; ++j) axes.push_back(conv.axis(j, x_shape[2 + j]));
+  // [n, ci, kernel..., out spatial...]
+  Shape col_shape = {x_shape[0], w_shape[1]};
+  col_shape.insert(col_shape.end(), w_shape.begin() + 2, w_shape.end());
+  col_shape.insert(col_shape.end(), out.begin() + 2, out.end());
+  const int x = conv.x;
+  const int col = add_pointwise(
+      l, col_shape, l.tensor(x).dtype, origin, [x, axes, rank](Ctx& ctx, const Coords& c) {
+        Coords x_coords = {c[0], c[1]};
+        Json valid;
+        for (std::size_t j = 0; j < rank; ++j) {
+          const Json& r = c[2 + j];
+          const Json& o = c[2 + rank + j];
+          valid = both(valid, axes[j].valid(o, r));
+          x_coords.push_back(axes[j].clamped(o, r));
+        }
+        const Json value = ctx.lowering.float_element(ctx, x, x_coords);
+        return valid.is_null() ? value : op("where", {valid, value, flit(0)});
+      });
+  // Stored by a pointwise kernel of its own, in x's dtype: the values are x's.
+  const StoredAt col_view = l.materialize_now(col, StoredFor::Operand);
+  const SymSize reduction = product(Shape(w_shape.begin() + 1, w_shape.end()));
+  const SymSize positions = product(Shape(out.begin() + 2, out.end()));
+  const StoredAt a_view{w_view.buffer, w_view.offset, {reduction, SymSize::constant(1)}, -1};
+  const StoredAt b_view{col_view.buffer,
+                        SymSize::constant(0),
+                        {reduction * positions, positions, SymSize::constant(1)},
+                        col_view.kernel};
+  const Json a = window_operand_load(a_view, {idx(1), idx(3)});
+  const Json b =
+      window_operand_load(b_view, {x_shape[0].is_one() ? ilit(0) : idx(0), idx(3), idx(2)});
+  const int result = add_convolution_matmul(l, out, reduction, a, b, dtype, origin);
+  l.notes.push_back(fmt::format(
+      "{}: a convolution over K = {} in-channel x window elements, lowered as im2col + matmul "
+      "(col temp {} of {} elements)",
+      origin, reduction.text(), col_view.buffer, product(col_shape).text()));
+  return result;
 }
 
 /// The direct convolution: a sum stage over [input channels of the group, kernel...].
@@ -519,12 +622,7 @@ int lower_direct_convolution(Lowering& l, const Convolution& conv, const Shape& 
       valid = both(valid, both(op("ge", {i, ilit(0)}), op("lt", {i, size_expr(in_size)})));
       x_coords.push_back(op("min", {op("max", {i, ilit(0)}), isub(size_expr(in_size), ilit(1))}));
     } else {
-      WindowAxis axis;
-      axis.in_size = in_size;
-      axis.stride = SymSize::constant(conv.stride[j]);
-      axis.padding = conv.padding[j];
-      axis.dilation = conv.dilation[j];
-      axis.mask_low = axis.mask_high = conv.padding[j] > 0;
+      const WindowAxis axis = conv.axis(j, in_size);
       valid = both(valid, axis.valid(o, r));
       x_coords.push_back(axis.clamped(o, r));
     }
@@ -541,6 +639,29 @@ int lower_direct_convolution(Lowering& l, const Convolution& conv, const Shape& 
                                     ctx.lowering.float_element(ctx, conv.weight, w_coords)});
     return valid.is_null() ? product : op("where", {valid, product, flit(0)});
   });
+}
+
+/// The weight as a row-major [C_out, K] matrix when the convolution is im2col + matmul, else
+/// nullopt. It stays direct when transposed (an output reads only the inputs its position reaches
+/// through the stride: im2col would read a zero-stuffed input, col2im scatter the product), with
+/// groups (one matmul per group; a depthwise one has one output channel per group and K = the
+/// window alone, so each col element would feed one multiply-add), or when K is known to be under
+/// kIm2colMinReduction (a K of var axes is taken as long).
+std::optional<StoredAt> im2col_weight(Lowering& l, const Convolution& conv,
+                                      const std::string& origin) {
+  const Shape w_shape = l.tensor(conv.weight).shape;
+  const SymSize reduction = product(Shape(w_shape.begin() + 1, w_shape.end()));
+  if (conv.transposed || conv.groups != 1) return std::nullopt;
+  if (reduction.is_constant() && reduction.coefficient() < kIm2colMinReduction) return std::nullopt;
+  const StoredAt weight = stored_view(l, conv.weight);
+  if (is_contiguous(weight.strides, w_shape)) return weight;
+  // A permuted view of the weight is copied row-major first (C_out * K elements, a pass over the
+  // weight per call), so that A stays a plain strided matrix.
+  const int w = conv.weight;
+  const int copy =
+      add_pointwise(l, w_shape, l.tensor(w).dtype, origin,
+                    [w](Ctx& ctx, const Coords& c) { return ctx.lowering.element(ctx, w, c); });
+  return l.materialize_now(copy, StoredFor::Operand);
 }
 
 bool lower_convolution(Lowering& l, const GraphNode& node, std::string_view name) {
@@ -587,8 +708,14 @@ bool lower_convolution(Lowering& l, const GraphNode& node, std::string_view name
       std::all_of(conv.stride.begin(), conv.stride.end(), [](int64_t s) { return s == 1; }) &&
       std::all_of(conv.padding.begin(), conv.padding.end(), [](int64_t p) { return p == 0; });
   const DType accumulated = conv.bias ? l.compute_dtype : dtype;
-  int result = pointwise ? lower_pointwise_convolution(l, conv, out, accumulated, args.origin)
-                         : lower_direct_convolution(l, conv, out, accumulated, args.origin);
+  int result = -1;
+  if (pointwise) {
+    result = lower_pointwise_convolution(l, conv, out, accumulated, args.origin);
+  } else if (const auto weight = im2col_weight(l, conv, args.origin)) {
+    result = lower_im2col_convolution(l, conv, *weight, out, accumulated, args.origin);
+  } else {
+    result = lower_direct_convolution(l, conv, out, accumulated, args.origin);
+  }
   if (conv.bias) {
     const int sum = result;
     const int bias = *conv.bias;

@@ -60,7 +60,7 @@ INSTANTIATE_TEST_SUITE_P(Kinds, FusedCpuGuard,
                                            "argmax_middle", "mse_scalar",
                                            "cumsum_reverse_exclusive", "bmm_bias_relu",
                                            "cross_entropy_gather", "mm_f32", "scatter_index_add",
-                                           "topk_route"));
+                                           "topk_route", "conv2d_strided_bias_f32"));
 
 TEST(FusedCpuGuardWrongPlan, AWrongStrideFailsNumerically) {
   const std::vector<Trace> traces = evaluate_default_point("wrong_stride");

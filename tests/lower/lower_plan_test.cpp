@@ -336,11 +336,12 @@ TEST(LowerPlan, RopeThroughAStackOfInterleavedPairsIsOnePointwiseKernel) {
   });
 }
 
-TEST(LowerPlan, ConvolutionIsADirectReduceKernel) {
-  // More cases, checked through the interpreter, are in window_lower_test.cpp.
+TEST(LowerPlan, ConvolutionIsIm2colAndAMatmul) {
+  // K = 2 channels x 3x3 = 18 elements: long enough for im2col. More cases, checked through the
+  // interpreter (the direct form's too), are in window_lower_test.cpp.
   const Case c = lower_case("conv");
   ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
-  EXPECT_EQ(kernel_kinds(c.lowering.plan), std::vector<std::string>{"reduce"});
+  EXPECT_EQ(kernel_kinds(c.lowering.plan), (std::vector<std::string>{"pointwise", "matmul"}));
 }
 
 }  // namespace

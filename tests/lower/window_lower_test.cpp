@@ -1,15 +1,19 @@
-// Pooling and convolution lowered as reduce kernels (or a matmul for a 1x1 convolution), on op
-// graphs as the tracer writes them (tests/data/lower_window/<case>, traced with torch 1.13 from
-// the definition next to them). The plan's semantics go through the reference interpreter and
-// are compared with direct loops written here the way torch's CPU kernels compute them.
+// Pooling and convolution lowered as reduce kernels (a matmul for a 1x1 convolution, im2col and
+// a matmul for other convolutions of one group), on op graphs as the tracer writes them
+// (tests/data/lower_window/<case>, traced with torch 1.13 from the definition next to them). The
+// plan's semantics go through the reference interpreter and are compared with direct loops
+// written here the way torch's CPU kernels compute them.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <gtest/gtest.h>
 
 #include "lower_case.h"
+#include "synth/kernel_plan.h"
+#include "synth/library_matmul.h"
 
 namespace kernelarc {
 namespace {
@@ -309,23 +313,67 @@ std::vector<double> convolution(const ConvSpec& s, const std::vector<double>& x,
   return out;
 }
 
-void check_convolution(const Case& c, const ConvSpec& s) {
-  check_semantics(c, {{"n", s.batch}}, [&](const PlanBuffers& in) {
+/// `vars`: the batch as axis n unless given (a case whose batch is a constant has none).
+void check_convolution(const Case& c, const ConvSpec& s,
+                       std::optional<AxisValues> vars = std::nullopt) {
+  check_semantics(c, vars.value_or(AxisValues{{"n", s.batch}}), [&](const PlanBuffers& in) {
     const auto bias = in.find("b");
     return PlanBuffers{{"output", convolution(s, in.at("x"), in.at("w"),
                                               bias == in.end() ? nullptr : &bias->second)}};
   });
 }
 
-TEST(LowerWindow, Conv2dWithStridePaddingDilationAndBias) {
+/// Whether every coord of a LOAD is a plain index dim: no floordiv, mod or clamp.
+bool plain_coords(const Json& access) {
+  return std::all_of(access["coords"].begin(), access["coords"].end(),
+                     [](const Json& coord) { return coord[0] == "idx"; });
+}
+
+/// The im2col form's plan: kernel `col` (pointwise) writes a temp that the matmul after it
+/// reads as B, both operands plain strided matrices, so that cuBLASLt's route takes the product.
+void expect_im2col(const Case& c, std::size_t col, const std::string& k) {
+  const Json& plan = c.lowering.plan;
+  ASSERT_GT(plan["kernels"].size(), col + 1);
+  ASSERT_EQ(plan["kernels"][col]["kind"], "pointwise");
+  const Json& matmul = plan["kernels"][col + 1];
+  ASSERT_EQ(matmul["kind"], "matmul");
+  EXPECT_EQ(matmul["k"], k);
+  const Json& stores = plan["kernels"][col]["stores"];
+  ASSERT_EQ(stores.size(), 1u);
+  EXPECT_EQ(matmul["b"]["buffer"], stores[0]["buffer"]) << "B is the col temp";
+  EXPECT_EQ(matmul["a"]["buffer"], "w");
+  EXPECT_TRUE(plain_coords(matmul["a"])) << matmul["a"].dump();
+  EXPECT_TRUE(plain_coords(matmul["b"])) << matmul["b"].dump();
+  EXPECT_TRUE(has_note(c, "lowered as im2col + matmul"));
+  EXPECT_FALSE(has_note(c, "direct convolution"));
+  const LibraryPlan library = with_library_matmuls(parse_kernel_plan(plan, "lowered"));
+  ASSERT_EQ(library.matmuls.size(), 1u) << "cuBLASLt's route does not take the product";
+  EXPECT_EQ(library.matmuls[0].kernel, col + 1);
+}
+
+void expect_direct(const Case& c) {
+  EXPECT_EQ(kernel_kinds(c.lowering.plan), std::vector<std::string>{"reduce"});
+  EXPECT_TRUE(has_note(c, "direct convolution: correct, not tuned"));
+  EXPECT_FALSE(has_note(c, "im2col"));
+}
+
+TEST(LowerWindow, Conv2dWithStridePaddingDilationAndBiasIsIm2colAndAMatmul) {
   const Case c = window_case("conv2d_strided");
   ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
-  ASSERT_EQ(kernel_kinds(c.lowering.plan), std::vector<std::string>{"reduce"});
-  const Json& kernel = c.lowering.plan["kernels"][0];
-  EXPECT_EQ(kernel["domain"], Json::array({"n", "4", "3", "11"}));
-  EXPECT_EQ(kernel["reduce"], Json::array({"3", "3", "2"}));
-  EXPECT_EQ(temp_count(c.lowering.plan), 0) << "the bias is added in the kernel's store";
-  EXPECT_TRUE(has_note(c, "direct convolution: correct, not tuned"));
+  ASSERT_EQ(kernel_kinds(c.lowering.plan), (std::vector<std::string>{"pointwise", "matmul"}));
+  // col[n, ci, r0, r1, o0, o1]: K = 3 * 3 * 2 = 18 rows of P = 3 * 11 positions per batch.
+  const Json& col = c.lowering.plan["kernels"][0];
+  EXPECT_EQ(col["domain"], Json::array({"n", "3", "3", "2", "3", "11"}));
+  const Json& matmul = c.lowering.plan["kernels"][1];
+  EXPECT_EQ(matmul["batch"], Json::array({"n"}));
+  EXPECT_EQ(matmul["m"], "4");
+  EXPECT_EQ(matmul["n"], "33");
+  EXPECT_EQ(matmul["a"]["strides"], Json::array({"18", "1"}));
+  EXPECT_EQ(matmul["b"]["strides"], Json::array({"594", "33", "1"}));
+  EXPECT_EQ(temp_count(c.lowering.plan), 1) << "col; the bias is the matmul's epilogue";
+  EXPECT_EQ(c.lowering.plan["buffers"].back()["elements"], "n*594");
+  EXPECT_EQ(c.lowering.plan["buffers"].back()["dtype"], "float32") << "x's dtype";
+  expect_im2col(c, 0, "18");
   ConvSpec s;
   s.in_channels = 3;
   s.out_channels = 4;
@@ -341,6 +389,7 @@ TEST(LowerWindow, Conv2dWithStridePaddingDilationAndBias) {
 TEST(LowerWindow, DepthwiseConv2dWithAChannelMultiplier) {
   const Case c = window_case("conv2d_depthwise");
   ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  expect_direct(c);  // groups > 1 (depthwise) keep the direct form
   EXPECT_EQ(c.lowering.plan["kernels"][0]["reduce"], Json::array({"1", "3", "3"}));
   ConvSpec s;
   s.in_channels = 4;
@@ -353,8 +402,11 @@ TEST(LowerWindow, DepthwiseConv2dWithAChannelMultiplier) {
   check_convolution(c, s);
 }
 
-TEST(LowerWindow, Conv1dWithStride) {
+TEST(LowerWindow, Conv1dWithAShortReductionStaysDirect) {
   const Case c = window_case("conv1d");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  expect_direct(c);  // K = 3 * 4 = 12, under the im2col threshold of 16
+  EXPECT_EQ(c.lowering.plan["kernels"][0]["reduce"], Json::array({"3", "4"}));
   ConvSpec s;
   s.in_channels = 3;
   s.out_channels = 5;
@@ -368,7 +420,7 @@ TEST(LowerWindow, Conv1dWithStride) {
 TEST(LowerWindow, ConvTranspose2dGathersTheInputsThatReachEachOutput) {
   const Case c = window_case("conv_transpose2d");
   ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
-  ASSERT_EQ(kernel_kinds(c.lowering.plan), std::vector<std::string>{"reduce"});
+  expect_direct(c);
   EXPECT_EQ(c.lowering.plan["kernels"][0]["reduce"], Json::array({"2", "3", "3"}));
   ConvSpec s;
   s.in_channels = 4;
@@ -381,6 +433,77 @@ TEST(LowerWindow, ConvTranspose2dGathersTheInputsThatReachEachOutput) {
   s.padding = {0, 1, 1};
   s.transposed = true;
   check_convolution(c, s);
+}
+
+TEST(LowerWindow, Conv3dWithStrideAndPaddingIsIm2colAndAMatmul) {
+  const Case c = window_case("conv3d_padded");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  ASSERT_EQ(kernel_kinds(c.lowering.plan), (std::vector<std::string>{"pointwise", "matmul"}));
+  EXPECT_EQ(c.lowering.plan["kernels"][0]["domain"],
+            Json::array({"n", "2", "2", "3", "2", "5", "2", "4"}));
+  expect_im2col(c, 0, "24");
+  check_convolution(c, {.in_channels = 2,
+                        .out_channels = 3,
+                        .in = {4, 5, 6},
+                        .out = {5, 2, 4},
+                        .kernel = {2, 3, 2},
+                        .stride = {1, 2, 2},
+                        .padding = {1, 0, 1}});
+}
+
+TEST(LowerWindow, Conv1dOfOneBatchWithDilationAndPaddingIsIm2colAndAMatmul) {
+  const Case c = window_case("conv1d_dilated_padded");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  ASSERT_EQ(kernel_kinds(c.lowering.plan), (std::vector<std::string>{"pointwise", "matmul"}));
+  expect_im2col(c, 0, "20");
+  // A batch of one: B has no batch coord.
+  EXPECT_EQ(c.lowering.plan["kernels"][1]["b"]["coords"].size(), 2u);
+  const ConvSpec s{.batch = 1,
+                   .in_channels = 4,
+                   .out_channels = 5,
+                   .in = {1, 1, 12},
+                   .out = {1, 1, 5},
+                   .kernel = {1, 1, 5},
+                   .stride = {1, 1, 2},
+                   .padding = {0, 0, 3},
+                   .dilation = {1, 1, 2}};
+  check_convolution(c, s, AxisValues{});
+}
+
+TEST(LowerWindow, Im2colInlinesTheInputsWorkAndCopiesATransposedWeight) {
+  // relu(conv2d(tanh(x), w.transpose(0, 1), b, padding=1)): tanh runs in the col kernel, the
+  // weight view is copied row-major so that A stays a plain matrix, bias and relu are the
+  // matmul's epilogue.
+  const Case c = window_case("conv2d_tanh_relu");
+  ASSERT_TRUE(c.lowering.ok) << c.lowering.reason;
+  ASSERT_EQ(kernel_kinds(c.lowering.plan),
+            (std::vector<std::string>{"pointwise", "pointwise", "matmul"}));
+  const Json& plan = c.lowering.plan;
+  EXPECT_EQ(temp_count(plan), 2) << "the weight's copy and col";
+  EXPECT_NE(plan["kernels"][1]["stores"][0]["value"].dump().find("tanh"), std::string::npos);
+  EXPECT_EQ(plan["kernels"][2]["a"]["buffer"], plan["kernels"][0]["stores"][0]["buffer"]);
+  EXPECT_NE(plan["kernels"][2]["stores"][0]["value"].dump().find("relu"), std::string::npos);
+  const Json& matmul = plan["kernels"][2];
+  EXPECT_TRUE(plain_coords(matmul["a"]) && plain_coords(matmul["b"]));
+  EXPECT_EQ(with_library_matmuls(parse_kernel_plan(plan, "lowered")).matmuls.size(), 1u);
+  const ConvSpec s{.in_channels = 4,
+                   .out_channels = 6,
+                   .in = {1, 5, 6},
+                   .out = {1, 5, 6},
+                   .kernel = {1, 3, 3},
+                   .padding = {0, 1, 1}};
+  check_semantics(c, {{"n", s.batch}}, [&](const PlanBuffers& in) {
+    std::vector<double> x = in.at("x");
+    for (double& v : x) v = std::tanh(v);
+    std::vector<double> w(in.at("w").size());  // [ci 4, co 6, 3, 3] -> [co, ci, 3, 3]
+    for (std::size_t ci = 0; ci < 4; ++ci)
+      for (std::size_t co = 0; co < 6; ++co)
+        for (std::size_t r = 0; r < 9; ++r)
+          w[(co * 4 + ci) * 9 + r] = in.at("w")[(ci * 6 + co) * 9 + r];
+    std::vector<double> out = convolution(s, x, w, &in.at("b"));
+    for (double& v : out) v = std::max(v, 0.0);
+    return PlanBuffers{{"output", out}};
+  });
 }
 
 TEST(LowerWindow, PointwiseConvolutionIsAMatmulOverChannels) {

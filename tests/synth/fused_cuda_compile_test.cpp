@@ -127,15 +127,13 @@ TEST_P(FusedCudaCompile, CompilesAtThreeKnobPoints) {
   if (!failed) std::filesystem::remove_all(root, ignored);
 }
 
-INSTANTIATE_TEST_SUITE_P(Plans, FusedCudaCompile,
-                         ::testing::Values("pointwise_bcast_bf16", "softmax_bf16", "mse_scalar",
-                                           "sum_middle", "argmax_middle",
-                                           "cumsum_reverse_exclusive", "bmm_bias_gelu_bf16",
-                                           "mm_f32", "decoder_mlp_block_bf16", "scatter_index_add",
-                                           "topk_route", "topk_long_rows"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return info.param;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Plans, FusedCudaCompile,
+    ::testing::Values("pointwise_bcast_bf16", "softmax_bf16", "mse_scalar", "sum_middle",
+                      "argmax_middle", "cumsum_reverse_exclusive", "bmm_bias_gelu_bf16", "mm_f32",
+                      "decoder_mlp_block_bf16", "scatter_index_add", "topk_route", "topk_long_rows",
+                      "conv2d_strided_bias_f32"),
+    [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // Which paths the generator offers each plan: packs where a walk is contiguous, tensor cores
 // only for 16-bit operands that are both k-contiguous, the layouts the drivers dispatch on.
