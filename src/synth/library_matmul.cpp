@@ -143,6 +143,25 @@ PlanKernel epilogue_kernel(const PlanKernel& matmul, const std::vector<PlanStore
   return epilogue;
 }
 
+/// The stride of an affine access along index dim `dim`, as the SIZE expressions it sums.
+std::vector<std::string> dim_strides(const PlanAccess& access, int dim) {
+  std::vector<std::string> strides;
+  for (std::size_t j = 0; j < access.coords.size(); ++j)
+    if (access.coords[j].op == "idx" && access.coords[j].integer == dim)
+      strides.push_back(access.strides[j]);
+  return strides;
+}
+
+/// Whether C walks every dim of the product (batch..., m, n) as D does: cuBLASLt reads C with
+/// D's layout, so a bias broadcast over m (no stride along it) is no C (ka_lt_matmul would refuse
+/// it at run time, and the plan's own kernel would run instead of the library's). Strides are
+/// compared as written, so a C whose equal strides are spelled otherwise takes the temp route.
+bool walks_like(const PlanAccess& c, const PlanAccess& d, int dims) {
+  for (int dim = 0; dim < dims; ++dim)
+    if (dim_strides(c, dim) != dim_strides(d, dim)) return false;
+  return true;
+}
+
 /// The direct route for `product_store`, the matmul's one store that reads the product, where
 /// cuBLASLt can write it: D = alpha A.B (+ C).
 std::optional<LibraryMatmul> direct_route(const KernelPlan& plan, const PlanKernel& kernel,
@@ -153,8 +172,10 @@ std::optional<LibraryMatmul> direct_route(const KernelPlan& plan, const PlanKern
   const std::optional<DirectValue> value = direct_value(product_store.value, destination);
   if (!value || !library_destination(operands, destination)) return std::nullopt;
   const PlanAccess* residual = value->residual ? kernel.find_load(*value->residual) : nullptr;
+  const int dims = static_cast<int>(kernel.batch.size()) + 2;
   if (value->residual && !(residual && is_affine_access(*residual) &&
-                           plan.find_buffer(residual->buffer)->dtype == destination)) {
+                           plan.find_buffer(residual->buffer)->dtype == destination &&
+                           walks_like(*residual, product_store.access, dims))) {
     return std::nullopt;
   }
   LibraryMatmul route;

@@ -57,6 +57,21 @@ TEST(LibraryMatmul, TakesAResidualAsCAndALiteralAsAlpha) {
   EXPECT_FALSE(scaled.matmuls[0].epilogue);
 }
 
+// A bias broadcast over the rows (a linear layer's) is no C for cuBLASLt, which reads C with D's
+// layout: as C it was refused at run time, and the plan's own kernel ran instead of the library.
+TEST(LibraryMatmul, ABiasBroadcastOverRowsGoesThroughTheEpilogueNotAsC) {
+  OrderedJson json = plan_json("fused_cuda/mm_residual_kn_bf16");
+  json["kernels"][0]["loads"]["r"]["strides"] = OrderedJson::parse(R"(["n", "1"])");
+  json["kernels"][0]["loads"]["r"]["coords"] = OrderedJson::parse(R"([["idx", 0], ["idx", 2]])");
+  const LibraryPlan library = routes_of(json);
+  ASSERT_EQ(library.matmuls.size(), 1u);
+  const LibraryMatmul& route = library.matmuls[0];
+  EXPECT_FALSE(route.c);
+  EXPECT_NE(route.d.buffer, "out");  // the float32 product temp
+  ASSERT_TRUE(route.epilogue);
+  EXPECT_NE(library.plan.kernels.at(*route.epilogue).find_load("r"), nullptr);
+}
+
 TEST(LibraryMatmul, AStoreThatDoesNotReadTheProductLeavesTheProductDirect) {
   // A decoder block's residual sum, fused into the down projection's kernel because its shape
   // fits there: the product still goes straight to its output, and the sum to a kernel of its
@@ -110,6 +125,32 @@ TEST(LibraryMatmul, MovesOtherEpiloguesIntoAPointwiseKernelOverTheProduct) {
   EXPECT_NE(epilogue.find_load("bias"), nullptr);
   // The matmul itself is untouched: the generated kernel still computes the whole epilogue.
   EXPECT_TRUE(mentions(library.plan.kernels[0].stores[0].value, "acc"));
+}
+
+TEST(LibraryMatmul, AnIm2colConvolutionReadsPlainOperandsAndWritesThroughTheEpilogue) {
+  // conv2d as the lowering writes it: a pointwise kernel stores col, the matmul reads the
+  // weight as [C_out, K] and col as [K, P] (plain strides: the route takes it), and its store
+  // unflattens P into the output's rows and columns (floordiv/mod: not a destination cuBLASLt
+  // can write), so the product and its bias go through the epilogue kernel.
+  const KernelPlan original =
+      parse_kernel_plan(plan_json("fused_cuda/conv2d_strided_bias_f32"), "t");
+  ASSERT_EQ(original.kernels.size(), 2u);
+  const PlanKernel& matmul = original.kernels[1];
+  ASSERT_EQ(matmul.kind, PlanKernelKind::Matmul);
+  EXPECT_TRUE(is_affine_access(matmul.a));
+  EXPECT_TRUE(is_affine_access(matmul.b));
+  EXPECT_EQ(matmul.b.buffer, original.kernels[0].stores[0].access.buffer);
+  EXPECT_FALSE(is_affine_access(matmul.stores[0].access));
+  const LibraryPlan library = with_library_matmuls(original);
+  ASSERT_EQ(library.matmuls.size(), 1u);
+  const LibraryMatmul& route = library.matmuls[0];
+  EXPECT_EQ(route.kernel, 1u);
+  ASSERT_TRUE(route.epilogue);
+  EXPECT_EQ(library.plan.buffers.back().name, route.d.buffer);
+  EXPECT_EQ(library.plan.buffers.back().dtype, DType::Float32);
+  const PlanKernel& epilogue = library.plan.kernels.at(*route.epilogue);
+  EXPECT_TRUE(mentions(epilogue.stores[0].value, "load", "ka_product"));
+  EXPECT_NE(epilogue.find_load("bias_0"), nullptr);
 }
 
 TEST(LibraryMatmul, KeepsTheGeneratedKernelForGathersAndFloat64) {
