@@ -1,6 +1,8 @@
 #include "lower/simplify_plan.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -65,6 +67,74 @@ bool is_comparison(const std::string& name) {
          name == "ne";
 }
 
+std::optional<int64_t> literal_int(const Json& e) {
+  if (e.is_array() && e.size() == 2 && e[0] == "i" && e[1].is_number_integer())
+    return e[1].get<int64_t>();
+  return std::nullopt;
+}
+
+std::optional<int64_t> literal_stride(const Json& stride) {
+  if (!stride.is_string()) return std::nullopt;
+  const std::string& text = stride.get_ref<const std::string&>();
+  if (text.empty() || text.size() > 18 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoll(text);
+}
+
+/// e // c and its stride, or e // c % d: the high part of a split position.
+struct HighPart {
+  Json e;
+  int64_t c = 0;
+  std::optional<int64_t> d;
+};
+
+std::optional<HighPart> high_part(const Json& coord) {
+  if (!coord.is_array() || coord.size() != 3) return std::nullopt;
+  if (coord[0] == "floordiv") {
+    if (const auto c = literal_int(coord[2]); c && *c > 0) return HighPart{coord[1], *c, {}};
+  } else if (coord[0] == "mod") {
+    const auto d = literal_int(coord[2]);
+    if (d && *d > 0)
+      if (auto inner = high_part(coord[1]); inner && !inner->d) {
+        inner->d = d;
+        return inner;
+      }
+  }
+  return std::nullopt;
+}
+
+/// Where a view split a flat position into coords and the access puts them back together
+/// (`e // c` at stride c * s beside `e % c` at stride s is `e` at stride s; `e // c % d` is
+/// `e % (c * d)`), the pair becomes one coord: a matmul whose output is stored through a reshape
+/// (a convolution's spatial positions) is then a plain strided destination that a library can
+/// write. Integer expressions of nonnegative e only (index dims), literal sizes only.
+void merge_split_coords(Json& access) {
+  Json& coords = access["coords"];
+  Json& strides = access["strides"];
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (std::size_t hi = 0; hi < coords.size() && !merged; ++hi) {
+      const auto high = high_part(coords[hi]);
+      const auto high_stride = literal_stride(strides[hi]);
+      if (!high || !high_stride) continue;
+      for (std::size_t lo = 0; lo < coords.size() && !merged; ++lo) {
+        const Json& low = coords[lo];
+        const auto low_stride = literal_stride(strides[lo]);
+        if (lo == hi || !low_stride || *high_stride != high->c * *low_stride) continue;
+        if (!(low.is_array() && low.size() == 3 && low[0] == "mod" && low[1] == high->e &&
+              literal_int(low[2]) == high->c))
+          continue;
+        coords[lo] = high->d ? Json::array({"mod", high->e, Json::array({"i", high->c * *high->d})})
+                             : high->e;
+        coords.erase(hi);
+        strides.erase(hi);
+        merged = true;
+      }
+    }
+  }
+}
+
 /// Simplifies the expressions of one kernel: integer arithmetic through IndexSimplifier, and
 /// around it the rules that need no algebra (where with equal branches or a decided condition).
 class KernelSimplifier {
@@ -109,6 +179,7 @@ class KernelSimplifier {
   Json access(Json access) {
     if (access.contains("coords")) {
       for (auto& coord : access["coords"]) coord = simplify(coord);
+      merge_split_coords(access);
     }
     if (access.contains("value")) access["value"] = simplify(access["value"]);
     return access;

@@ -191,6 +191,35 @@ TEST(SimplifyPlan, ALoadOnlyADecidedBranchReadLeavesTheKernel) {
             run_plan(plan, {}, inputs, shapes).at("out"));
 }
 
+TEST(SimplifyPlan, AFlatPositionSplitAndPutBackTogetherIsOneCoord) {
+  // A store through a 3-d reshape of flat position p (a convolution's output positions): p // 12
+  // at stride 12, p // 4 % 3 at stride 4, p % 4 at stride 1 address exactly p at stride 1. A
+  // pair whose strides do not nest (the last load) keeps its coords.
+  Definition definition;
+  const Json plan = Json::parse(R"({"version": 1,
+    "buffers": [{"name": "x", "kind": "input", "index": 0, "dtype": "float32"},
+                {"name": "out", "kind": "output", "index": 0, "dtype": "float32"}],
+    "kernels": [{"kind": "pointwise", "domain": ["2", "24"],
+      "loads": {"x0": {"buffer": "x", "offset": "0", "strides": ["24", "5", "1"],
+                       "coords": [["idx", 0], ["floordiv", ["idx", 1], ["i", 4]],
+                                  ["mod", ["idx", 1], ["i", 4]]]}},
+      "stores": [{"buffer": "out", "offset": "0", "strides": ["24", "12", "4", "1"],
+                  "coords": [["idx", 0], ["floordiv", ["idx", 1], ["i", 12]],
+                             ["mod", ["floordiv", ["idx", 1], ["i", 4]], ["i", 3]],
+                             ["mod", ["idx", 1], ["i", 4]]],
+                  "value": ["load", "x0"]}]}]})");
+  const Json simplified = simplify_plan(plan, definition);
+  const Json& store = simplified["kernels"][0]["stores"][0];
+  EXPECT_EQ(store["coords"], Json::parse(R"([["idx", 0], ["idx", 1]])"));
+  EXPECT_EQ(store["strides"], Json::parse(R"(["24", "1"])"));
+  EXPECT_EQ(simplified["kernels"][0]["loads"]["x0"]["coords"].size(), 3u);
+  PlanBuffers inputs = {{"x", std::vector<double>(64)}};
+  for (std::size_t i = 0; i < 64; ++i) inputs["x"][i] = static_cast<double>(i);
+  const std::map<std::string, std::vector<int64_t>> shapes = {{"out", {48}}};
+  EXPECT_EQ(run_plan(simplified, {}, inputs, shapes).at("out"),
+            run_plan(plan, {}, inputs, shapes).at("out"));
+}
+
 // Single expressions: a pointwise kernel over `domain` storing ["float", expr] into a float64
 // output, simplified, and the two plans run against each other.
 class SimplifyExpr : public ::testing::Test {
