@@ -13,6 +13,9 @@ namespace {
 constexpr std::string_view kStallPrefix = "smsp__average_warps_issue_stalled_";
 constexpr std::string_view kStallSuffix = "_per_issue_active.ratio";
 constexpr std::string_view kDuration = "gpu__time_duration.sum";
+/// Cycles the tensor pipe (mma.sync and wgmma alike) was busy: what bounds a compute-bound kernel.
+constexpr std::string_view kTensorPipe =
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active";
 /// Below this fraction of the problem's bytes, DRAM traffic cannot come from a correct kernel.
 constexpr double kTooFewBytes = 0.5;
 
@@ -97,6 +100,7 @@ NcuAggregate aggregate_of(const std::vector<NcuKernel>& kernels) {
   total.sm_throughput_pct = mean("sm__throughput.avg.pct_of_peak_sustained_elapsed");
   total.achieved_occupancy_pct = mean("sm__warps_active.avg.pct_of_peak_sustained_active");
   total.l2_hit_rate_pct = mean("lts__t_sector_hit_rate.pct");
+  total.tensor_pipe_pct = mean(kTensorPipe);
   for (const auto& [metric, sums] : weighted) {
     if (!metric.starts_with(kStallPrefix) || !metric.ends_with(kStallSuffix)) continue;
     const std::string reason = metric.substr(
@@ -126,6 +130,7 @@ const std::vector<std::string>& ncu_metrics() {
     std::vector<std::string> names{"dram__throughput.avg.pct_of_peak_sustained_elapsed",
                                    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
                                    "sm__warps_active.avg.pct_of_peak_sustained_active",
+                                   std::string(kTensorPipe),
                                    "lts__t_sector_hit_rate.pct",
                                    "dram__bytes_read.sum",
                                    "dram__bytes_write.sum",

@@ -52,6 +52,7 @@ struct NcuAggregate {
   std::optional<double> sm_throughput_pct;
   std::optional<double> achieved_occupancy_pct;
   std::optional<double> l2_hit_rate_pct;
+  std::optional<double> tensor_pipe_pct;  ///< of the cycles SMs were active
   int max_registers_per_thread = 0;
   /// Per stall reason ("long_scoreboard", ...), cycles per issued instruction.
   std::map<std::string, double> stalls;

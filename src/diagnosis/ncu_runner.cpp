@@ -66,6 +66,7 @@ OrderedJson aggregate_json(const NcuAggregate& aggregate) {
           {"sm_throughput_pct", optional_number(aggregate.sm_throughput_pct)},
           {"achieved_occupancy_pct", optional_number(aggregate.achieved_occupancy_pct)},
           {"l2_hit_rate_pct", optional_number(aggregate.l2_hit_rate_pct)},
+          {"tensor_pipe_pct", optional_number(aggregate.tensor_pipe_pct)},
           {"max_registers_per_thread", aggregate.max_registers_per_thread},
           {"stalls", aggregate.stalls}};
 }
@@ -292,12 +293,13 @@ std::string profile_text(const OrderedJson& record) {
       aggregate.value("dram_bytes_read", 0.0) + aggregate.value("dram_bytes_write", 0.0);
   std::string text = fmt::format(
       "Nsight Compute{}: {} launches over {} calls; DRAM {:.4g} MB/call (the problem must move "
-      "{:.4g} MB), DRAM throughput {}, SM throughput {}, achieved occupancy {}, L2 hit rate {}, "
-      "top stall {}",
+      "{:.4g} MB), DRAM throughput {}, SM throughput {}, tensor pipe {}, achieved occupancy {}, L2 "
+      "hit rate {}, top stall {}",
       record.contains("ncu_version") ? " (" + record["ncu_version"].get<std::string>() + ")" : "",
       aggregate.value("launches", 0), calls, bytes / calls * 1e-6,
       record.value("required_bytes_per_call", 0.0) * 1e-6, pct("dram_throughput_pct"),
-      pct("sm_throughput_pct"), pct("achieved_occupancy_pct"), pct("l2_hit_rate_pct"), stall);
+      pct("sm_throughput_pct"), pct("tensor_pipe_pct"), pct("achieved_occupancy_pct"),
+      pct("l2_hit_rate_pct"), stall);
   if (record.contains("red_flag")) text += "\nRED FLAG: " + record["red_flag"].get<std::string>();
   return text;
 }
