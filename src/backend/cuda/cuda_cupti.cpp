@@ -2,9 +2,7 @@
 
 #include <cupti.h>
 
-#include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <unordered_set>
 
 #include "backend/cuda/cuda_dynlib.h"
@@ -221,46 +219,33 @@ void CuptiTracer::reset() {
 }
 
 std::vector<GpuActivity> CuptiTracer::collect(uint64_t begin_ns, uint64_t end_ns) {
-  // A forced flush can return before a buffer that CUPTI's own thread took is delivered, so a
-  // window whose API calls show that something ran, but whose records hold no GPU work yet, is
-  // flushed again after a pause before it is declared empty: an honest kernel's late record must
-  // not read as tracing that was disabled (seen once in each of two GPU sessions, with a 100 ms
-  // kernel).
-  constexpr int kFlushes = 8;
-  std::vector<GpuActivity> result;
-  for (int flush = 0; flush < kFlushes; ++flush) {
-    if (flush > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1 << flush));
-    g_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    std::lock_guard lock(g_records.mutex);
-    std::unordered_set<uint32_t> launched_in_window;
-    for (const ApiCall& call : g_records.api_calls) {
-      if (call.start_ns >= begin_ns && call.start_ns <= end_ns) {
-        launched_in_window.insert(call.correlation_id);
-      }
+  g_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::lock_guard lock(g_records.mutex);
+  std::unordered_set<uint32_t> launched_in_window;
+  for (const ApiCall& call : g_records.api_calls) {
+    if (call.start_ns >= begin_ns && call.start_ns <= end_ns) {
+      launched_in_window.insert(call.correlation_id);
     }
-    // An activity that starts inside the window is the call's too, even without a launch record
-    // (the device was idle when the window opened): a launch path that CUPTI's API records miss
-    // must not hide work from the timer.
-    std::vector<bool> selected(g_records.activities.size(), false);
-    bool any = false;
-    for (std::size_t i = 0; i < g_records.activities.size(); ++i) {
-      const GpuActivity& activity = g_records.activities[i];
-      selected[i] = launched_in_window.contains(activity.correlation_id) ||
-                    (activity.start_ns >= begin_ns && activity.start_ns <= end_ns);
-      any = any || selected[i];
-    }
-    for (const auto& [index, id] : g_records.second_ids) {
-      if (launched_in_window.contains(id)) selected[index] = any = true;
-    }
-    if (!any && !launched_in_window.empty() && flush + 1 < kFlushes) continue;
-    for (std::size_t i = 0; i < g_records.activities.size(); ++i) {
-      if (selected[i]) result.push_back(std::move(g_records.activities[i]));
-    }
-    g_records.api_calls.clear();
-    g_records.activities.clear();
-    g_records.second_ids.clear();
-    break;
   }
+  // An activity that starts inside the window is the call's too, even without a launch record
+  // (the device was idle when the window opened): a launch path that CUPTI's API records miss
+  // must not hide work from the timer.
+  std::vector<bool> selected(g_records.activities.size(), false);
+  for (std::size_t i = 0; i < g_records.activities.size(); ++i) {
+    const GpuActivity& activity = g_records.activities[i];
+    selected[i] = launched_in_window.contains(activity.correlation_id) ||
+                  (activity.start_ns >= begin_ns && activity.start_ns <= end_ns);
+  }
+  for (const auto& [index, id] : g_records.second_ids) {
+    if (launched_in_window.contains(id)) selected[index] = true;
+  }
+  std::vector<GpuActivity> result;
+  for (std::size_t i = 0; i < g_records.activities.size(); ++i) {
+    if (selected[i]) result.push_back(std::move(g_records.activities[i]));
+  }
+  g_records.api_calls.clear();
+  g_records.activities.clear();
+  g_records.second_ids.clear();
   return result;
 }
 
