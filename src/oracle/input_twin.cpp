@@ -7,8 +7,19 @@
 namespace kernelarc {
 namespace {
 
-/// Overwrites one element of a random row with the finite element of that row farthest from it;
-/// false when the row offers none (constant, or all non-finite).
+/// Whether any element of [first, first + length) but `skip` holds `value`.
+bool row_holds(const HostTensor& tensor, int64_t first, int64_t length, int64_t skip,
+               double value) {
+  for (int64_t i = first; i < first + length; ++i)
+    if (i != skip && tensor.at(i) == value) return true;
+  return false;
+}
+
+/// Overwrites one element of a random row with a value between it and the finite element of
+/// that row farthest from it (halfway, or a quarter or three quarters of the way when the row
+/// already holds that value in the tensor's dtype); false when the row offers none (constant,
+/// or all non-finite). Not the farthest value itself: a copy of a row's extreme is a tie at the
+/// top of a topk or sort, which the reference orders its own undocumented way.
 bool change_one_element(HostTensor& tensor, Rng& rng) {
   const int64_t numel = tensor.numel();
   const int64_t row_length = tensor.shape.empty() ? 1 : tensor.shape.back();
@@ -31,7 +42,13 @@ bool change_one_element(HostTensor& tensor, Rng& rng) {
     }
   }
   if (farthest < 0) return false;
-  tensor.set(target, tensor.at(farthest));
+  const double far = tensor.at(farthest);
+  for (const double share : {0.5, 0.25, 0.75}) {
+    tensor.set(target, value + share * (far - value));
+    const double stored = tensor.at(target);  // rounded to the tensor's dtype
+    if (stored != value && !row_holds(tensor, first, length, target, stored)) return true;
+  }
+  tensor.set(target, far);  // a row too coarse for any value between (a few low-precision steps)
   return true;
 }
 

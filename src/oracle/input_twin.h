@@ -1,5 +1,6 @@
-// The twin of a trial: the same inputs with one element of every floating tensor overwritten by
-// the element of its row that lies farthest from it. The guard runs one timed call, at a position
+// The twin of a trial: the same inputs with one element of every floating tensor moved halfway
+// toward the element of its row that lies farthest from it (a value no other element of the row
+// holds, where the dtype allows). The guard runs one timed call, at a position
 // nobody can predict, on the twin of trial 0: a result cache keyed on a sample of the inputs
 // almost surely misses the changed elements, returns the stored result of trial 0 and fails the
 // comparison.

@@ -168,6 +168,8 @@ Oracle::Entry Oracle::entry(const Problem& problem, const Workload& workload, in
       .add(device);
   // A trial drawn with shared parameters differs from a full draw: the schemes never mix.
   if (!shared.empty()) key.add("shared parameters\n" + shared_names);
+  // Twins made by an earlier rule (a copy of the row's farthest value, a tie) are not reused.
+  if (trial == kTwinTrial) key.add("twin-halfway");
   auto base = problem_cache_dir(problem) / key.hex();
   Entry entry;
   entry.inputs = base.string() + ".inputs.safetensors";

@@ -25,9 +25,9 @@ std::vector<int64_t> changed_positions(const HostTensor& a, const HostTensor& b)
   return changed;
 }
 
-TEST(InputTwin, ChangesOneElementOfEachFloatingTensorToTheFarthestOfItsRow) {
+TEST(InputTwin, MovesOneElementOfEachFloatingTensorHalfwayToTheFarthestOfItsRow) {
   TensorMap inputs;
-  inputs["x"] = tensor_of(DType::Float32, {2, 4}, {1, 2, 3, 4, -8, 0, 5, 6});
+  inputs["x"] = tensor_of(DType::Float32, {2, 4}, {1, 2, 4, 8, -8, 0, 5, 6});
   inputs["weight"] = tensor_of(DType::BFloat16, {4}, {1, 2, 4, 8});
   inputs["index"] = tensor_of(DType::Int32, {4}, {0, 1, 2, 3});
   for (uint64_t seed = 0; seed < 20; ++seed) {
@@ -39,7 +39,8 @@ TEST(InputTwin, ChangesOneElementOfEachFloatingTensorToTheFarthestOfItsRow) {
       const HostTensor& after = twin->at(name);
       const auto changed = changed_positions(before, after);
       ASSERT_EQ(changed.size(), 1u) << name << " seed " << seed;
-      // The new value is the one of its row farthest from the old value.
+      // The new value lies halfway to the one of its row farthest from the old value, and no
+      // other element of the row holds it: no tie at the row's extreme (a topk's order).
       const int64_t row_length = before.shape.back();
       const int64_t first = changed[0] / row_length * row_length;
       double farthest = before.at(first);
@@ -49,10 +50,29 @@ TEST(InputTwin, ChangesOneElementOfEachFloatingTensorToTheFarthestOfItsRow) {
           farthest = before.at(i);
         }
       }
-      EXPECT_EQ(after.at(changed[0]), farthest) << name;
+      EXPECT_EQ(after.at(changed[0]), (before.at(changed[0]) + farthest) / 2) << name;
+      for (int64_t i = first; i < first + row_length; ++i)
+        if (i != changed[0]) EXPECT_NE(after.at(i), after.at(changed[0])) << name;
     }
     EXPECT_EQ(make_twin(inputs, seed)->at("x").bytes, twin->at("x").bytes);
   }
+}
+
+TEST(InputTwin, AHalfwayValueTheRowHoldsGivesWayToAQuarter) {
+  // 3 moved toward 1 would be 2, which the row holds (a tie): a quarter of the way, 2.5.
+  TensorMap inputs;
+  inputs["x"] = tensor_of(DType::Float32, {4}, {1, 2, 3, 4});
+  int checked = 0;
+  for (uint64_t seed = 0; seed < 64; ++seed) {
+    const auto twin = make_twin(inputs, seed);
+    ASSERT_TRUE(twin.has_value());
+    const auto changed = changed_positions(inputs.at("x"), twin->at("x"));
+    ASSERT_EQ(changed.size(), 1u);
+    if (changed[0] != 2) continue;
+    EXPECT_EQ(twin->at("x").at(2), 2.5);
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
 }
 
 TEST(InputTwin, NothingToChangeGivesNoTwin) {
