@@ -539,8 +539,9 @@ constexpr int64_t kIm2colMinReduction = 16;
 /// Cost: col holds N*K*P elements of x's dtype, about prod(kernel) / prod(stride) times the
 /// input (9x for a 3x3 kernel at stride 1, 27x for 3x3x3): a float32 batch of 16 x 3 x 256 x 256
 /// with a 3x3 kernel needs 16 * 27 * 254^2 floats, 111 MB of workspace, written once and read
-/// by the matmul. On cuBLASLt's route the product also passes through a float32 temp of
-/// N*C_out*P elements (the output's size), because the output's store unflattens p. Reading x
+/// by the matmul. The output's store unflattens p, which simplify_plan folds back into one
+/// coord, so cuBLASLt writes the output directly (through a float32 temp of the output's size
+/// and an epilogue pass only when a bias is added, broadcast over p). Reading x
 /// through div/mod coords of the matmul's k and n instead (implicit GEMM) would need no temp,
 /// but no library reads such an operand: only the generated kernel could run it, at a third of
 /// cuBLAS's rate on Hopper.
