@@ -462,6 +462,14 @@ int64_t evaluate_expr(std::string_view expression, const AxisValues& variables) 
   return evaluate(*root, variables);
 }
 
+std::optional<int64_t> constant_expr_value(std::string_view expression) {
+  try {
+    return evaluate_expr(expression, {});
+  } catch (const ExprError&) {
+    return std::nullopt;
+  }
+}
+
 std::set<std::string> expr_variables(std::string_view expression) {
   const NodePtr root = Parser(expression).parse();
   std::set<std::string> names;

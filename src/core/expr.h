@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -25,6 +26,10 @@ class ExprError : public std::runtime_error {
 };
 
 int64_t evaluate_expr(std::string_view expression, const AxisValues& variables);
+
+/// The value of an expression that names no variable ("4096", "8 * 4"); nullopt for one that
+/// does, or does not parse.
+std::optional<int64_t> constant_expr_value(std::string_view expression);
 
 /// "batch_size=1025 hidden_size=4096": axis values as tables and messages show them.
 std::string format_axes(const AxisValues& axes);

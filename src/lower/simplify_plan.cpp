@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/expr.h"
 #include "lower/simplify_index.h"
 
 namespace kernelarc {
@@ -75,11 +76,7 @@ std::optional<int64_t> literal_int(const Json& e) {
 
 std::optional<int64_t> literal_stride(const Json& stride) {
   if (!stride.is_string()) return std::nullopt;
-  const std::string& text = stride.get_ref<const std::string&>();
-  if (text.empty() || text.size() > 18 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  return std::stoll(text);
+  return constant_expr_value(stride.get_ref<const std::string&>());
 }
 
 /// e // c and its stride, or e // c % d: the high part of a split position.

@@ -55,14 +55,6 @@ bool depends_on(const PlanKernel& kernel, const PlanExpr& expr, int dim) {
   return dims.contains(dim);
 }
 
-std::optional<int64_t> constant_size(const std::string& size) {
-  try {
-    return evaluate_expr(size, {});
-  } catch (const ExprError&) {
-    return std::nullopt;
-  }
-}
-
 enum class AccessClass { Broadcast, Contiguous, PerElement };
 
 struct Classified {
@@ -83,7 +75,7 @@ Classified classify(const PlanKernel& kernel, const PlanAccess& access, int dim)
   const int j = dependent.front();
   const PlanExpr& coord = access.coords[j];
   if (dependent.size() == 1 && coord.op == "idx" && coord.integer == dim &&
-      constant_size(access.strides[j]) == 1) {
+      constant_expr_value(access.strides[j]) == 1) {
     result.kind = AccessClass::Contiguous;
     result.coord = j;
   }

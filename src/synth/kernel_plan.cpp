@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/expr.h"
 #include "core/json_fields.h"
 
 namespace kernelarc {
@@ -524,18 +525,12 @@ class PlanParser {
   // Where k and extent are both numbers the plan is wrong on its own; otherwise the interpreter
   // and the generated code check them per call.
   void check_k_within_extent(const PlanKernel& kernel, const std::string& field) const {
-    const std::optional<int64_t> k = integer_size(kernel.k), extent = integer_size(kernel.extent);
+    const std::optional<int64_t> k = constant_expr_value(kernel.k),
+                                 extent = constant_expr_value(kernel.extent);
     if (k && *k < 0) fail(field_path(field, "k"), fmt::format("expected >= 0, got {}", *k));
     if (k && extent && *k > *extent)
       fail(field_path(field, "k"),
            fmt::format("selects {} elements of rows of {} (\"extent\")", *k, *extent));
-  }
-
-  static std::optional<int64_t> integer_size(const std::string& text) {
-    if (text.empty() ||
-        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      return std::nullopt;
-    return std::stoll(text);
   }
 
   ScanOp scan_op(const OrderedJson& json, const std::string& field) const {
