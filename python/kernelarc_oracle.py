@@ -495,7 +495,7 @@ def timing_job(problem, job):
                         "note": f"{baseline}, time.perf_counter_ns, {flush_note}"}
             end_to_end = [event_call_ns(problem, flush, function, values)
                           for _ in range(job["iterations"])]
-            spans = gpu_spans_ns(problem, flush, function, values, job["iterations"])
+            spans, kernels = gpu_spans_ns(problem, flush, function, values, job["iterations"])
     except Exception as error:
         stage = "torch.compile" if job["baseline"] == "compiled" else source
         return {"unavailable": f"{stage} failed: " + describe_exception(error)}
@@ -513,10 +513,10 @@ def timing_job(problem, job):
         reason = None
     if reason:
         return {"times_ns": end_to_end, "end_to_end_ns": end_to_end,
-                "note": f"{baseline}, CUDA events ({reason}), {flush_note}"}
+                "note": f"{baseline}, CUDA events ({reason}), {flush_note}; kernels: {kernels}"}
     return {"times_ns": spans, "end_to_end_ns": end_to_end,
             "note": f"{baseline}, GPU span (CUPTI via torch.profiler), {flush_note}; "
-                    "end_to_end_ns: CUDA events around the Python call"}
+                    f"end_to_end_ns: CUDA events around the Python call; kernels: {kernels}"}
 
 
 def median(values):
@@ -551,7 +551,9 @@ def gpu_spans_ns(problem, flush, function, values, iterations):
     and memset a call launched (CUPTI activity records, through the Kineto profiler), one value
     per call. One profiler session covers every call, because starting and stopping a session
     costs far more than the calls; the calls are told apart by the cache flush that precedes
-    each. When the flushes cannot be found exactly once per call, a session per call is used."""
+    each. When the flushes cannot be found exactly once per call, a session per call is used.
+    Returns the spans and kernel_summary() of what the calls ran (which backend a library op
+    dispatched to: SDPA's flash, cuDNN or memory-efficient kernels, say)."""
     flush_names = {name for name, _, _ in profiled_gpu_events(problem, flush)}
     def calls():
         for _ in range(iterations):
@@ -560,7 +562,7 @@ def gpu_spans_ns(problem, flush, function, values, iterations):
             function(*values)
             synchronize(problem)
     events = profiled_gpu_events(problem, calls)
-    spans, current = [], None
+    spans, current, names = [], None, []
     for name, start, end in events:
         if name in flush_names:
             if current is not None:
@@ -569,11 +571,31 @@ def gpu_spans_ns(problem, flush, function, values, iterations):
             continue
         if current is not None:
             current.append((start, end))
+            names.append(name)
     if current is not None:
         spans.append(current)
     if len(spans) != iterations or not all(spans):
-        return [one_call_span(problem, flush, function, values) for _ in range(iterations)]
-    return [span_of(call) for call in spans]
+        names = [name for name, _, _ in profiled_gpu_events(problem, lambda: function(*values))]
+        spans = [one_call_span(problem, flush, function, values) for _ in range(iterations)]
+        return spans, kernel_summary(names, 1)
+    return [span_of(call) for call in spans], kernel_summary(names, iterations)
+
+
+def kernel_summary(names, calls, most=4, width=80):
+    """The GPU activities of `calls` calls by name, most frequent first, with their count per
+    call: "flash_fwd_kernel x1, [memset] x2". A name is cut at its template or parameter list,
+    and at `width` characters; past `most` names, how many more there were."""
+    counts = {}
+    for name in names:
+        short = name.split("<")[0].split("(")[0].strip() or name
+        short = short[len("void "):] if short.startswith("void ") else short
+        short = short if len(short) <= width else short[:width - 3] + "..."
+        counts[short] = counts.get(short, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    text = ", ".join(f"{name} x{count / calls:g}" for name, count in ranked[:most])
+    if len(ranked) > most:
+        text += f", {len(ranked) - most} more"
+    return text or "none"
 
 
 def one_call_span(problem, flush, function, values):
