@@ -231,6 +231,27 @@ TEST_F(WorkerTest, ThreadsStartedByTheCandidateAreCounted) {
   EXPECT_EQ(result.threads_after, result.threads_before + 1);
 }
 
+TEST_F(WorkerTest, EachLoadRunsInAProcessNoOtherCandidateRanIn) {
+  Worker worker(options());
+  ASSERT_EQ(load(worker, "spawn_thread").outcome, CallOutcome::Ok);
+  ExecuteRequest request = vector_add_request(worker);
+  request.iterations = 3;
+  const ExecuteResult first = worker.execute(request);
+  ASSERT_EQ(first.outcome, CallOutcome::Ok);
+  ASSERT_EQ(first.threads_after, first.threads_before + 1);
+  const pid_t first_process = worker_child();
+  ASSERT_GT(first_process, 0);
+
+  ASSERT_EQ(load(worker, "vector_add").outcome, CallOutcome::Ok);
+  const ExecuteRequest second_request = vector_add_request(worker);
+  const ExecuteResult second = worker.execute(second_request);
+  ASSERT_EQ(second.outcome, CallOutcome::Ok);
+  expect_sums(worker, second_request);
+  EXPECT_NE(worker_child(), first_process);
+  // The thread the first candidate left behind is not in the second one's process.
+  EXPECT_EQ(second.threads_before, first.threads_before);
+}
+
 TEST_F(WorkerTest, LoadFailuresAreReported) {
   Worker worker(options());
   ExecuteResult missing_file = worker.load("/nonexistent/lib.so", "ka_run");

@@ -92,15 +92,13 @@ TEST_P(GpuFusedGuard, PassesAtTheDefaultAndAnotherPoint) {
   }
 }
 
-// Not topk_route: its twin copies a row's extreme onto another element, and torch's topk orders
-// the tie its own way (on an H100 it returned expert 44 before 18, the plan the lower index
-// first), so the ids differ; the values match. docs/RESULTS.md (session 14) has the finding.
 INSTANTIATE_TEST_SUITE_P(
     GpuFused, GpuFusedGuard,
     ::testing::Values("pointwise_bcast_bf16", "softmax_bf16", "mse_scalar", "sum_middle",
                       "argmax_middle", "cumsum_reverse_exclusive", "bmm_bias_gelu_bf16", "mm_f32",
                       "mm_residual_kn_bf16", "bmm_scaled_transposed_f16", "decoder_mlp_block_bf16",
-                      "scatter_index_add", "topk_long_rows", "conv2d_strided_bias_f32"),
+                      "scatter_index_add", "topk_long_rows", "topk_route",
+                      "conv2d_strided_bias_f32"),
     [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // The plan of wrong_stride reads x transposed: it compiles and runs, and the guard must see the

@@ -166,8 +166,9 @@ class Worker {
 
   /// Loads a compiled library and resolves its entry point (and optional ka_last_error), or,
   /// when is_launch_plan(library) holds, loads the launch plan and its cubin on the CUDA device
-  /// (the symbol is then ignored). Restarts the worker first if it died. Outcome Ok or
-  /// LoadFailed (or Crashed/TimedOut).
+  /// (the symbol is then ignored). Runs it in a fresh worker process when candidate code was
+  /// loaded in the current one (or it died): nothing one candidate leaves behind reaches the
+  /// next. Outcome Ok or LoadFailed (or Crashed/TimedOut).
   ExecuteResult load(const std::filesystem::path& library, const std::string& symbol);
   /// The shared arena, at least `bytes` long; pointers stay valid until the next call to arena().
   std::span<std::byte> arena(std::size_t bytes);

@@ -403,6 +403,12 @@ Worker::Worker(WorkerOptions options) : impl_(std::make_unique<Impl>(std::move(o
 Worker::~Worker() = default;
 
 ExecuteResult Worker::load(const std::filesystem::path& library, const std::string& symbol) {
+  // Every library gets a process no other candidate's code ran in: what that code left behind
+  // (a thread that rewrites replies, a hijacked descriptor, CUPTI's activity switched off, a
+  // kernel still spinning) would otherwise act on this one's calls. On an H100 the guard case
+  // forges_reported_time, run after cupti_disable in one worker, was refused for "no GPU
+  // activity" instead of for its own forgery.
+  if (impl_->candidate_code) impl_->stop();
   impl_->library = std::filesystem::absolute(library);
   impl_->symbol = symbol;
   ExecuteResult result = impl_->load_library();
