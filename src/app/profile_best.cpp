@@ -33,7 +33,8 @@ std::string profile_best_trace(const ProfileFlags& flags, GuardSession& session,
     const ProfileOptions options{.ncu = flags.ncu,
                                  .timeout = std::chrono::seconds(flags.timeout_s),
                                  .calls = 3,
-                                 .executable = {}};
+                                 .executable = {},
+                                 .source_hotspots = flags.source};
     record =
         profile_solution(problem, workload, solution, session.guard(), session.oracle(), options);
   }

@@ -15,6 +15,7 @@ struct ProfileFlags {
   int top = 1;  ///< optimize: the finalists profiled, best first
   std::string ncu;
   int timeout_s = 600;
+  bool source = false;  ///< also ncu's source page: the instructions warps stalled in most
 };
 
 /// Profiles `solution` on the largest workload among its passed `traces` and attaches the

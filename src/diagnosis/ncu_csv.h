@@ -9,6 +9,9 @@
 
 namespace kernelarc {
 
+/// ncu's output by line, without the line ends ("\n" or "\r\n").
+std::vector<std::string> split_lines(std::string_view text);
+
 /// The fields of one CSV line: RFC 4180 quoting ("a, b" is one field, "" inside quotes is a
 /// quote). nullopt for a line whose quotes do not close.
 std::optional<std::vector<std::string>> split_csv_line(std::string_view line);

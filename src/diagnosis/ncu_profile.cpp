@@ -19,17 +19,6 @@ constexpr std::string_view kTensorPipe =
 /// Below this fraction of the problem's bytes, DRAM traffic cannot come from a correct kernel.
 constexpr double kTooFewBytes = 0.5;
 
-std::vector<std::string> split_lines(std::string_view text) {
-  std::vector<std::string> lines;
-  while (!text.empty()) {
-    const std::size_t end = text.find('\n');
-    lines.emplace_back(text.substr(0, end));
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
-  return lines;
-}
-
 // ncu's metric names are "<unit>__<counter>..."; the identity columns ("ID", "Kernel Name",
 // "Block Size", ...) never contain "__".
 bool is_metric_column(std::string_view name) {

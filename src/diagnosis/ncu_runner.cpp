@@ -19,6 +19,7 @@
 #include "core/expr.h"
 #include "core/paths.h"
 #include "diagnosis/ncu_profile.h"
+#include "diagnosis/ncu_source.h"
 #include "eval/arena_layout.h"
 #include "eval/solution_build.h"
 #include "eval/solution_variants.h"
@@ -125,6 +126,45 @@ NcuLocation find_ncu(const std::string& requested) {
   return location;
 }
 
+namespace {
+
+/// A second ncu run over the same target for the source page: where its stalls concentrate.
+OrderedJson source_record(const std::filesystem::path& ncu, const std::vector<std::string>& target,
+                          const std::vector<std::string>& environment,
+                          std::chrono::seconds timeout) {
+  const std::vector<std::string> argv = ncu_source_command(
+      ncu, target.front(), std::vector<std::string>(target.begin() + 1, target.end()));
+  OrderedJson record = {{"command", argv}};
+  const CommandResult result = run_command(argv, timeout, {}, environment);
+  if (result.timed_out) {
+    record["unavailable"] =
+        fmt::format("ncu's source page did not finish within {} s", timeout.count());
+    return record;
+  }
+  const NcuSourceResult parsed = parse_ncu_source(result.output, exit_code_of(result));
+  if (!parsed.profile) {
+    record["unavailable"] = parsed.unavailable;
+    return record;
+  }
+  const NcuSourceProfile& profile = *parsed.profile;
+  record["kernel"] = profile.kernel;
+  record["instructions"] = profile.instructions;
+  record["samples"] = profile.samples;
+  record["top"] = OrderedJson::array();
+  for (const NcuHotspot& row : profile.top)
+    record["top"].push_back({{"index", row.index},
+                             {"instruction", row.instruction},
+                             {"samples", row.samples},
+                             {"share", row.share}});
+  record["opcodes"] = OrderedJson::array();
+  for (const auto& [name, share] : profile.opcodes)
+    record["opcodes"].push_back({{"opcode", name}, {"share", share}});
+  record["text"] = hotspots_text(profile);
+  return record;
+}
+
+}  // namespace
+
 OrderedJson profile_command(const ProfileOptions& options, const std::vector<std::string>& target,
                             double required_bytes_per_call,
                             const std::filesystem::path& temp_directory) {
@@ -169,6 +209,9 @@ OrderedJson profile_command(const ProfileOptions& options, const std::vector<std
   if (const auto flag =
           dram_bytes_red_flag(profile.aggregate, required_bytes_per_call, options.calls)) {
     record["red_flag"] = *flag;
+  }
+  if (options.source_hotspots) {
+    record["source"] = source_record(*location.path, target, environment, options.timeout);
   }
   return record;
 }
@@ -301,6 +344,11 @@ std::string profile_text(const OrderedJson& record) {
       pct("sm_throughput_pct"), pct("tensor_pipe_pct"), pct("achieved_occupancy_pct"),
       pct("l2_hit_rate_pct"), stall);
   if (record.contains("red_flag")) text += "\nRED FLAG: " + record["red_flag"].get<std::string>();
+  if (record.contains("source")) {
+    const OrderedJson& source = record["source"];
+    text += "\n" + (source.contains("text") ? source["text"].get<std::string>()
+                                            : "no source page: " + source.value("unavailable", ""));
+  }
   return text;
 }
 

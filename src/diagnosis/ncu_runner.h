@@ -35,12 +35,15 @@ struct ProfileOptions {
   int calls = 3;  ///< calls of the candidate in the profiled process
   /// The kernelarc executable run as `profile-run`; empty = this process's.
   std::filesystem::path executable;
+  /// Also run ncu's source page (ncu_source.h): the instructions the warps stalled in most.
+  bool source_hotspots = false;
 };
 
 /// Runs ncu_command(ncu, target) in an environment without secrets (is_secret_variable) and
 /// reads its output. The record: {"command": [argv], "ncu_version"?, "calls",
-/// "required_bytes_per_call", "aggregate": {...}, "kernels": [{...}], "red_flag"?} with a
-/// profile, else {"command"?, "unavailable": why}. Never throws for ncu's failures.
+/// "required_bytes_per_call", "aggregate": {...}, "kernels": [{...}], "red_flag"?, "source"?}
+/// with a profile (source: the source page's hotspots, or why not), else {"command"?,
+/// "unavailable": why}. Never throws for ncu's failures.
 /// `temp_directory`, when given, is ncu's and the target's TMPDIR: the profiled process may
 /// write nowhere else, and ncu's injected library keeps its files there.
 OrderedJson profile_command(const ProfileOptions& options, const std::vector<std::string>& target,

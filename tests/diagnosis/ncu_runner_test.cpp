@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "core/json_fields.h"
 #include "diagnosis/ncu_profile.h"
+#include "diagnosis/ncu_source.h"
 #include "eval/speed_of_light.h"
 #include "source_dir.h"
 
@@ -25,6 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kSample = kSource / "tests/diagnosis/data/ncu_h200_rmsnorm.txt";
+const fs::path kSourceSample = kSource / "tests/diagnosis/data/ncu_source_sample.csv";
 
 class NcuRunnerTest : public ::testing::Test {
  protected:
@@ -85,6 +87,27 @@ TEST_F(NcuRunnerTest, RunsNcuWithItsCommandLineAndKeepsTheProfile) {
   EXPECT_EQ(record["calls"], 3);
   EXPECT_FALSE(record.contains("red_flag"));
   EXPECT_NE(profile_text(record).find("3 launches over 3 calls"), std::string::npos);
+}
+
+TEST_F(NcuRunnerTest, TheSourcePageIsASecondRunOverTheSameTarget) {
+  // The fake prints the source page when asked for it (`--csv --page source ...`).
+  const fs::path ncu = fake_ncu(fmt::format("if [ \"$3\" = source ]; then cat '{}'; else {}; fi",
+                                            kSourceSample.string(), print_sample()));
+  ProfileOptions with_source = options(ncu);
+  with_source.source_hotspots = true;
+  const OrderedJson record = profile_command(with_source, {"/bin/true", "--flag"}, 1);
+  ASSERT_TRUE(record.contains("source")) << record.dump(2);
+  const OrderedJson& source = record["source"];
+  std::vector<std::string> expected = ncu_source_command(ncu, "/bin/true", {"--flag"});
+  expected.erase(expected.begin());
+  EXPECT_EQ(read_text_file(dir_ / "args.txt"), fmt::format("{}\n", fmt::join(expected, "\n")));
+  ASSERT_FALSE(source.contains("unavailable")) << source.dump(2);
+  EXPECT_NE(source["top"][0]["instruction"].get<std::string>().find("SYNCS.PHASECHK"),
+            std::string::npos);
+  EXPECT_EQ(source["opcodes"][0]["opcode"], "SYNCS");
+  EXPECT_NE(profile_text(record).find("stalls by instruction"), std::string::npos);
+  // Without the option there is one run and no source record.
+  EXPECT_FALSE(profile_command(options(ncu), {"/bin/true"}, 1).contains("source"));
 }
 
 TEST_F(NcuRunnerTest, TooFewDramBytesRaiseTheRedFlag) {
@@ -203,6 +226,7 @@ TEST(GpuNcuProfile, RmsnormBasicMovesTheBytesItMust) {
   const Workload& workload = problem.workloads.back();
   ProfileOptions options;
   options.executable = KERNELARC_BINARY;
+  options.source_hotspots = true;
   Guard guard(settings, oracle);
   const OrderedJson record = profile_solution(problem, workload, solution, guard, oracle, options);
   fs::remove_all(dir);
@@ -211,6 +235,9 @@ TEST(GpuNcuProfile, RmsnormBasicMovesTheBytesItMust) {
                        record["aggregate"]["dram_bytes_write"].get<double>();
   EXPECT_GE(moved, 0.5 * record["required_bytes_per_call"].get<double>() * options.calls);
   EXPECT_FALSE(record.contains("red_flag")) << record["red_flag"];
+  // The source page of the real ncu is read: where the sample's layout was guessed, this says so.
+  ASSERT_TRUE(record.contains("source"));
+  EXPECT_TRUE(record["source"].contains("top")) << record["source"].dump(2);
 }
 
 }  // namespace
