@@ -213,6 +213,7 @@ OrderedJson problem_json(const BenchProblem& problem) {
       {"run_id", problem.run_id ? OrderedJson(*problem.run_id) : OrderedJson(nullptr)},
       {"evaluated", problem.evaluated},
       {"seconds", problem.seconds},
+      {"hardware", problem.hardware},
       {"speedup", speedup_json(problem.speedup())},
       {"sol_score", optional_number(problem.sol_score())},
       {"workloads", OrderedJson::array()}};
@@ -240,6 +241,7 @@ BenchProblem problem_from_json(const OrderedJson& json) {
   if (!json.at("run_id").is_null()) problem.run_id = json.at("run_id").get<int64_t>();
   problem.evaluated = json.at("evaluated").get<int64_t>();
   problem.seconds = json.at("seconds").get<double>();
+  problem.hardware = json.value("hardware", std::string());  // absent before it existed
   for (const OrderedJson& w : json.at("workloads"))
     problem.workloads.push_back(workload_from_json(w));
   return problem;

@@ -69,6 +69,9 @@ struct BenchProblem {
   std::optional<int64_t> run_id;
   int64_t evaluated = 0;  ///< candidates the run evaluated
   double seconds = 0;     ///< this problem's share of the bench, search included
+  /// The machine it was benched on (the calibration's description): a report resumed on
+  /// another machine would otherwise show rows of two machines under one name.
+  std::string hardware;
   std::vector<BenchWorkload> workloads;
 
   /// Geometric mean over the workloads of the speedup over the faster baseline (every workload

@@ -334,6 +334,25 @@ BenchReport resumed_report(const std::filesystem::path& path, const BenchOptions
   return report;
 }
 
+/// A machine's description without its particulars: "cuda:0: NVIDIA H200 (sm_90, ..., PCI
+/// ...)" -> "cuda:0: NVIDIA H200", so that another machine of the same model may resume.
+std::string_view machine_model(std::string_view hardware) {
+  return hardware.substr(0, hardware.find(" ("));
+}
+
+/// Refuses to add this machine's rows to a report whose rows another model measured.
+void check_same_machine(const BenchReport& report, const std::filesystem::path& path,
+                        const std::string& hardware) {
+  for (const BenchProblem& problem : report.problems) {
+    if (problem.hardware.empty() || machine_model(problem.hardware) == machine_model(hardware))
+      continue;
+    throw InputError(fmt::format(
+        "--resume: {} holds {} benched on {}, and this machine is {}; a table of two machines "
+        "would compare neither: resume on the same model, or bench into another --out",
+        path.string(), problem.name, problem.hardware, hardware));
+  }
+}
+
 }  // namespace
 
 BenchOutcome run_bench_session(const BenchOptions& options, const BenchOutput& output) {
@@ -355,7 +374,6 @@ BenchOutcome run_bench_session(const BenchOptions& options, const BenchOutput& o
   }
   report.suite = options.suite;
   report.device = options.guard.device;
-  report.hardware = hardware_name(options.guard.workspace, options.guard.device);
   report.command = options.command;
   report.updated = utc_now();
   report.budget = options.budget;
@@ -386,6 +404,9 @@ BenchOutcome run_bench_session(const BenchOptions& options, const BenchOutput& o
   measure_flags.no_baseline = true;  // the oracle times the baselines afresh in each round
   GuardSession measure(measure_flags);
   const auto calibration = measure.guard().calibration();  // measured now in a fresh workspace
+  // Named by the calibration, which a fresh workspace has only from here on.
+  report.hardware = hardware_name(options.guard.workspace, options.guard.device);
+  check_same_machine(report, out / "bench.json", report.hardware);
   ProblemBench bench(options, output, measure, calibration, report);
   const auto started = Clock::now();
   int benched = 0;
@@ -395,6 +416,7 @@ BenchOutcome run_bench_session(const BenchOptions& options, const BenchOutput& o
     output.log << fmt::format("\n== {} ({})\n", problem.entry->name, problem.entry->dir.string())
                << std::flush;
     BenchProblem result = bench.run(problem, workspace);
+    result.hardware = report.hardware;
     output.problem_done(result);
     report.problems.push_back(std::move(result));
     std::stable_sort(report.problems.begin(), report.problems.end(),

@@ -1,8 +1,8 @@
 // `kernelarc bench` end to end on two CPU problems: a --wall-time chunk benches one problem and
 // says how many remain, --resume finishes the rest and a further --resume measures nothing;
 // bench.json carries every per-workload, per-problem and summary field; a rerun without
-// --resume reuses the finished optimize runs instead of searching again; an unknown --problems
-// name is an input error naming it.
+// --resume reuses the finished optimize runs instead of searching again, and refuses a report
+// whose rows another machine measured; an unknown --problems name is an input error naming it.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -82,6 +82,19 @@ TEST_F(BenchCli, WallTimeChunkThenResumeCompletesAndRerunReusesTheRuns) {
   ASSERT_EQ(json["problems"].size(), 1u);
   EXPECT_EQ(json["remaining"], nlohmann::json::array({"softmax_f32"}));
   EXPECT_EQ(json["summary"]["remaining"], 1);
+
+  // Rows another machine measured are not resumed here: one table, one machine.
+  const std::string own = json["problems"][0]["hardware"].get<std::string>();
+  EXPECT_FALSE(own.empty());
+  EXPECT_NE(own, "cpu") << "the calibration's name for the machine, not the device's";
+  auto elsewhere = json;
+  elsewhere["problems"][0]["hardware"] = "Another Processor (64 cores)";
+  std::ofstream(dir_ / "out" / "bench.json") << elsewhere.dump();
+  const auto refused = bench(" --resume");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("benched on Another Processor (64 cores)"), std::string::npos)
+      << refused.output;
+  std::ofstream(dir_ / "out" / "bench.json") << json.dump();
 
   const auto second = bench(" --resume");
   ASSERT_EQ(second.exit_code, 0) << second.output;
