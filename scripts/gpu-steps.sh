@@ -3,10 +3,9 @@
 # kernelarc, test_eval and test_e2e, calibration), then run steps in order, each under its own
 # time limit, so that one slow step cannot take the rest of the call with it. Logs and a summary
 # go to $OUT (default ./gpu-results). Steps:
-#   eval:FILTER:SECONDS                  test_eval --gtest_filter=FILTER
-#   e2e:FILTER:SECONDS                   test_e2e --gtest_filter=FILTER
-#   backend:FILTER:SECONDS               test_backend --gtest_filter=FILTER (add test_backend to
-#                                        TARGETS)
+#   LAYER:FILTER:SECONDS                 test_LAYER --gtest_filter=FILTER, for a test layer
+#                                        (eval, e2e, backend, diagnosis, ...; TARGETS builds
+#                                        kernelarc test_eval test_e2e unless told otherwise)
 #   try:PROBLEM:TEMPLATE:SECONDS[:KNOBS] kernelarc templates try problems/cuda/PROBLEM TEMPLATE
 #                                        --workloads largest [--knobs KNOBS] $TRY_ARGS (e.g.
 #                                        TRY_ARGS=--profile: Nsight Compute on the largest;
@@ -37,7 +36,7 @@ for step in "$@"; do
   IFS=: read -r kind first second third fourth fifth <<< "$step"
   began=$SECONDS
   case $kind in
-    eval | e2e | backend)
+    eval | e2e | backend | diagnosis | cli | app | synth | oracle)
       log=$out/$kind-$(echo "$first" | tr -c 'A-Za-z0-9_\n' '_').txt
       timeout "$second" "$build/tests/test_$kind" --gtest_filter="$first" > "$log" 2>&1
       status=$?
@@ -78,7 +77,7 @@ for step in "$@"; do
       status=$?
       excerpt=$(tail -30 "$log") ;;
     *)
-      echo "unknown step kind '$kind' in '$step' (eval, e2e, backend, try, sweep or bench)"
+      echo "unknown step kind '$kind' in '$step' (a test layer, try, sweep or bench)"
       exit 2 ;;
   esac
   { echo "== $step: exit $status, $((SECONDS - began)) s"; echo "$excerpt"; } | tee -a "$summary"
