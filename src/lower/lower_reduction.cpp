@@ -8,44 +8,24 @@
 #include <fmt/format.h>
 
 #include "lower/lowering.h"
+#include "lower/node_args.h"
 
 namespace kernelarc::lowering {
 namespace {
 
 using Shape = std::vector<SymSize>;
 
-/// Helpers bound to one node.
-struct NodeLowering {
+/// Helpers bound to one node: its arguments (NodeArgs) and the lowering they are read into.
+struct NodeLowering : NodeArgs {
   Lowering& l;
-  const GraphNode& node;
-  std::string origin;
 
   int tensor(std::size_t position, std::string_view name = {}) {
-    const GraphArg* arg = node.arg(position, name);
-    const auto value = arg ? arg->as_value() : std::nullopt;
-    if (!value)
-      throw Unsupported(fmt::format("{}: argument {} must be a tensor", origin, position));
-    return l.tensor_of(*value, origin);
+    return NodeArgs::tensor(l, position, name);
   }
   std::optional<int> optional_tensor(std::size_t position, std::string_view name) {
-    const GraphArg* arg = node.arg(position, name);
-    if (!arg || arg->is_none()) return std::nullopt;
-    return tensor(position, name);
+    return NodeArgs::optional_tensor(l, position, name);
   }
   const Shape& shape(int id) { return l.tensor(id).shape; }
-  double number(std::size_t position, std::string_view name, double fallback) {
-    const GraphArg* arg = node.arg(position, name);
-    if (!arg || arg->is_none()) return fallback;
-    if (const auto value = arg->as_float()) return *value;
-    throw Unsupported(fmt::format("{}: argument {} must be a constant number", origin, name));
-  }
-  bool flag(std::size_t position, std::string_view name, bool fallback) {
-    const GraphArg* arg = node.arg(position, name);
-    if (!arg || arg->is_none()) return fallback;
-    if (const auto value = arg->as_bool()) return *value;
-    if (const auto value = arg->as_int()) return *value != 0;
-    throw Unsupported(fmt::format("{}: argument {} must be a constant bool", origin, name));
-  }
   /// Reduced dims of a `dim` argument; none / [] = every dim.
   std::vector<int> dims(std::size_t position, std::string_view name, std::size_t rank) {
     const GraphArg* arg = node.arg(position, name);
@@ -527,7 +507,7 @@ bool lower_norm_or_loss(NodeLowering& n, std::string_view name) {
 }  // namespace
 
 bool lower_reduction(Lowering& lowering, const GraphNode& node) {
-  NodeLowering n{lowering, node, fmt::format("{} (op {})", node.op, node.id)};
+  NodeLowering n{{node, fmt::format("{} (op {})", node.op, node.id)}, lowering};
   const std::string_view name = node.base_name();
   if (lower_norm_or_loss(n, name)) return true;
   const bool known = name == "sum" || name == "mean" || name == "prod" || name == "amax" ||

@@ -11,6 +11,7 @@
 
 #include "lower/index_list.h"
 #include "lower/lowering.h"
+#include "lower/node_args.h"
 
 namespace kernelarc::lowering {
 namespace {
@@ -26,20 +27,6 @@ struct ScatterSpec {
   bool accumulate = false;
 };
 
-const GraphArg& required(const GraphNode& node, std::size_t position, std::string_view name,
-                         const std::string& origin) {
-  const GraphArg* arg = node.arg(position, name);
-  if (!arg || arg->is_none()) throw Unsupported(fmt::format("{}: missing {}", origin, name));
-  return *arg;
-}
-
-int tensor_arg(Lowering& lowering, const GraphNode& node, std::size_t position,
-               std::string_view name, const std::string& origin) {
-  const auto value = required(node, position, name, origin).as_value();
-  if (!value) throw Unsupported(fmt::format("{}: {} must be a tensor", origin, name));
-  return lowering.tensor_of(*value, origin);
-}
-
 /// The element of tensor `id` as the destination's type: a float unless the destination holds
 /// integers.
 Json value_element(Ctx& ctx, int id, const Coords& coords, bool integer) {
@@ -51,7 +38,7 @@ Json value_element(Ctx& ctx, int id, const Coords& coords, bool integer) {
 ScatterSpec index_put(Lowering& lowering, const GraphNode& node, const std::vector<SymSize>& shape,
                       bool integer, const std::string& origin) {
   const IndexList indices(lowering, node.arg(1, "indices"), shape, origin);
-  const int values = tensor_arg(lowering, node, 2, "values", origin);
+  const int values = NodeArgs{node, origin}.tensor(lowering, 2, "values");
   const std::vector<SymSize> values_shape = lowering.tensor(values).shape;
   ScatterSpec spec;
   spec.domain = indices.result_shape();
@@ -76,10 +63,10 @@ ScatterSpec index_put(Lowering& lowering, const GraphNode& node, const std::vect
 /// (torch rejects them).
 ScatterSpec along_dim(Lowering& lowering, const GraphNode& node, std::string_view name,
                       const std::vector<SymSize>& shape, bool integer, const std::string& origin) {
-  const auto dim_arg = required(node, 1, "dim", origin).as_int();
+  const auto dim_arg = NodeArgs{node, origin}.required(1, "dim").as_int();
   if (!dim_arg) throw Unsupported(origin + ": expected a constant dim");
   const auto dim = static_cast<std::size_t>(normalize_dim(*dim_arg, shape.size(), origin));
-  const int index = tensor_arg(lowering, node, 2, "index", origin);
+  const int index = NodeArgs{node, origin}.tensor(lowering, 2, "index");
   const std::vector<SymSize> index_shape = lowering.tensor(index).shape;
   if (!is_integer_dtype(lowering.tensor(index).dtype))
     throw Unsupported(origin + ": the index must be an integer tensor");
@@ -89,7 +76,7 @@ ScatterSpec along_dim(Lowering& lowering, const GraphNode& node, std::string_vie
   spec.accumulate = name == "index_add" || name == "scatter_add";
   if (const GraphArg* reduce = node.kwarg("reduce"); reduce && !reduce->is_none())
     throw Unsupported(origin + ": scatter with a reduce argument is not lowered");
-  const GraphArg& source = required(node, 3, per_slice ? "source" : "src", origin);
+  const GraphArg& source = NodeArgs{node, origin}.required(3, per_slice ? "source" : "src");
   int source_id = -1;
   if (const auto value = source.as_value()) source_id = lowering.tensor_of(*value, origin);
   if (per_slice) {
@@ -179,7 +166,7 @@ int masked_index_put(Lowering& lowering, const GraphNode& node, int base, bool i
   if (position + mask_shape.size() > shape.size() ||
       !std::equal(mask_shape.begin(), mask_shape.end(), shape.begin() + position))
     throw Unsupported(origin + ": the mask's shape is not that of the dims it indexes");
-  const int values = tensor_arg(lowering, node, 2, "values", origin);
+  const int values = NodeArgs{node, origin}.tensor(lowering, 2, "values");
   const std::vector<SymSize> values_shape = lowering.tensor(values).shape;
   if (!std::all_of(values_shape.begin(), values_shape.end(),
                    [](const SymSize& size) { return size.is_one(); }))
@@ -213,7 +200,7 @@ bool lower_scatter(Lowering& lowering, const GraphNode& node) {
     return false;
   }
   const std::string origin = fmt::format("{} (op {})", node.op, node.id);
-  const int base = tensor_arg(lowering, node, 0, "self", origin);
+  const int base = NodeArgs{node, origin}.tensor(lowering, 0, "self");
   const std::vector<SymSize> shape = lowering.tensor(base).shape;
   const DType dtype = *lowering.graph.value(node.output()).dtype;
   const bool integer = is_integer_dtype(dtype);

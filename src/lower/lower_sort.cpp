@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "lower/lowering.h"
+#include "lower/node_args.h"
 
 namespace kernelarc::lowering {
 namespace {
@@ -17,51 +18,26 @@ struct Selection {
   std::vector<std::string> outputs;  ///< "topk_value" or "topk_index", per graph output
 };
 
-/// An argument by position, or by name only where the overload takes it as a keyword (the
-/// .stable overloads' dim and descending).
-const GraphArg* find_arg(const GraphNode& node, std::optional<std::size_t> position,
-                         std::string_view name) {
-  return position ? node.arg(*position, name) : node.kwarg(name);
-}
-
-bool bool_arg(const GraphNode& node, std::optional<std::size_t> position, std::string_view name,
-              bool fallback, const std::string& origin) {
-  const GraphArg* arg = find_arg(node, position, name);
-  if (arg == nullptr) return fallback;
-  const std::optional<bool> value = arg->as_bool();
-  if (!value) throw Unsupported(fmt::format("{}: expected a constant {}", origin, name));
-  return *value;
-}
-
-int64_t dim_arg(const GraphNode& node, std::optional<std::size_t> position,
-                const std::string& origin) {
-  const GraphArg* arg = find_arg(node, position, "dim");
-  if (arg == nullptr) return -1;
-  const std::optional<int64_t> dim = arg->as_int();
-  if (!dim) throw Unsupported(origin + ": expected a constant dim");
-  return *dim;
-}
-
 /// The selection of a topk / sort / argsort node (std::nullopt for any other op). The .stable
 /// overloads take dim and descending as keywords only, which node.arg finds by name.
-std::optional<Selection> selection_of(const GraphNode& node, const std::string& origin) {
+std::optional<Selection> selection_of(const NodeArgs& args) {
+  const GraphNode& node = args.node;
   const std::string_view name = node.base_name();
   const bool stable_overload = node.overload() == "stable";
   Selection selection;
   if (name == "topk") {
-    const GraphArg* k = node.arg(1, "k");
-    selection.k = k ? k->as_int() : std::nullopt;
-    if (!selection.k) throw Unsupported(origin + ": expected a constant k");
-    selection.dim = dim_arg(node, 2, origin);
-    selection.largest = bool_arg(node, 3, "largest", true, origin);
+    selection.k = args.required(1, "k").as_int();
+    if (!selection.k) throw Unsupported(args.origin + ": expected a constant k");
+    selection.dim = args.integer(2, "dim", -1);
+    selection.largest = args.flag(3, "largest", true);
     // sorted=False leaves the order unspecified: the sorted order is one torch may return.
     selection.outputs = {"topk_value", "topk_index"};
   } else if (name == "sort" || name == "argsort") {
     const auto at = [&](std::size_t position) {
       return stable_overload ? std::nullopt : std::optional<std::size_t>(position);
     };
-    selection.dim = dim_arg(node, at(1), origin);
-    selection.largest = bool_arg(node, at(2), "descending", false, origin);
+    selection.dim = args.integer(at(1), "dim", -1);
+    selection.largest = args.flag(at(2), "descending", false);
     selection.outputs = name == "sort" ? std::vector<std::string>{"topk_value", "topk_index"}
                                        : std::vector<std::string>{"topk_index"};
   } else {
@@ -73,12 +49,11 @@ std::optional<Selection> selection_of(const GraphNode& node, const std::string& 
 }  // namespace
 
 bool lower_sort(Lowering& lowering, const GraphNode& node) {
-  const std::string origin = fmt::format("{} (op {})", node.op, node.id);
-  const std::optional<Selection> selection = selection_of(node, origin);
+  const NodeArgs args{node, fmt::format("{} (op {})", node.op, node.id)};
+  const std::string& origin = args.origin;
+  const std::optional<Selection> selection = selection_of(args);
   if (!selection) return false;
-  const auto value = node.arg(0) ? node.arg(0)->as_value() : std::nullopt;
-  if (!value) throw Unsupported(origin + ": expected a tensor");
-  const int x = lowering.tensor_of(*value, origin);
+  const int x = args.tensor(lowering, 0, "self");
   const std::vector<SymSize> shape = lowering.tensor(x).shape;
   const DType dtype = lowering.tensor(x).dtype;
   if (shape.empty()) throw Unsupported(origin + ": a 0-d tensor has no dim to select along");

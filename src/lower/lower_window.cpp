@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "lower/lowering.h"
+#include "lower/node_args.h"
 
 namespace kernelarc::lowering {
 namespace {
@@ -133,58 +134,6 @@ int add_stage(Lowering& l, const WindowKernel& w, const std::string& stage_op, D
   return l.add_tensor(std::move(tensor));
 }
 
-/// The node's arguments, read by position or keyword.
-struct Args {
-  const GraphNode& node;
-  std::string origin;
-
-  int tensor(Lowering& l, std::size_t position, std::string_view name) const {
-    const GraphArg* arg = node.arg(position, name);
-    const auto value = arg ? arg->as_value() : std::nullopt;
-    if (!value) throw Unsupported(fmt::format("{}: argument {} must be a tensor", origin, name));
-    return l.tensor_of(*value, origin);
-  }
-  std::optional<int> optional_tensor(Lowering& l, std::size_t position,
-                                     std::string_view name) const {
-    const GraphArg* arg = node.arg(position, name);
-    if (!arg || arg->is_none()) return std::nullopt;
-    return tensor(l, position, name);
-  }
-  /// An int-list argument as `rank` constants: a single value repeats, absent or [] is
-  /// `fallback` (itself repeated when of one element).
-  std::vector<int64_t> ints(std::size_t position, std::string_view name, std::size_t rank,
-                            std::vector<int64_t> fallback) const {
-    const GraphArg* arg = node.arg(position, name);
-    std::vector<int64_t> list = fallback;
-    if (arg && !arg->is_none()) {
-      const auto given = arg->as_int_list();
-      if (!given) {
-        throw Unsupported(fmt::format("{}: {} must be constant integers", origin, name));
-      }
-      if (!given->empty()) list = *given;
-    }
-    if (list.size() == 1) list.assign(rank, list[0]);
-    if (list.size() != rank) {
-      throw Unsupported(
-          fmt::format("{}: {} has {} entries, expected {}", origin, name, list.size(), rank));
-    }
-    return list;
-  }
-  int64_t integer(std::size_t position, std::string_view name, int64_t fallback) const {
-    const GraphArg* arg = node.arg(position, name);
-    if (!arg || arg->is_none()) return fallback;
-    if (const auto value = arg->as_int()) return *value;
-    throw Unsupported(fmt::format("{}: {} must be a constant integer", origin, name));
-  }
-  bool flag(std::size_t position, std::string_view name, bool fallback) const {
-    const GraphArg* arg = node.arg(position, name);
-    if (!arg || arg->is_none()) return fallback;
-    if (const auto value = arg->as_bool()) return *value;
-    if (const auto value = arg->as_int()) return *value != 0;
-    throw Unsupported(fmt::format("{}: {} must be a constant bool", origin, name));
-  }
-};
-
 /// Whether anything reads value `id`'s buffer: a compute node's argument or a graph output.
 bool is_read(const OpGraph& graph, int64_t id) {
   const int64_t buffer = graph.value(id).buffer;
@@ -263,7 +212,7 @@ struct Pool {
 };
 
 /// values (max stage) and, when read, indices (argmax stage turned into an input position).
-void lower_max_pool(Lowering& l, const GraphNode& node, const Args& args, const Pool& pool,
+void lower_max_pool(Lowering& l, const GraphNode& node, const NodeArgs& args, const Pool& pool,
                     const Shape& out) {
   const WindowKernel w = new_window_kernel(l, out, pool.window());
   const auto masked = [&](Ctx& ctx) {
@@ -303,7 +252,7 @@ void lower_max_pool(Lowering& l, const GraphNode& node, const Args& args, const 
 }
 
 /// sum stage over the window divided per output point by `divisor(coords)`.
-void lower_avg_pool(Lowering& l, const GraphNode& node, const Args& args, const Pool& pool,
+void lower_avg_pool(Lowering& l, const GraphNode& node, const NodeArgs& args, const Pool& pool,
                     const Shape& out, std::function<Json(const Coords&)> divisor) {
   const WindowKernel w = new_window_kernel(l, out, pool.window());
   const int sum = add_stage(l, w, "sum", l.compute_dtype, args.origin, [&](Ctx& ctx) {
@@ -325,7 +274,7 @@ bool lower_pool(Lowering& l, const GraphNode& node, std::string_view name) {
   if (at == std::string_view::npos || at + 6 >= name.size() || name[at + 6] != 'd') return false;
   const std::size_t rank = static_cast<std::size_t>(name[at + 5] - '0');
   if (rank < 1 || rank > 3 || name.ends_with("backward")) return false;
-  const Args args{node, fmt::format("{} (op {})", node.op, node.id)};
+  const NodeArgs args{node, fmt::format("{} (op {})", node.op, node.id)};
   Pool pool;
   pool.x = args.tensor(l, 0, "self");
   const Shape in = l.tensor(pool.x).shape;
@@ -666,7 +615,7 @@ std::optional<StoredAt> im2col_weight(Lowering& l, const Convolution& conv,
 }
 
 bool lower_convolution(Lowering& l, const GraphNode& node, std::string_view name) {
-  const Args args{node, fmt::format("{} (op {})", node.op, node.id)};
+  const NodeArgs args{node, fmt::format("{} (op {})", node.op, node.id)};
   const bool generic = name == "convolution" || name == "_convolution";
   const bool transpose_form = name.starts_with("conv_transpose");
   const bool plain_form = name == "conv1d" || name == "conv2d" || name == "conv3d";
