@@ -340,9 +340,11 @@ std::string_view machine_model(std::string_view hardware) {
   return hardware.substr(0, hardware.find(" ("));
 }
 
-/// Refuses to add this machine's rows to a report whose rows another model measured.
+/// Refuses to add this machine's rows to a report whose rows another model measured. A machine
+/// known only by its device string (no calibration names it) cannot be told apart.
 void check_same_machine(const BenchReport& report, const std::filesystem::path& path,
                         const std::string& hardware) {
+  if (hardware == report.device) return;
   for (const BenchProblem& problem : report.problems) {
     if (problem.hardware.empty() || machine_model(problem.hardware) == machine_model(hardware))
       continue;
