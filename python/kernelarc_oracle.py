@@ -575,9 +575,9 @@ def gpu_spans_ns(problem, flush, function, values, iterations):
     if current is not None:
         spans.append(current)
     if len(spans) != iterations or not all(spans):
-        names = [name for name, _, _ in profiled_gpu_events(problem, lambda: function(*values))]
-        spans = [one_call_span(problem, flush, function, values) for _ in range(iterations)]
-        return spans, kernel_summary(names, 1)
+        calls = [one_call_events(problem, flush, function, values) for _ in range(iterations)]
+        names = [name for events in calls for name, _, _ in events]
+        return [span_of(events) for events in calls], kernel_summary(names, iterations)
     return [span_of(call) for call in spans], kernel_summary(names, iterations)
 
 
@@ -598,9 +598,10 @@ def kernel_summary(names, calls, most=4, width=80):
     return text or "none"
 
 
-def one_call_span(problem, flush, function, values):
+def one_call_events(problem, flush, function, values):
+    """The GPU events of one call in a profiler session of its own, the cache flushed before."""
     flush()
-    return span_of(profiled_gpu_events(problem, lambda: function(*values)))
+    return profiled_gpu_events(problem, lambda: function(*values))
 
 
 def span_of(events):

@@ -139,10 +139,20 @@ std::vector<std::string> ncu_command(const std::filesystem::path& ncu,
   for (const std::string& metric : ncu_metrics()) {
     metric_list += (metric_list.empty() ? "" : ",") + metric;
   }
-  std::vector<std::string> argv{
-      ncu.string(),       "--csv", "--page",    "raw",       "--print-units",      "base",
-      "--clock-control",  "none",  "--metrics", metric_list, "--target-processes", "all",
-      executable.string()};
+  return ncu_csv_command(ncu, {"--page", "raw", "--print-units", "base"},
+                         {"--metrics", metric_list}, executable, args);
+}
+
+std::vector<std::string> ncu_csv_command(const std::filesystem::path& ncu,
+                                         const std::vector<std::string>& page,
+                                         const std::vector<std::string>& sections,
+                                         const std::filesystem::path& executable,
+                                         const std::vector<std::string>& args) {
+  std::vector<std::string> argv{ncu.string(), "--csv"};
+  argv.insert(argv.end(), page.begin(), page.end());
+  argv.insert(argv.end(), {"--clock-control", "none"});
+  argv.insert(argv.end(), sections.begin(), sections.end());
+  argv.insert(argv.end(), {"--target-processes", "all", executable.string()});
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }

@@ -22,6 +22,15 @@ const std::vector<std::string>& ncu_metrics();
 /// (smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio).
 const std::vector<std::string>& ncu_stall_metrics();
 
+/// `ncu --csv <page> --clock-control none <sections> --target-processes all executable args...`:
+/// what every kernelarc run of ncu shares (clocks left as they are, every process the target
+/// starts profiled), around the page and the sections or metrics it asks for.
+std::vector<std::string> ncu_csv_command(const std::filesystem::path& ncu,
+                                         const std::vector<std::string>& page,
+                                         const std::vector<std::string>& sections,
+                                         const std::filesystem::path& executable,
+                                         const std::vector<std::string>& args);
+
 /// argv of `ncu --csv --page raw --print-units base --clock-control none --metrics <list>
 /// --target-processes all <executable> <args...>`. Clocks are left as the guard finds them, as
 /// the timed runs do; base units make the columns comparable across ncu versions.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "diagnosis/ncu_csv.h"
+#include "diagnosis/ncu_profile.h"
 
 namespace kernelarc {
 namespace {
@@ -43,23 +44,9 @@ struct Table {
 std::vector<std::string> ncu_source_command(const std::filesystem::path& ncu,
                                             const std::filesystem::path& executable,
                                             const std::vector<std::string>& args) {
-  std::vector<std::string> argv{ncu.string(),
-                                "--csv",
-                                "--page",
-                                "source",
-                                "--print-source",
-                                "sass",
-                                "--section",
-                                "SourceCounters",
-                                "--section",
-                                "WarpStateStats",
-                                "--clock-control",
-                                "none",
-                                "--target-processes",
-                                "all",
-                                executable.string()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
+  return ncu_csv_command(ncu, {"--page", "source", "--print-source", "sass"},
+                         {"--section", "SourceCounters", "--section", "WarpStateStats"}, executable,
+                         args);
 }
 
 NcuSourceResult parse_ncu_source(std::string_view output, int exit_code, std::size_t top) {

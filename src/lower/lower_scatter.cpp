@@ -63,10 +63,11 @@ ScatterSpec index_put(Lowering& lowering, const GraphNode& node, const std::vect
 /// (torch rejects them).
 ScatterSpec along_dim(Lowering& lowering, const GraphNode& node, std::string_view name,
                       const std::vector<SymSize>& shape, bool integer, const std::string& origin) {
-  const auto dim_arg = NodeArgs{node, origin}.required(1, "dim").as_int();
+  const NodeArgs args{node, origin};
+  const auto dim_arg = args.required(1, "dim").as_int();
   if (!dim_arg) throw Unsupported(origin + ": expected a constant dim");
   const auto dim = static_cast<std::size_t>(normalize_dim(*dim_arg, shape.size(), origin));
-  const int index = NodeArgs{node, origin}.tensor(lowering, 2, "index");
+  const int index = args.tensor(lowering, 2, "index");
   const std::vector<SymSize> index_shape = lowering.tensor(index).shape;
   if (!is_integer_dtype(lowering.tensor(index).dtype))
     throw Unsupported(origin + ": the index must be an integer tensor");
@@ -76,7 +77,7 @@ ScatterSpec along_dim(Lowering& lowering, const GraphNode& node, std::string_vie
   spec.accumulate = name == "index_add" || name == "scatter_add";
   if (const GraphArg* reduce = node.kwarg("reduce"); reduce && !reduce->is_none())
     throw Unsupported(origin + ": scatter with a reduce argument is not lowered");
-  const GraphArg& source = NodeArgs{node, origin}.required(3, per_slice ? "source" : "src");
+  const GraphArg& source = args.required(3, per_slice ? "source" : "src");
   int source_id = -1;
   if (const auto value = source.as_value()) source_id = lowering.tensor_of(*value, origin);
   if (per_slice) {

@@ -19,7 +19,7 @@ struct Selection {
 };
 
 /// The selection of a topk / sort / argsort node (std::nullopt for any other op). The .stable
-/// overloads take dim and descending as keywords only, which node.arg finds by name.
+/// overloads take dim and descending as keywords only: no position, NodeArgs finds them by name.
 std::optional<Selection> selection_of(const NodeArgs& args) {
   const GraphNode& node = args.node;
   const std::string_view name = node.base_name();
