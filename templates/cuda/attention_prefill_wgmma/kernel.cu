@@ -35,8 +35,10 @@
 // zero output and an lse of -inf.
 //
 // Grid: ka_attention_find_tile (ka_attention_common.cuh); blockIdx.y is the query head.
-// Knobs: BLOCK_N (keys per tile), STAGES (ring depth), CONSUMERS (1 or 2 consumer warpgroups),
-// PINGPONG (two consumers issue their products in turns).
+// Knobs: BLOCK_N (keys per tile), STAGES (ring depth), CONSUMERS (1, 2 or, at head dim 64, 3
+// consumer warpgroups: FlashAttention-3's 192-row tile for that head dim, where one warpgroup's
+// products are too short to hide another's softmax on their own), PINGPONG (two consumers issue
+// their products in turns).
 #include "ka_problem.h"
 
 #include "ka_attention_common.cuh"
@@ -63,7 +65,7 @@ constexpr bool kF16 = KaIsHalf<ka_qkv_t>::value;
 constexpr int kConsumers = CONSUMERS;
 constexpr bool kPingPong = PINGPONG != 0 && kConsumers == 2;
 // Named barriers: 1 + c for consumer c's epilogue, kTurnBarrier + c for its turns (PINGPONG).
-constexpr unsigned kTurnBarrier = 3;
+constexpr unsigned kTurnBarrier = 1 + kConsumers;
 constexpr int kBlockM = 64 * CONSUMERS;
 constexpr int kThreads = 128 * (CONSUMERS + 1);
 constexpr int kChunks = kD / 8;  // 16-byte chunks of a row
@@ -78,9 +80,14 @@ static_assert(STAGES >= 2, "STAGES >= 2");
 constexpr int kBarrierOffset = kQBytes + 2 * STAGES * kTileBytes;
 
 // Registers: with two consumers the producer keeps 40 and each consumer gets 232
-// ((40 + 2 * 232) * 128 <= 64K); with one consumer every thread has 255 to begin with.
-constexpr int kProducerRegisters = 40;
-constexpr int kConsumerRegisters = 232;
+// ((40 + 2 * 232) * 128 <= 64K); with three (head dim 64 only: O is half the size) 32 and 160
+// ((32 + 3 * 160) * 128 = 64K); with one consumer every thread has 255 to begin with.
+constexpr bool kRebalanceRegisters = kConsumers >= 2;
+constexpr int kProducerRegisters = kConsumers == 3 ? 32 : 40;
+constexpr int kConsumerRegisters = kConsumers == 3 ? 160 : 232;
+static_assert(kConsumers >= 1 && kConsumers <= 3, "CONSUMERS is 1, 2 or 3");
+static_assert(kConsumers < 3 || kD == 64,
+              "three consumer warpgroups fit their registers at head dim 64 only");
 
 // Copies kRows rows (row r from row_of(r), or zeros for r >= valid) into a swizzled tile, the
 // producer's 128 threads sharing the 16-byte chunks; returns whether it copied by plain loads and
@@ -197,7 +204,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 
   if (warpgroup == 0) {
     // ---- Producer.
-    if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_dec<kProducerRegisters>();
+    if constexpr (kRebalanceRegisters) ka_sm90::setmaxnreg_dec<kProducerRegisters>();
     const bool q_plain = ka_copy_tile<kBlockM, KaArgs::q_pitch>(
         q_tile, q_len - row0, [&](int r) { return ka.q_row(b, row0 + r, h); }, thread);
     ka_announce(q_full, q_plain);
@@ -223,7 +230,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   }
 
   // ---- Consumer warpgroup c: rows [64 c, 64 c + 64) of the CTA's tile.
-  if constexpr (kConsumers == 2) ka_sm90::setmaxnreg_inc<kConsumerRegisters>();
+  if constexpr (kRebalanceRegisters) ka_sm90::setmaxnreg_inc<kConsumerRegisters>();
   const int consumer = warpgroup - 1;
   const int warp = thread / 32;
   const int lane = thread % 32;
