@@ -93,6 +93,9 @@ std::string problem_line(const BenchProblem& problem) {
   if (!problem.solution.empty()) line += "; kernelarc: " + problem.solution;
   if (problem.run_id)
     line += fmt::format(" (run {}, {} candidates evaluated)", *problem.run_id, problem.evaluated);
+  if (problem.seconds > 0)
+    line += fmt::format("; {:.0f} s, of which the search {:.0f} s", problem.seconds,
+                        problem.search_seconds);
   if (!problem.note.empty()) line += "; " + problem.note;
   return line;
 }
@@ -213,6 +216,7 @@ OrderedJson problem_json(const BenchProblem& problem) {
       {"run_id", problem.run_id ? OrderedJson(*problem.run_id) : OrderedJson(nullptr)},
       {"evaluated", problem.evaluated},
       {"seconds", problem.seconds},
+      {"search_seconds", problem.search_seconds},
       {"hardware", problem.hardware},
       {"speedup", speedup_json(problem.speedup())},
       {"sol_score", optional_number(problem.sol_score())},
@@ -241,7 +245,8 @@ BenchProblem problem_from_json(const OrderedJson& json) {
   if (!json.at("run_id").is_null()) problem.run_id = json.at("run_id").get<int64_t>();
   problem.evaluated = json.at("evaluated").get<int64_t>();
   problem.seconds = json.at("seconds").get<double>();
-  problem.hardware = json.value("hardware", std::string());  // absent before it existed
+  problem.search_seconds = json.value("search_seconds", 0.0);  // absent before it existed
+  problem.hardware = json.value("hardware", std::string());    // absent before it existed
   for (const OrderedJson& w : json.at("workloads"))
     problem.workloads.push_back(workload_from_json(w));
   return problem;

@@ -69,6 +69,8 @@ struct BenchProblem {
   std::optional<int64_t> run_id;
   int64_t evaluated = 0;  ///< candidates the run evaluated
   double seconds = 0;     ///< this problem's share of the bench, search included
+  /// Of which the search (or finding its stored run); the rest went to the side-by-side rounds.
+  double search_seconds = 0;
   /// The machine it was benched on (the calibration's description): a report resumed on
   /// another machine would otherwise show rows of two machines under one name.
   std::string hardware;

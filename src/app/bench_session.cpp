@@ -172,6 +172,7 @@ class ProblemBench {
         result.note = fmt::format("no template serves it on {}", options_.guard.device);
       } else {
         winner = search(session, workspace, output_);
+        result.search_seconds = seconds_since(started);
         result.run_id = winner.run_id;
         result.evaluated = winner.evaluated;
         result.solution = winner.label;

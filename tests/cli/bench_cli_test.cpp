@@ -145,6 +145,10 @@ TEST_F(BenchCli, WallTimeChunkThenResumeCompletesAndRerunReusesTheRuns) {
     SCOPED_TRACE(problem["name"].get<std::string>());
     EXPECT_TRUE(problem["run_id"].is_number());
     EXPECT_EQ(problem["evaluated"], 2);
+    // Where the problem's time went: the search, then the side-by-side rounds (which time
+    // PyTorch in a fresh process, so they take a share of their own).
+    EXPECT_GT(problem["search_seconds"].get<double>(), 0);
+    EXPECT_LT(problem["search_seconds"].get<double>(), problem["seconds"].get<double>());
     EXPECT_FALSE(problem["solution"].get<std::string>().empty());
     EXPECT_TRUE(problem["speedup"]["value"].is_number());
     EXPECT_TRUE(problem.contains("sol_score"));
@@ -170,8 +174,10 @@ TEST_F(BenchCli, WallTimeChunkThenResumeCompletesAndRerunReusesTheRuns) {
     // The guard's diagnosis of the winner, in the report and printed with the problem's table.
     EXPECT_FALSE(workload["diagnosis"].get<std::string>().empty());
   }
-  for (const auto* output : {&first.output, &second.output})
+  for (const auto* output : {&first.output, &second.output}) {
     EXPECT_NE(output->find("  diagnosis batch_size="), std::string::npos) << *output;
+    EXPECT_NE(output->find(" s, of which the search "), std::string::npos) << *output;
+  }
   std::ifstream markdown(dir_ / "out" / "bench.md");
   std::string text((std::istreambuf_iterator<char>(markdown)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("## rmsnorm_f32"), std::string::npos);
