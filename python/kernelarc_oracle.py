@@ -28,11 +28,14 @@ Inputs follow SOL-ExecBench's generator: the same distributions per dtype and th
 heuristics, so a kernel is scored on the kind of data it will meet there.
 """
 
+import contextlib
 import gc
 import json
 import os
 import platform
+import signal
 import sys
+import threading
 import time
 import traceback
 import types
@@ -454,6 +457,56 @@ def disagreement(torch, got, reference, tolerance):
             f"{tolerance['max_rtol']} (largest difference {worst:.4g})")
 
 
+class WarmupTimeout(Exception):
+    """The warm-up calls outlasted the job's warmup_limit_s."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Raises WarmupTimeout in the body once `seconds` have passed (none when 0, or off the
+    main thread, where no signal is delivered). torch.compile compiles in Python here, so the
+    alarm interrupts a compilation too, at its next Python instruction."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise WarmupTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def timed_calls(job, call_s):
+    """Calls per timed loop by the guard's rule for candidates: as many as timing_budget_s holds
+    at `call_s` a call (a warm call's time), within [min_iterations, iterations]."""
+    most = job["iterations"]
+    budget = job.get("timing_budget_s") or 0
+    if budget <= 0 or call_s <= 0:
+        return most
+    least = min(job.get("min_iterations") or most, most)
+    return max(least, min(most, int(budget / call_s)))
+
+
+def warm_up(problem, job, flush, function, values):
+    """The job's untimed calls, each flushed and waited for, within its warmup_limit_s; returns
+    the last call's seconds (0 without warm-up calls)."""
+    last = 0.0
+    with time_limit(job.get("warmup_limit_s") or 0):
+        for _ in range(job["warmup"]):
+            flush()
+            begin = time.perf_counter()
+            function(*values)
+            synchronize(problem)
+            last = time.perf_counter() - begin
+    return last
+
+
 def timing_job(problem, job):
     torch = problem.torch
     baseline = job["baseline"]
@@ -483,21 +536,25 @@ def timing_job(problem, job):
             return {"unavailable": "torch.compile failed: " + describe_exception(error)}
     flush, flush_note = cache_flusher(problem, job)
     cuda = problem.device.type == "cuda"
+    stage = "torch.compile" if job["baseline"] == "compiled" else source
     try:
         with torch.no_grad():
-            for _ in range(job["warmup"]):
-                flush()
-                function(*values)
+            calls = timed_calls(job, warm_up(problem, job, flush, function, values))
+            if calls < job["iterations"]:
+                flush_note += (f"; {calls} timed calls, not {job['iterations']}: the timing "
+                               f"budget is {job['timing_budget_s']:g} s")
             if not cuda:
-                times = [cpu_call_ns(problem, flush, function, values)
-                         for _ in range(job["iterations"])]
+                times = [cpu_call_ns(problem, flush, function, values) for _ in range(calls)]
                 return {"times_ns": times,
                         "note": f"{baseline}, time.perf_counter_ns, {flush_note}"}
-            end_to_end = [event_call_ns(problem, flush, function, values)
-                          for _ in range(job["iterations"])]
-            spans, kernels = gpu_spans_ns(problem, flush, function, values, job["iterations"])
+            end_to_end = [event_call_ns(problem, flush, function, values) for _ in range(calls)]
+            spans, kernels = gpu_spans_ns(problem, flush, function, values, calls)
+    except WarmupTimeout:
+        if job["baseline"] == "compiled":
+            torch._dynamo.reset()  # whatever it compiled so far is not used again
+        return {"unavailable": f"{stage}: the {job['warmup']} warm-up calls took longer than "
+                               f"{job['warmup_limit_s']:g} s (--baseline-warmup-limit)"}
     except Exception as error:
-        stage = "torch.compile" if job["baseline"] == "compiled" else source
         return {"unavailable": f"{stage} failed: " + describe_exception(error)}
     # A GPU span cannot exceed the events bracketing the same call. On the H200 the profiler
     # once reported 2.7 ms spans for a 0.04 ms F.linear (M=1); such a span is not trusted, and

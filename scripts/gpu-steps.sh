@@ -19,7 +19,8 @@
 #                                        BUDGET --workloads largest, resumed from $BENCH_FROM
 #                                        (a bench.json of an earlier call) when it is set
 # GPU tests run at the templates' default points (KERNELARC_TEMPLATE_POINTS=default) unless the
-# environment says otherwise. BENCH_WALL (default 330) stops starting new bench problems.
+# environment says otherwise. BENCH_WALL (default 330) stops starting new bench problems;
+# BASELINE_WARMUP_LIMIT (default 120) is the bench's --baseline-warmup-limit.
 # Example:
 #   scripts/gpu-steps.sh 'eval:GpuLibrary/GpuTemplateGuard.*scaled_gemm_wgmma*:120' \
 #     'bench:fp8_gemm_rowwise_bf16_n7168_k2048:32:300'
@@ -73,7 +74,8 @@ for step in "$@"; do
       log=$results/bench-$began.log
       timeout "$third" "$build/kernelarc" bench problems/cuda --problems "$first" \
         --budget "$second" --workloads largest --device cuda:0 --workspace "$workspace" \
-        --out "$results" --plain --wall-time "${BENCH_WALL:-330}" "${resume[@]}" > "$log" 2>&1
+        --out "$results" --plain --wall-time "${BENCH_WALL:-330}" \
+        --baseline-warmup-limit "${BASELINE_WARMUP_LIMIT:-120}" "${resume[@]}" > "$log" 2>&1
       status=$?
       excerpt=$(tail -30 "$log") ;;
     *)

@@ -76,6 +76,11 @@ GuardSession::GuardSession(const GuardFlags& flags) : flags_(flags) {
   oracle_options.device = backend_for(flags.device).kind();
   oracle_options.seed = flags.seed;
   oracle_options.worker_executable = flags.worker_executable;
+  // Baselines are timed by the candidates' rule: as many calls as the budget holds, within the
+  // guard's bounds.
+  oracle_options.timing_budget_s = flags.budget_s;
+  oracle_options.min_iterations = GuardOptions{}.min_iterations;
+  oracle_options.warmup_limit_s = flags.baseline_warmup_limit_s;
   oracle_ = std::make_unique<Oracle>(oracle_options);
 
   options_.device = flags.device;

@@ -28,6 +28,7 @@ struct GuardFlags {
   int warmup = GuardOptions{}.warmup;
   int iterations = GuardOptions{}.iterations;
   double budget_s = GuardOptions{}.timing_budget_s;
+  double baseline_warmup_limit_s = OracleOptions{}.warmup_limit_s;
   /// GuardOptions::checked_timed_calls; no flag: the search sets it for its screening guard.
   int checked_timed_calls = 0;
   int timeout_ms = 10'000;

@@ -21,8 +21,14 @@ void add_guard_flags(CLI::App& cmd, GuardFlags& flags) {
   cmd.add_option("--iterations", flags.iterations, "timed calls at most")
       ->capture_default_str()
       ->check(CLI::Range(3, 100000));
-  cmd.add_option("--timing-budget", flags.budget_s, "timing budget per workload, seconds")
+  cmd.add_option("--timing-budget", flags.budget_s,
+                 "timing budget per workload, seconds (candidates and PyTorch baselines alike)")
       ->capture_default_str();
+  cmd.add_option("--baseline-warmup-limit", flags.baseline_warmup_limit_s,
+                 "a PyTorch baseline whose warm-up calls (torch.compile's compilation included) "
+                 "take longer, in seconds, is reported unavailable")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd.add_option("--timeout-ms", flags.timeout_ms, "a call longer than this is a hang")
       ->capture_default_str()
       ->check(CLI::Range(1, 3'600'000));

@@ -202,7 +202,7 @@ Oracle::Entry Oracle::entry(const Problem& problem, const Workload& workload, in
 std::filesystem::path Oracle::timing_path(const Problem& problem, const Workload& workload,
                                           Baseline baseline) const {
   std::string key = ContentHasher()
-                        .add("kernelarc-oracle-timing-2")  // 2: allocator settings, fresh processes
+                        .add("kernelarc-oracle-timing-3")  // 3: timing budget, warm-up limit
                         .add(mode_tag(problem))
                         .add(raw_or_parsed(problem))
                         .add(workload_identity(workload))
@@ -211,6 +211,9 @@ std::filesystem::path Oracle::timing_path(const Problem& problem, const Workload
                         .add(std::to_string(options_.seed))
                         .add(std::to_string(options_.warmup))
                         .add(std::to_string(options_.iterations))
+                        .add(std::to_string(options_.min_iterations))
+                        .add(std::to_string(options_.timing_budget_s))
+                        .add(std::to_string(options_.warmup_limit_s))
                         .hex();
   return problem_cache_dir(problem) / (key + ".timing.json");
 }
@@ -489,13 +492,26 @@ std::string Oracle::timing_unavailable_reason(const Problem& problem, const Work
   return cached->unavailable;
 }
 
+PythonTimingJob Oracle::python_timing_job(std::string id, const Workload& workload,
+                                          Baseline baseline, std::filesystem::path out) const {
+  return {.id = std::move(id),
+          .workload = &workload,
+          .baseline = baseline,
+          .warmup = options_.warmup,
+          .iterations = options_.iterations,
+          .min_iterations = options_.min_iterations,
+          .timing_budget_s = options_.timing_budget_s,
+          .warmup_limit_s = options_.warmup_limit_s,
+          .seed = derive_seed(options_.seed, workload.uuid, 0),
+          .out = std::move(out)};
+}
+
 void Oracle::time_python(const Problem& problem, Baseline baseline) {
   std::vector<PythonTimingJob> jobs;
   for (const Workload& workload : problem.workloads) {
     auto path = timing_path(problem, workload, baseline);
     if (read_cached_timing(path, baseline)) continue;
-    jobs.push_back({"m" + std::to_string(jobs.size()), &workload, baseline, options_.warmup,
-                    options_.iterations, derive_seed(options_.seed, workload.uuid, 0), path});
+    jobs.push_back(python_timing_job("m" + std::to_string(jobs.size()), workload, baseline, path));
   }
   if (jobs.empty()) return;
   auto outcomes =
@@ -524,9 +540,8 @@ std::map<Baseline, std::map<std::string, ReferenceTiming>> Oracle::measure_refer
         time_native(problem, workloads[i], baseline, out_of(baseline, i));
         continue;
       }
-      jobs.push_back({"m" + std::to_string(jobs.size()), &workloads[i], baseline, options_.warmup,
-                      options_.iterations, derive_seed(options_.seed, workloads[i].uuid, 0),
-                      out_of(baseline, i)});
+      jobs.push_back(python_timing_job("m" + std::to_string(jobs.size()), workloads[i], baseline,
+                                       out_of(baseline, i)));
     }
   }
   if (!jobs.empty())

@@ -57,8 +57,15 @@ struct OracleOptions {
   std::string python;
   DeviceKind device = DeviceKind::Cpu;  ///< where PyTorch runs the reference and makes inputs
   uint64_t seed = 200;
-  int warmup = 3;  ///< baseline timing
-  int iterations = 20;
+  int warmup = 3;       ///< baseline timing
+  int iterations = 20;  ///< timed calls at most
+  /// Fewer timed calls where `iterations` would outlast this many seconds (the guard's rule for
+  /// candidates), but at least min_iterations.
+  double timing_budget_s = 2.0;
+  int min_iterations = 10;
+  /// A baseline whose warm-up calls (torch.compile's compilation included) outlast this is
+  /// reported unavailable, so that one pathological compile cannot hold a session.
+  double warmup_limit_s = 300;
   /// A Python job (one trial or one timing) that makes no progress for this long is killed and
   /// reported as a reference error; the remaining jobs continue in a fresh interpreter.
   std::chrono::seconds job_timeout{600};
@@ -88,6 +95,7 @@ struct ReferenceTiming {
 
 class NativeReference;
 class PythonBridge;
+struct PythonTimingJob;
 
 class Oracle {
  public:
@@ -176,6 +184,9 @@ class Oracle {
   std::shared_ptr<const TensorMap> read_parameters(const Problem& problem, const Workload& workload,
                                                    const Entry& entry);
   void time_python(const Problem& problem, Baseline baseline);
+  /// A timing job under this oracle's protocol (warm-up, iterations, budget, warm-up limit).
+  PythonTimingJob python_timing_job(std::string id, const Workload& workload, Baseline baseline,
+                                    std::filesystem::path out) const;
   /// Writes the timing (or why there is none) to `path`.
   void time_native(const Problem& problem, const Workload& workload, Baseline baseline,
                    const std::filesystem::path& path);

@@ -324,6 +324,9 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
                                     {"tolerance", tolerance_json(job.workload->tolerance)},
                                     {"warmup", job.warmup},
                                     {"iterations", job.iterations},
+                                    {"min_iterations", job.min_iterations},
+                                    {"timing_budget_s", job.timing_budget_s},
+                                    {"warmup_limit_s", job.warmup_limit_s},
                                     {"seed", job.seed},
                                     {"cpu_cache_bytes", last_level_cache().bytes},
                                     {"out", job.out.string()}});

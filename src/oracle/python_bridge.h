@@ -47,6 +47,9 @@ struct PythonTimingJob {
   Baseline baseline = Baseline::Eager;
   int warmup = 0;
   int iterations = 1;
+  int min_iterations = 1;
+  double timing_budget_s = 0;  ///< 0: every one of `iterations`
+  double warmup_limit_s = 0;   ///< 0: none
   uint64_t seed = 0;
   std::filesystem::path out;
 };

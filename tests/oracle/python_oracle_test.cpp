@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <utility>
@@ -27,6 +28,24 @@ class PythonOracleTest : public ::testing::Test {
   std::filesystem::path problem_cache(const Problem& problem,
                                       const std::string& cache = "oracle") const {
     return temp_ / cache / problem.definition.name;
+  }
+  /// py_scale under another name, with `body` as its baseline code's run(x, rms_norm_weight,
+  /// alpha) and, when given, the tolerance that code is held to.
+  Problem with_baseline(const std::string& name, const std::string& body,
+                        const OrderedJson& baseline_tolerance = nullptr) const {
+    const auto dir = temp_.path() / name;
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(fixture("py_scale") / "workload.jsonl", dir / "workload.jsonl");
+    OrderedJson definition =
+        OrderedJson::parse(std::ifstream(fixture("py_scale") / "definition.json"));
+    definition["name"] = name;
+    definition["kernelarc"] = {
+        {"baseline",
+         "import time\nimport torch\n\n\ndef run(x, rms_norm_weight, alpha):\n" + body}};
+    if (!baseline_tolerance.is_null())
+      definition["kernelarc"]["baseline_tolerance"] = baseline_tolerance;
+    std::ofstream(dir / "definition.json") << definition.dump(2);
+    return load_problem(dir);
   }
 
   TempDir temp_;
@@ -315,21 +334,6 @@ TEST_F(PythonOracleTest, BaselineTimingIsMeasuredOnceForAllWorkloads) {
 // A problem whose reference computes in high precision may name the code a user would run as
 // its baseline; that code is timed once it agrees with the reference, and refused otherwise.
 TEST_F(PythonOracleTest, BaselineCodeIsTimedOnlyWhenItAgreesWithTheReference) {
-  auto with_baseline = [&](const std::string& name, const std::string& body,
-                           const OrderedJson& baseline_tolerance = nullptr) {
-    const auto dir = temp_.path() / name;
-    std::filesystem::create_directories(dir);
-    std::filesystem::copy_file(fixture("py_scale") / "workload.jsonl", dir / "workload.jsonl");
-    OrderedJson definition =
-        OrderedJson::parse(std::ifstream(fixture("py_scale") / "definition.json"));
-    definition["name"] = name;
-    definition["kernelarc"] = {
-        {"baseline", "import torch\n\n\ndef run(x, rms_norm_weight, alpha):\n" + body}};
-    if (!baseline_tolerance.is_null())
-      definition["kernelarc"]["baseline_tolerance"] = baseline_tolerance;
-    std::ofstream(dir / "definition.json") << definition.dump(2);
-    return load_problem(dir);
-  };
   OracleOptions opts = options();
   opts.warmup = 1;
   opts.iterations = 2;
@@ -375,7 +379,53 @@ TEST_F(PythonOracleTest, BaselineCodeIsTimedOnlyWhenItAgreesWithTheReference) {
   const Workload& first = workload_named(raises, "small");
   EXPECT_FALSE(oracle.reference_timing(raises, first, Baseline::Eager).has_value());
   const std::string why = oracle.timing_unavailable_reason(raises, first, Baseline::Eager);
-  EXPECT_NE(why.find("no kernel for this (baseline line 5)"), std::string::npos) << why;
+  EXPECT_NE(why.find("no kernel for this (baseline line 6)"), std::string::npos) << why;
+}
+
+// A baseline is timed by the candidates' rule: a slow call is timed as often as the budget
+// holds (never below the least), and warm-up calls that outlast their limit (a compilation
+// that never ends) make it unavailable instead of holding the session.
+TEST_F(PythonOracleTest, SlowBaselinesAreTimedWithinTheBudgetAndTheWarmUpLimit) {
+  const std::string correct = "    return torch.mul(x, rms_norm_weight).mul(alpha)\n";
+  OracleOptions opts = options();
+  opts.warmup = 1;
+  opts.iterations = 8;
+  opts.min_iterations = 3;
+  opts.timing_budget_s = 0.5;
+  opts.warmup_limit_s = 30;
+  Oracle oracle(opts);
+  Problem slow = with_baseline("slow", "    time.sleep(0.2)\n" + correct);
+  const Workload& small = workload_named(slow, "small");
+  auto timed = oracle.reference_timing(slow, small, Baseline::Eager);
+  ASSERT_TRUE(timed.has_value()) << oracle.timing_unavailable_reason(slow, small, Baseline::Eager);
+  EXPECT_EQ(timed->times_ns.size(), 3u);  // 0.5 s holds two 0.2 s calls: the least, 3
+  for (double ns : timed->times_ns) EXPECT_GE(ns, 0.2e9);
+  EXPECT_NE(timed->note.find("3 timed calls, not 8: the timing budget is 0.5 s"), std::string::npos)
+      << timed->note;
+
+  Problem fast = with_baseline("fast", correct);
+  auto all = oracle.reference_timing(fast, workload_named(fast, "small"), Baseline::Eager);
+  ASSERT_TRUE(all.has_value());
+  EXPECT_EQ(all->times_ns.size(), 8u);
+  EXPECT_EQ(all->note.find("timed calls, not"), std::string::npos) << all->note;
+
+  // The first call agrees with the reference; the warm-up after it never ends.
+  opts.warmup_limit_s = 1;
+  opts.cache_dir = temp_ / "limited";
+  Oracle limited(opts);
+  Problem hangs = with_baseline("hangs",
+                                "    run.calls = getattr(run, 'calls', 0) + 1\n"
+                                "    if run.calls > 1:\n"
+                                "        time.sleep(3600)\n" +
+                                    correct);
+  const Workload& first = workload_named(hangs, "small");
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_FALSE(limited.reference_timing(hangs, first, Baseline::Eager).has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
+  const std::string why = limited.timing_unavailable_reason(hangs, first, Baseline::Eager);
+  EXPECT_NE(why.find("the 1 warm-up calls took longer than 1 s (--baseline-warmup-limit)"),
+            std::string::npos)
+      << why;
 }
 
 }  // namespace

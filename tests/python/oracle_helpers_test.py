@@ -1,8 +1,10 @@
 """Helpers of the PyTorch oracle (python/kernelarc_oracle.py) that need no torch: what a timed
-baseline's note says it ran. argv[1] is the repository root."""
+baseline's note says it ran, how many calls it times, its warm-up limit. argv[1] is the
+repository root."""
 
 import os
 import sys
+import time
 import unittest
 
 ROOT = sys.argv.pop(1) if len(sys.argv) > 1 else os.getcwd()
@@ -26,6 +28,42 @@ class KernelSummary(unittest.TestCase):
         summary = kernelarc_oracle.kernel_summary(["k" * 100], 1, width=10)
         self.assertEqual(summary, "kkkkkkk... x1")
         self.assertEqual(kernelarc_oracle.kernel_summary([], 5), "none")
+
+
+class TimedCalls(unittest.TestCase):
+    JOB = {"iterations": 20, "min_iterations": 10, "timing_budget_s": 2.0}
+
+    def test_fast_calls_are_timed_as_often_as_the_job_says(self):
+        self.assertEqual(kernelarc_oracle.timed_calls(self.JOB, 0.001), 20)
+
+    def test_slow_calls_are_cut_to_the_budget_but_not_below_the_least(self):
+        self.assertEqual(kernelarc_oracle.timed_calls(self.JOB, 0.15), 13)
+        self.assertEqual(kernelarc_oracle.timed_calls(self.JOB, 5.0), 10)
+
+    def test_no_budget_or_no_estimate_keeps_the_job_iterations(self):
+        self.assertEqual(kernelarc_oracle.timed_calls({"iterations": 7}, 5.0), 7)
+        self.assertEqual(kernelarc_oracle.timed_calls(self.JOB, 0.0), 20)
+        # A least above the most: the most wins, as in the guard.
+        job = {"iterations": 3, "min_iterations": 10, "timing_budget_s": 1.0}
+        self.assertEqual(kernelarc_oracle.timed_calls(job, 5.0), 3)
+
+
+class TimeLimit(unittest.TestCase):
+    def test_a_body_that_outlasts_the_limit_is_interrupted(self):
+        begin = time.monotonic()
+        with self.assertRaises(kernelarc_oracle.WarmupTimeout):
+            with kernelarc_oracle.time_limit(0.2):
+                time.sleep(5)
+        self.assertLess(time.monotonic() - begin, 2)
+
+    def test_a_body_within_the_limit_leaves_no_alarm_behind(self):
+        with kernelarc_oracle.time_limit(0.2):
+            pass
+        time.sleep(0.4)  # an alarm left armed would raise here
+
+    def test_zero_is_no_limit(self):
+        with kernelarc_oracle.time_limit(0):
+            time.sleep(0.05)
 
 
 if __name__ == "__main__":
