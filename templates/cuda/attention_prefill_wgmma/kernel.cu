@@ -73,7 +73,7 @@ constexpr int kQBytes = kBlockM * kD * 2;
 constexpr int kTileBytes = BLOCK_N * kD * 2;  // one K or V buffer
 constexpr int kSTiles = BLOCK_N / 8;          // n8 column groups of S
 constexpr int kOTiles = kD / 8;               // n8 column groups of O
-static_assert(BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N is 64 or 128");
+static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 176, "BLOCK_N is 64, 128 or 176");
 static_assert(STAGES >= 2, "STAGES >= 2");
 // Shared memory: [Q][STAGES K][STAGES V], every tile 1024-byte aligned for the swizzle, then the
 // barriers; launch.shared_bytes adds 1024 bytes to align the dynamic base.
