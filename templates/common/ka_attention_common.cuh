@@ -46,26 +46,38 @@ __device__ __forceinline__ bool ka_copy_chunk_16(void* dst, const void* src) {
   return true;
 }
 
+/// How many work items the grid of the prefill templates numbers (`rows_per_query` rows a query,
+/// tiles of `block_m` rows): their launch grid's x extent before any padding. Dense layouts:
+/// tiles_per_sequence * batch; ragged and paged: an upper bound, ceil(total rows / block_m) +
+/// batch.
+__device__ __forceinline__ long long ka_attention_tile_count(const KaArgs& ka, int rows_per_query,
+                                                             int block_m) {
+  if (KA_RAGGED_Q) return (ka.total_q() * rows_per_query + block_m - 1) / block_m + ka.batch();
+  return (ka.q_len(0) * rows_per_query + block_m - 1) / block_m * ka.batch();
+}
+
 /// Which sequence `b` and which tile of its rows (`rows_per_query` rows a query, tiles of
-/// `block_m` rows) CTA blockIdx.x computes; false when it has none. Every lane of the calling
-/// warp must call it (warp shuffles); every warp of the CTA gets the same answer.
+/// `block_m` rows) work item `index` of `count` (ka_attention_tile_count) is; false when it is
+/// none. Every lane of the calling warp must call it (warp shuffles); every warp of the CTA gets
+/// the same answer.
 //
-// Dense layouts (RAGGED_Q = 0): blockIdx.x = b * tiles_per_sequence + tile, tiles taken in
-// reverse so the longest causal tiles start first; tiles_per_sequence = gridDim.x / batch.
-// Ragged and paged (RAGGED_Q = 1): tiles are numbered sequence after sequence and CTA x takes
-// number gridDim.x - 1 - x: the grid is an upper bound, so the first CTAs scheduled hold the
-// numbers past the last tile and exit at once, the next ones get the last tiles of the
-// sequences (the longest under a causal mask). A warp-parallel prefix sum over the sequences'
-// tile counts finds the sequence.
-__device__ __forceinline__ bool ka_attention_find_tile(const KaArgs& ka, int rows_per_query,
-                                                       int block_m, long long& b, long long& tile) {
+// Dense layouts (RAGGED_Q = 0): index = b * tiles_per_sequence + tile, tiles taken in reverse so
+// the longest causal tiles start first; tiles_per_sequence = count / batch. Ragged and paged
+// (RAGGED_Q = 1): tiles are numbered sequence after sequence and item x is number count - 1 - x:
+// the count is an upper bound, so the first items hold the numbers past the last tile (their
+// CTAs exit at once), the next ones the last tiles of the sequences (the longest under a causal
+// mask). A warp-parallel prefix sum over the sequences' tile counts finds the sequence.
+__device__ __forceinline__ bool ka_attention_find_tile_at(const KaArgs& ka, int rows_per_query,
+                                                          int block_m, long long index,
+                                                          long long count, long long& b,
+                                                          long long& tile) {
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x % 32;
   const long long batch = ka.batch();
   b = -1;
   tile = 0;
   if (KA_RAGGED_Q) {
-    long long t = static_cast<long long>(gridDim.x) - 1 - blockIdx.x;
+    long long t = count - 1 - index;
     for (long long base = 0; base < batch; base += 32) {
       const long long mine = base + lane;
       const long long tiles =
@@ -89,12 +101,18 @@ __device__ __forceinline__ bool ka_attention_find_tile(const KaArgs& ka, int row
     return false;  // past the last tile
   }
   if (batch <= 0) return false;
-  const long long tiles_per_sequence = static_cast<long long>(gridDim.x) / batch;
+  const long long tiles_per_sequence = count / batch;
   if (tiles_per_sequence == 0) return false;  // no rows at all (the grid was padded to one CTA)
-  b = blockIdx.x / tiles_per_sequence;
+  b = index / tiles_per_sequence;
   if (b >= batch) return false;
-  tile = tiles_per_sequence - 1 - blockIdx.x % tiles_per_sequence;
+  tile = tiles_per_sequence - 1 - index % tiles_per_sequence;
   return true;
+}
+
+/// ka_attention_find_tile_at for the grid's own numbering: item blockIdx.x of gridDim.x.
+__device__ __forceinline__ bool ka_attention_find_tile(const KaArgs& ka, int rows_per_query,
+                                                       int block_m, long long& b, long long& tile) {
+  return ka_attention_find_tile_at(ka, rows_per_query, block_m, blockIdx.x, gridDim.x, b, tile);
 }
 
 #endif  // KA_ATTENTION_COMMON_CUH
