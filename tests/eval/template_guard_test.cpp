@@ -3,7 +3,8 @@
 // templates on a GPU (suite Gpu*, label gpu). Without a GPU the CUDA templates are still compiled
 // (NVRTC for device-only kernels at every point, nvcc for host-code templates at their default
 // point), so a template that does not build fails in CI, nor does one whose wgmmas ptxas
-// serialises.
+// serialises. Routes a template's default and representative points may miss are pinned with a
+// problem that takes them (pinned_cases): compiled in CI, guarded on a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -22,6 +23,7 @@
 #include "eval/solution_build.h"
 #include "source_dir.h"
 #include "synth/bound_template.h"
+#include "synth/knob_point.h"
 #include "synth/representative_points.h"
 
 namespace kernelarc {
@@ -109,19 +111,11 @@ bool default_point_only() {
   return value != nullptr && std::string(value) == "default";
 }
 
-/// The guard on every workload at every test point; a failure names the point and the workload.
-void expect_passes_everywhere(const TemplateCase& c, const std::string& device) {
-  testing::GuardHarness& harness = harness_for(c.problem_dir, device);
-  const BoundTemplate bound(find_template(c.template_name), harness.problem());
-  const KnobPoint default_point = bound.space().space().default_point();
-  ASSERT_TRUE(bound.space().is_valid(default_point)) << "the default point must be valid";
-  ASSERT_EQ(bound.infeasible(default_point), std::nullopt)
-      << "the default point must run on every workload";
-  auto selection = representative_points(bound, 1, 7);
-  if (default_point_only()) selection.points = {default_point};
-  for (const std::string& skipped : selection.skipped) std::cout << "  skipped " << skipped << '\n';
+/// The guard on every workload at each of `points`; a failure names the point and the workload.
+void expect_passes_at(testing::GuardHarness& harness, const TemplateCase& c,
+                      const BoundTemplate& bound, const std::vector<KnobPoint>& points) {
   std::vector<Solution> solutions;
-  for (const KnobPoint& point : selection.points) solutions.push_back(bound.instantiate(point));
+  for (const KnobPoint& point : points) solutions.push_back(bound.instantiate(point));
   // The nvcc-built GEMM templates take 30-60 s per point: compiling every point at once (as a
   // search compiles ahead) keeps the GPU pass of the whole library within a device session.
   harness.guard().prepare_builds();
@@ -133,7 +127,7 @@ void expect_passes_everywhere(const TemplateCase& c, const std::string& device) 
   }
   for (auto& build : builds) build.get();  // a failed build is reported by evaluate() below
   for (std::size_t i = 0; i < solutions.size(); ++i) {
-    const KnobPoint& point = selection.points[i];
+    const KnobPoint& point = points[i];
     const Solution& solution = solutions[i];
     const auto traces =
         harness.guard().evaluate(harness.problem(), solution, harness.problem().workloads);
@@ -143,6 +137,20 @@ void expect_passes_everywhere(const TemplateCase& c, const std::string& device) 
           << trace.workload.value("uuid", std::string("?")) << ": " << trace.log;
     }
   }
+}
+
+/// The guard on every workload at every test point.
+void expect_passes_everywhere(const TemplateCase& c, const std::string& device) {
+  testing::GuardHarness& harness = harness_for(c.problem_dir, device);
+  const BoundTemplate bound(find_template(c.template_name), harness.problem());
+  const KnobPoint default_point = bound.space().space().default_point();
+  ASSERT_TRUE(bound.space().is_valid(default_point)) << "the default point must be valid";
+  ASSERT_EQ(bound.infeasible(default_point), std::nullopt)
+      << "the default point must run on every workload";
+  auto selection = representative_points(bound, 1, 7);
+  if (default_point_only()) selection.points = {default_point};
+  for (const std::string& skipped : selection.skipped) std::cout << "  skipped " << skipped << '\n';
+  expect_passes_at(harness, c, bound, selection.points);
 }
 
 class CpuTemplateGuard : public ::testing::TestWithParam<TemplateCase> {};
@@ -210,6 +218,91 @@ TEST_P(CudaTemplateBuild, CompilesAtItsTestPoints) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Library, CudaTemplateBuild, ::testing::ValuesIn(cases("cuda")), case_name);
+
+/// Routes of a template that its default point does not take and its representative points may
+/// miss, each with a problem that exercises it: the quick GPU pass (default points) runs them
+/// too, and CI compiles them.
+struct PinnedCase {
+  TemplateCase c;
+  std::string knobs;  ///< over the template's default point
+};
+
+std::ostream& operator<<(std::ostream& out, const PinnedCase& pinned) {
+  return out << pinned.c << " at " << pinned.knobs;
+}
+
+std::vector<PinnedCase> pinned_cases() {
+  auto at = [](const char* template_name, const char* problem, const char* knobs) {
+    return PinnedCase{{template_name, kSource / "problems" / "cuda" / problem}, knobs};
+  };
+  return {
+      // Three consumers and two tiles a CTA (double-buffered Q, the ring running on).
+      at("attention_prefill_wgmma", "attention_prefill_bf16_h32_kv8_d64",
+         "CONSUMERS=3,TILES_PER_CTA=2,STAGES=2"),
+      // The n176 score tile, with the consumers in turns.
+      at("attention_prefill_wgmma", "attention_prefill_bf16_h28_kv4_d128_noncausal",
+         "BLOCK_N=176,STAGES=2,PINGPONG=1"),
+      // Several tiles a CTA through a page table and through ragged sequences (the item count
+      // there is an upper bound: the first items have no rows).
+      at("attention_prefill_wgmma", "gqa_paged_prefill_causal_h32_kv8_d128_ps1",
+         "TILES_PER_CTA=4,STAGES=2"),
+      at("attention_prefill_wgmma", "gqa_ragged_prefill_causal_h32_kv8_d128",
+         "TILES_PER_CTA=2,STAGES=2"),
+  };
+}
+
+std::string pinned_name(const ::testing::TestParamInfo<PinnedCase>& info) {
+  std::string name = info.param.c.template_name + "__" +
+                     info.param.c.problem_dir.filename().string() + "__" + info.param.knobs;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+/// The pinned knobs over the default point; a fatal failure when they are not a valid point.
+KnobPoint pinned_point(const BoundTemplate& bound, const PinnedCase& pinned) {
+  KnobPoint point = bound.space().space().default_point();
+  for (const auto& [knob, value] : parse_knob_point(pinned.knobs)) point[knob] = value;
+  return point;
+}
+
+class CudaTemplateBuildPinned : public ::testing::TestWithParam<PinnedCase> {};
+
+TEST_P(CudaTemplateBuildPinned, CompilesWithoutSerialisedWgmmas) {
+  const PinnedCase& pinned = GetParam();
+  const Problem problem = load_problem(pinned.c.problem_dir);
+  const BoundTemplate bound(find_template(pinned.c.template_name), problem);
+  const KnobPoint point = pinned_point(bound, pinned);
+  ASSERT_TRUE(bound.space().is_valid(point)) << pinned << " is not a valid point";
+  GuardOptions options;
+  options.device = "cuda:0";
+  options.workspace = testing::harness_workspace();
+  const BuildResult built =
+      build_solution(bound.instantiate(point), problem.definition, options, "sm_90");
+  EXPECT_TRUE(built.ok) << pinned << ":\n" << built.log;
+  for (const std::string& note : built.notes)
+    EXPECT_EQ(note.find("C7520"), std::string::npos) << pinned << ": " << note;
+  std::error_code ignored;
+  std::filesystem::remove_all(options.workspace, ignored);
+}
+
+INSTANTIATE_TEST_SUITE_P(Library, CudaTemplateBuildPinned, ::testing::ValuesIn(pinned_cases()),
+                         pinned_name);
+
+class GpuTemplateGuardPinned : public ::testing::TestWithParam<PinnedCase> {};
+
+TEST_P(GpuTemplateGuardPinned, PassesOnEveryWorkload) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const PinnedCase& pinned = GetParam();
+  testing::GuardHarness& harness = harness_for(pinned.c.problem_dir, "cuda:0");
+  const BoundTemplate bound(find_template(pinned.c.template_name), harness.problem());
+  const KnobPoint point = pinned_point(bound, pinned);
+  ASSERT_TRUE(bound.space().is_valid(point)) << pinned << " is not a valid point";
+  expect_passes_at(harness, pinned.c, bound, {point});
+}
+
+INSTANTIATE_TEST_SUITE_P(GpuLibrary, GpuTemplateGuardPinned, ::testing::ValuesIn(pinned_cases()),
+                         pinned_name);
 
 }  // namespace
 }  // namespace kernelarc
