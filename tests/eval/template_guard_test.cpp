@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ostream.h>
 
 #include "backend/cuda/cuda_device.h"
 #include "eval/guard_harness.h"
@@ -76,11 +77,15 @@ std::vector<TemplateCase> cases(const std::string& target) {
   return result;
 }
 
-std::string case_name(const ::testing::TestParamInfo<TemplateCase>& info) {
-  std::string name = info.param.template_name + "__" + info.param.problem_dir.filename().string();
-  for (char& c : name)
+/// A gtest name from `text`: every character but letters and digits becomes '_'.
+std::string test_name(std::string text) {
+  for (char& c : text)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return name;
+  return text;
+}
+
+std::string case_name(const ::testing::TestParamInfo<TemplateCase>& info) {
+  return test_name(info.param.template_name + "__" + info.param.problem_dir.filename().string());
 }
 
 /// One harness per problem for the whole run, so the oracle's inputs and expected outputs are made
@@ -187,6 +192,25 @@ std::vector<KnobPoint> route_points(const BoundTemplate& bound) {
   return points;
 }
 
+/// `point` of `bound` compiles for sm_90 (`label` names it in failures) and ptxas serialises none
+/// of its wgmmas.
+void expect_builds(const BoundTemplate& bound, const Problem& problem, const KnobPoint& point,
+                   const std::string& label) {
+  GuardOptions options;
+  options.device = "cuda:0";
+  options.workspace = testing::harness_workspace();
+  const BuildResult built =
+      build_solution(bound.instantiate(point), problem.definition, options, "sm_90");
+  EXPECT_TRUE(built.ok) << label << ":\n" << built.log;
+  // ptxas serialises every wgmma of a kernel when it must insert a warpgroup arrive in a path
+  // it takes for divergent (C7520): correct, but several times slower. The build of a wgmma
+  // solution asks for ptxas's report (-Xptxas=-v) and keeps its remarks as notes.
+  for (const std::string& note : built.notes)
+    EXPECT_EQ(note.find("C7520"), std::string::npos) << label << ": " << note;
+  std::error_code ignored;
+  std::filesystem::remove_all(options.workspace, ignored);
+}
+
 /// No GPU needed: the CUDA templates compile for sm_90 at their test points.
 class CudaTemplateBuild : public ::testing::TestWithParam<TemplateCase> {};
 
@@ -195,26 +219,13 @@ TEST_P(CudaTemplateBuild, CompilesAtItsTestPoints) {
   const Problem problem = load_problem(c.problem_dir);
   const KernelTemplate& kernel = find_template(c.template_name);
   const BoundTemplate bound(kernel, problem);
-  GuardOptions options;
-  options.device = "cuda:0";
-  options.workspace = testing::harness_workspace();
   const auto points = kernel.build == TemplateBuild::Nvrtc
                           ? representative_points(bound, 1, 7).points
                           : route_points(bound);
   ASSERT_FALSE(points.empty());
-  for (const KnobPoint& point : points) {
-    const BuildResult built =
-        build_solution(bound.instantiate(point), problem.definition, options, "sm_90");
-    EXPECT_TRUE(built.ok) << c << " at " << format_knob_point(point) << ":\n" << built.log;
-    // ptxas serialises every wgmma of a kernel when it must insert a warpgroup arrive in a path
-    // it takes for divergent (C7520): correct, but several times slower. The build of a wgmma
-    // solution asks for ptxas's report (-Xptxas=-v) and keeps its remarks as notes.
-    for (const std::string& note : built.notes)
-      EXPECT_EQ(note.find("C7520"), std::string::npos)
-          << c << " at " << format_knob_point(point) << ": " << note;
-  }
-  std::error_code ignored;
-  std::filesystem::remove_all(options.workspace, ignored);
+  for (const KnobPoint& point : points)
+    expect_builds(bound, problem, point,
+                  fmt::format("{} at {}", fmt::streamed(c), format_knob_point(point)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Library, CudaTemplateBuild, ::testing::ValuesIn(cases("cuda")), case_name);
@@ -252,14 +263,11 @@ std::vector<PinnedCase> pinned_cases() {
 }
 
 std::string pinned_name(const ::testing::TestParamInfo<PinnedCase>& info) {
-  std::string name = info.param.c.template_name + "__" +
-                     info.param.c.problem_dir.filename().string() + "__" + info.param.knobs;
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return name;
+  return test_name(info.param.c.template_name + "__" +
+                   info.param.c.problem_dir.filename().string() + "__" + info.param.knobs);
 }
 
-/// The pinned knobs over the default point; a fatal failure when they are not a valid point.
+/// The pinned knobs over the template's default point (the callers check that it is valid).
 KnobPoint pinned_point(const BoundTemplate& bound, const PinnedCase& pinned) {
   KnobPoint point = bound.space().space().default_point();
   for (const auto& [knob, value] : parse_knob_point(pinned.knobs)) point[knob] = value;
@@ -274,16 +282,7 @@ TEST_P(CudaTemplateBuildPinned, CompilesWithoutSerialisedWgmmas) {
   const BoundTemplate bound(find_template(pinned.c.template_name), problem);
   const KnobPoint point = pinned_point(bound, pinned);
   ASSERT_TRUE(bound.space().is_valid(point)) << pinned << " is not a valid point";
-  GuardOptions options;
-  options.device = "cuda:0";
-  options.workspace = testing::harness_workspace();
-  const BuildResult built =
-      build_solution(bound.instantiate(point), problem.definition, options, "sm_90");
-  EXPECT_TRUE(built.ok) << pinned << ":\n" << built.log;
-  for (const std::string& note : built.notes)
-    EXPECT_EQ(note.find("C7520"), std::string::npos) << pinned << ": " << note;
-  std::error_code ignored;
-  std::filesystem::remove_all(options.workspace, ignored);
+  expect_builds(bound, problem, point, fmt::format("{}", fmt::streamed(pinned)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Library, CudaTemplateBuildPinned, ::testing::ValuesIn(pinned_cases()),
