@@ -71,22 +71,43 @@ bool runs_on_gpu(const Trace& trace, const std::optional<Calibration>& calibrati
   return trace.clock == "cupti" || trace.clock == "cuda_events" || !records.empty();
 }
 
+bool busy_recorded(const std::vector<KernelRecord>& records) {
+  return std::all_of(records.begin(), records.end(),
+                     [](const KernelRecord& r) { return r.busy_us.has_value(); });
+}
+
+// Each record's share of the kernels' GPU time; empty when the device did not record it.
+std::vector<double> time_shares(const std::vector<KernelRecord>& records) {
+  if (records.empty() || !busy_recorded(records)) return {};
+  double total_us = 0;
+  for (const KernelRecord& record : records) total_us += *record.busy_us;
+  if (total_us <= 0) return {};
+  std::vector<double> shares;
+  for (const KernelRecord& record : records) shares.push_back(*record.busy_us / total_us);
+  return shares;
+}
+
 void add_kernel_facts(Diagnosis& diagnosis, const std::vector<KernelRecord>& records) {
-  for (const KernelRecord& record : records) {
+  const std::vector<double> shares = time_shares(records);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const KernelRecord& record = records[i];
     diagnosis.kernels_per_call += record.launches;
     diagnosis.max_blocks = std::max(diagnosis.max_blocks, record.blocks);
     diagnosis.max_local_bytes_per_thread =
         std::max(diagnosis.max_local_bytes_per_thread, record.local_bytes_per_thread);
     if (!record.occupancy) continue;
+    if (!shares.empty() && shares[i] < kMaterialKernelShare) continue;
     if (diagnosis.lowest_occupancy && diagnosis.lowest_occupancy->fraction <= *record.occupancy) {
       continue;
     }
-    diagnosis.lowest_occupancy = OccupancyLimit{record.name,
-                                                *record.occupancy,
-                                                record.occupancy_limited_by,
-                                                record.registers_per_thread,
-                                                record.threads_per_block,
-                                                record.shared_bytes_per_block};
+    diagnosis.lowest_occupancy =
+        OccupancyLimit{record.name,
+                       *record.occupancy,
+                       record.occupancy_limited_by,
+                       record.registers_per_thread,
+                       record.threads_per_block,
+                       record.shared_bytes_per_block,
+                       shares.empty() ? std::nullopt : std::optional<double>(shares[i])};
   }
 }
 
@@ -99,9 +120,8 @@ void add_launch_share(Diagnosis& diagnosis, const Trace& trace,
     return;
   }
   const double median_us = *diagnosis.median_us;
-  const bool busy_recorded = std::all_of(
-      records.begin(), records.end(), [](const KernelRecord& r) { return r.busy_us.has_value(); });
-  if (busy_recorded) {
+  // Copies and memsets inside the call have no kernel record: their time counts with the gaps.
+  if (busy_recorded(records)) {
     double busy_us = 0;
     for (const KernelRecord& record : records) busy_us += *record.busy_us;
     diagnosis.launch_share = std::clamp(1.0 - busy_us / median_us, 0.0, 1.0);
@@ -175,9 +195,12 @@ std::pair<std::string, std::string> latency_cause(const Diagnosis& d,
                                                   const std::optional<Calibration>& calibration,
                                                   const std::optional<KnobPoint>& knobs) {
   if (d.lowest_occupancy && d.lowest_occupancy->fraction < kLowOccupancy) {
-    return {"occupancy", fmt::format("theoretical occupancy {:.2f} in {}, limited by {}",
-                                     d.lowest_occupancy->fraction, d.lowest_occupancy->kernel,
-                                     d.lowest_occupancy->limited_by)};
+    const OccupancyLimit& limit = *d.lowest_occupancy;
+    const std::string share =
+        limit.time_share ? fmt::format(" ({:.2f} of the kernels' GPU time)", *limit.time_share)
+                         : std::string();
+    return {"occupancy", fmt::format("theoretical occupancy {:.2f} in {}{}, limited by {}",
+                                     limit.fraction, limit.kernel, share, limit.limited_by)};
   }
   if (d.gpu && calibration->sm_count > 0 && d.max_blocks > 0 &&
       d.max_blocks < calibration->sm_count) {

@@ -11,9 +11,10 @@
 //            launches take at least kLaunchBoundShare of the call;
 //   latency  neither throughput is saturated (Nsight Compute's rule for a latency-bound kernel);
 //            the cause, first that applies: "occupancy" (lowest theoretical occupancy below
-//            kLowOccupancy), "parallelism" (GPU: fewer blocks than SMs; CPU: a THREADS knob
-//            below the cores), "small_work" (the problem's own bound is under kSmallWorkUs),
-//            else "stalls" (enough warps and work, yet latency is not hidden).
+//            kLowOccupancy, among the kernels that take at least kMaterialKernelShare of the
+//            kernels' GPU time where the device recorded it), "parallelism" (GPU: fewer blocks than
+//            SMs; CPU: a THREADS knob below the cores), "small_work" (the problem's own bound is
+//            under kSmallWorkUs), else "stalls" (enough warps and work, yet latency is not hidden).
 #pragma once
 
 #include <optional>
@@ -46,12 +47,16 @@ inline constexpr double kLaunchBoundShare = 0.5;
 /// A launch share worth a fusion hint.
 inline constexpr double kLaunchNoticeShare = 0.2;
 inline constexpr double kLowOccupancy = 0.5;
+/// A kernel with less of the call's kernel time than this is not the one to blame: a router
+/// or a combine step beside a grouped GEMM may have poor occupancy and cost nothing.
+inline constexpr double kMaterialKernelShare = 0.2;
 /// Below this speed-of-light time the work is too small for throughput to dominate.
 inline constexpr double kSmallWorkUs = 5.0;
 /// The widest vector load a thread can issue (LDG.128).
 inline constexpr int kWidestLoadBytes = 16;
 
-/// The kernel with the lowest theoretical occupancy, and its resources.
+/// The kernel with the lowest theoretical occupancy (among those that take a material share of
+/// the call's kernel time, where it was recorded), and its resources.
 struct OccupancyLimit {
   std::string kernel;
   double fraction = 0;
@@ -59,6 +64,8 @@ struct OccupancyLimit {
   int registers_per_thread = 0;
   int threads_per_block = 0;
   int64_t shared_bytes_per_block = 0;
+  /// Its share of the kernels' GPU time in the call; absent when the device did not record it.
+  std::optional<double> time_share;
 
   bool operator==(const OccupancyLimit&) const = default;
 };

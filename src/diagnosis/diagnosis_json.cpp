@@ -15,7 +15,8 @@ OrderedJson occupancy_to_json(const std::optional<OccupancyLimit>& limit) {
           {"limited_by", limit->limited_by},
           {"registers_per_thread", limit->registers_per_thread},
           {"threads_per_block", limit->threads_per_block},
-          {"shared_bytes_per_block", limit->shared_bytes_per_block}};
+          {"shared_bytes_per_block", limit->shared_bytes_per_block},
+          {"time_share", optional_number(limit->time_share)}};
 }
 
 std::optional<OccupancyLimit> occupancy_from_json(const OrderedJson& json,
@@ -27,6 +28,11 @@ std::optional<OccupancyLimit> occupancy_from_json(const OrderedJson& json,
     return require_member(json, key, where, parent);
   };
   auto path = [&](std::string_view key) { return field_path(parent, key); };
+  // Absent from diagnoses stored before kernel times were recorded, null when unrecorded.
+  std::optional<double> time_share;
+  if (const OrderedJson* share = find_member(json, "time_share"); share && !share->is_null()) {
+    time_share = expect_number(*share, where, path("time_share"));
+  }
   return OccupancyLimit{
       .kernel = expect_string(member("kernel"), where, path("kernel")),
       .fraction = expect_number(member("fraction"), where, path("fraction")),
@@ -36,7 +42,8 @@ std::optional<OccupancyLimit> occupancy_from_json(const OrderedJson& json,
       .threads_per_block = static_cast<int>(
           expect_int(member("threads_per_block"), where, path("threads_per_block"))),
       .shared_bytes_per_block =
-          expect_int(member("shared_bytes_per_block"), where, path("shared_bytes_per_block"))};
+          expect_int(member("shared_bytes_per_block"), where, path("shared_bytes_per_block")),
+      .time_share = time_share};
 }
 
 }  // namespace

@@ -167,6 +167,7 @@ TEST_F(GpuCudaDevice, CatchesWorkOnASideStream) {
 
 TEST_F(GpuCudaDevice, LaunchedListIsStableAndExcludesTheWorkersOwnWork) {
   std::vector<std::string> first;
+  double last_span_ns = 0;
   for (int run = 0; run < 3; ++run) {
     // A flush and a fill right before the call: neither may show up in the call's list.
     device_->flush_cache();
@@ -174,6 +175,7 @@ TEST_F(GpuCudaDevice, LaunchedListIsStableAndExcludesTheWorkersOwnWork) {
     const TimedCall timed = timed_spin(on_stream_, spun_ns);
     if (run == 0) first = timed.launched;
     EXPECT_EQ(timed.launched, first) << "run " << run;
+    last_span_ns = timed.nanoseconds;
   }
   ASSERT_EQ(first.size(), 1u);
   const std::vector<KernelResources> kernels = info_->last_kernel_resources();
@@ -182,6 +184,9 @@ TEST_F(GpuCudaDevice, LaunchedListIsStableAndExcludesTheWorkersOwnWork) {
   EXPECT_EQ(kernels[0].block, (std::array<int, 3>{32, 1, 1}));
   EXPECT_GT(kernels[0].registers_per_thread, 0);
   EXPECT_EQ(kernels[0].launches, 1);
+  // The one kernel is the whole span: its busy time is that span, start to end.
+  EXPECT_GT(kernels[0].busy_us, 0.0);
+  EXPECT_NEAR(kernels[0].busy_us, last_span_ns * 1e-3, 1e-6);
   std::printf("resources: %s\n", kernels[0].to_json().dump().c_str());
 }
 

@@ -73,6 +73,7 @@ TEST_F(GpuWorker, RunsAnNvrtcCandidateAndReportsItsKernelsAndTheGpu) {
   EXPECT_EQ(kernel["name"], "add_one");
   EXPECT_EQ(kernel["grid"], nlohmann::json({4, 1, 1}));
   EXPECT_GT(kernel["registers_per_thread"].get<int>(), 0);
+  EXPECT_GT(kernel["busy_us"].get<double>(), 0.0);
 
   ASSERT_TRUE(result.device_status_before.value("available", false))
       << result.device_status_before.dump();

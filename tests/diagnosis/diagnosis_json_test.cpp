@@ -11,12 +11,15 @@ TEST(DiagnosisJson, RoundTrip) {
   const Definition def = load_definition(testing::kProblems / "cuda/rmsnorm_bf16/definition.json");
   OrderedJson kernel = testing::kernel_record("rmsnorm", 64, 256, 128, 0.25, "registers");
   kernel["local_bytes_per_thread"] = 16;
-  const Diagnosis original =
-      diagnose(def, {{"batch_size", 2048}, {"hidden_size", 4096}},
-               testing::gpu_trace(0.05, {kernel, testing::kernel_record("add", 8, 128, 16, 1.0)}),
-               testing::gpu_calibration(), KnobPoint{{"VEC", int64_t{2}}});
+  kernel["busy_us"] = 30.0;
+  OrderedJson add = testing::kernel_record("add", 8, 128, 16, 1.0);
+  add["busy_us"] = 10.0;
+  const Diagnosis original = diagnose(def, {{"batch_size", 2048}, {"hidden_size", 4096}},
+                                      testing::gpu_trace(0.05, {kernel, add}),
+                                      testing::gpu_calibration(), KnobPoint{{"VEC", int64_t{2}}});
   ASSERT_FALSE(original.hints.empty());
   ASSERT_TRUE(original.lowest_occupancy);
+  ASSERT_TRUE(original.lowest_occupancy->time_share);
 
   const OrderedJson json = original.to_json();
   EXPECT_EQ(json["bottleneck"], "latency");
@@ -26,6 +29,23 @@ TEST(DiagnosisJson, RoundTrip) {
   EXPECT_EQ(read.hints, original.hints);
   EXPECT_EQ(read.lowest_occupancy, original.lowest_occupancy);
   EXPECT_EQ(read.launch_share, original.launch_share);
+}
+
+TEST(DiagnosisJson, AnOccupancyStoredWithoutItsTimeShareStillReads) {
+  Diagnosis original;
+  original.lowest_occupancy = OccupancyLimit{"k", 0.25, "registers", 128, 256, 0, std::nullopt};
+  OrderedJson json = original.to_json();
+  json["lowest_occupancy"].erase("time_share");
+  const Diagnosis read = Diagnosis::from_json(json);
+  EXPECT_EQ(read.lowest_occupancy, original.lowest_occupancy);
+  json["lowest_occupancy"]["time_share"] = "most";
+  try {
+    Diagnosis::from_json(json);
+    FAIL() << "a time share that is not a number was read";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("lowest_occupancy.time_share"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(DiagnosisJson, AbsentValuesStayAbsent) {

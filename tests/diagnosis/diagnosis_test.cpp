@@ -130,6 +130,42 @@ TEST(Diagnosis, OccupancyLimitedKernel) {
       << all_hints(d);
 }
 
+// A MoE call: a router with poor occupancy and a grouped GEMM with most of the time. The
+// router's occupancy is not the reason the call is slow; the GEMM's is.
+TEST(Diagnosis, OccupancyBlamesTheKernelsThatTakeTheTime) {
+  const double median = median_ms_at_bandwidth(rmsnorm_bytes(4096), 0.3, 4000);
+  OrderedJson router = kernel_record("route_kernel", 64, 128, 168, 0.19, "registers");
+  OrderedJson gemm = kernel_record("grouped_gemm", 4096, 256, 128, 0.25, "shared memory");
+  router["busy_us"] = 2.0;
+  gemm["busy_us"] = 38.0;
+  Diagnosis d =
+      diagnose(rmsnorm(), rows(4096), gpu_trace(median, {router, gemm}), gpu_calibration());
+  EXPECT_EQ(d.cause, "occupancy");
+  ASSERT_TRUE(d.lowest_occupancy);
+  EXPECT_EQ(d.lowest_occupancy->kernel, "grouped_gemm");
+  ASSERT_TRUE(d.lowest_occupancy->time_share);
+  EXPECT_NEAR(*d.lowest_occupancy->time_share, 0.95, 1e-9);
+  EXPECT_NE(d.reason.find("0.25 in grouped_gemm (0.95 of the kernels' GPU time), limited by "
+                          "shared memory"),
+            std::string::npos)
+      << d.reason;
+
+  // Without recorded kernel times every kernel is a suspect, and the lowest one is named.
+  router.erase("busy_us");
+  gemm.erase("busy_us");
+  d = diagnose(rmsnorm(), rows(4096), gpu_trace(median, {router, gemm}), gpu_calibration());
+  ASSERT_TRUE(d.lowest_occupancy);
+  EXPECT_EQ(d.lowest_occupancy->kernel, "route_kernel");
+  EXPECT_FALSE(d.lowest_occupancy->time_share);
+
+  // A material second kernel with lower occupancy is still the one named.
+  router["busy_us"] = 12.0;
+  gemm["busy_us"] = 28.0;
+  d = diagnose(rmsnorm(), rows(4096), gpu_trace(median, {router, gemm}), gpu_calibration());
+  ASSERT_TRUE(d.lowest_occupancy);
+  EXPECT_EQ(d.lowest_occupancy->kernel, "route_kernel");
+}
+
 TEST(Diagnosis, TooFewBlocksForTheSms) {
   const double median = median_ms_at_bandwidth(rmsnorm_bytes(2048), 0.45, 4000);
   const Trace trace = gpu_trace(median, {kernel_record("rmsnorm", 64, 256, 32, 1.0)});

@@ -88,6 +88,7 @@ GpuActivity kernel_activity(const CUpti_ActivityKernel10& record) {
   kernel.dynamic_shared_bytes = record.dynamicSharedMemory;
   kernel.local_bytes_per_thread = record.localMemoryPerThread;
   kernel.launches = 1;
+  kernel.busy_us = static_cast<double>(record.end - record.start) * 1e-3;
   GpuActivity activity;
   activity.start_ns = record.start;
   activity.end_ns = record.end;

@@ -207,7 +207,9 @@ class CudaDevice final : public Device, public CudaDeviceInfo {
       result.launched.push_back(std::move(activity.signature));
       if (!activity.kernel) continue;
       auto [it, inserted] = kernels.emplace(result.launched.back(), *activity.kernel);
-      if (!inserted) ++it->second.launches;
+      if (inserted) continue;
+      ++it->second.launches;
+      it->second.busy_us += activity.kernel->busy_us;
     }
     result.nanoseconds = activities.empty() ? 0.0 : static_cast<double>(last - first);
     if (activities.empty()) result.clock = kClockSawNothing;

@@ -28,10 +28,11 @@ struct KernelResources {
   int dynamic_shared_bytes = 0;         ///< per block
   uint32_t local_bytes_per_thread = 0;  ///< stack frame and spills; > 0 hints at spilling
   int launches = 0;                     ///< how many times the call launched it
+  double busy_us = 0;                   ///< GPU time of those launches, start to end, summed
 
   /// {"name":..,"grid":[x,y,z],"block":[..],"cluster":[..],"registers_per_thread":..,
   ///  "static_shared_bytes":..,"dynamic_shared_bytes":..,"local_bytes_per_thread":..,
-  ///  "launches":..}
+  ///  "launches":..,"busy_us":..}
   nlohmann::json to_json() const;
 };
 
@@ -68,7 +69,8 @@ inline nlohmann::json KernelResources::to_json() const {
           {"static_shared_bytes", static_shared_bytes},
           {"dynamic_shared_bytes", dynamic_shared_bytes},
           {"local_bytes_per_thread", local_bytes_per_thread},
-          {"launches", launches}};
+          {"launches", launches},
+          {"busy_us", busy_us}};
 }
 
 }  // namespace kernelarc
