@@ -38,6 +38,7 @@ AxisValues constraint_variables(const Definition& definition, const FamilyBindin
   for (const auto& [name, value] : binding.constants) values[name] = value;
   values["MAX_THREADS"] = limits.max_threads;
   values["MAX_SHARED_BYTES"] = limits.max_shared_bytes;
+  values["MAX_SHARED_BYTES_PER_SM"] = limits.max_shared_bytes_per_sm;
   return values;
 }
 

@@ -16,10 +16,13 @@
 
 namespace kernelarc {
 
-/// What a knob constraint may ask of the device (names MAX_THREADS, MAX_SHARED_BYTES).
+/// What a knob constraint may ask of the device (names MAX_THREADS, MAX_SHARED_BYTES,
+/// MAX_SHARED_BYTES_PER_SM).
 struct DeviceLimits {
   int64_t max_threads = 1024;
   int64_t max_shared_bytes = 227 << 10;  ///< per block, with the opt-in (Hopper)
+  /// per multiprocessor, of which each resident block takes 1 KiB more than it asks (Hopper)
+  int64_t max_shared_bytes_per_sm = 228 << 10;
 };
 
 class BoundTemplate {

@@ -259,6 +259,14 @@ std::vector<PinnedCase> pinned_cases() {
          "TILES_PER_CTA=4,STAGES=2"),
       at("attention_prefill_wgmma", "gqa_ragged_prefill_causal_h32_kv8_d128",
          "TILES_PER_CTA=2,STAGES=2"),
+      // One consumer, several CTAs a multiprocessor (the register split under a launch bound
+      // of 2 and 3 blocks): head dim 64 at both, head dim 128 with 64-key tiles.
+      at("attention_prefill_wgmma", "attention_prefill_bf16_h32_kv8_d64",
+         "CONSUMERS=1,CTAS_PER_SM=2,STAGES=2"),
+      at("attention_prefill_wgmma", "attention_prefill_bf16_h32_kv8_d64",
+         "CONSUMERS=1,CTAS_PER_SM=3,BLOCK_N=64,STAGES=2"),
+      at("attention_prefill_wgmma", "attention_causal_bf16_h32_d128",
+         "CONSUMERS=1,CTAS_PER_SM=2,BLOCK_N=64,STAGES=2"),
   };
 }
 
@@ -267,10 +275,10 @@ std::string pinned_name(const ::testing::TestParamInfo<PinnedCase>& info) {
                    info.param.c.problem_dir.filename().string() + "__" + info.param.knobs);
 }
 
-/// The pinned knobs over the template's default point (the callers check that it is valid).
-KnobPoint pinned_point(const BoundTemplate& bound, const PinnedCase& pinned) {
+/// `knobs` ("K=V,...") over the template's default point (the callers check that it is valid).
+KnobPoint over_default(const BoundTemplate& bound, const std::string& knobs) {
   KnobPoint point = bound.space().space().default_point();
-  for (const auto& [knob, value] : parse_knob_point(pinned.knobs)) point[knob] = value;
+  for (const auto& [knob, value] : parse_knob_point(knobs)) point[knob] = value;
   return point;
 }
 
@@ -280,13 +288,28 @@ TEST_P(CudaTemplateBuildPinned, CompilesWithoutSerialisedWgmmas) {
   const PinnedCase& pinned = GetParam();
   const Problem problem = load_problem(pinned.c.problem_dir);
   const BoundTemplate bound(find_template(pinned.c.template_name), problem);
-  const KnobPoint point = pinned_point(bound, pinned);
+  const KnobPoint point = over_default(bound, pinned.knobs);
   ASSERT_TRUE(bound.space().is_valid(point)) << pinned << " is not a valid point";
   expect_builds(bound, problem, point, fmt::format("{}", fmt::streamed(pinned)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Library, CudaTemplateBuildPinned, ::testing::ValuesIn(pinned_cases()),
                          pinned_name);
+
+// Two 64-row CTAs of head dim 128 fit a multiprocessor's 228 KiB with 64-key tiles in two stages
+// (80 KiB each), not with 128-key tiles (144 KiB) nor three stages (112 KiB and their 1 KiB
+// reserve): the per-multiprocessor limit, not the per-block one, is what rules those out.
+TEST(TemplateSpace, SeveralCtasAMultiprocessorMustFitItsSharedMemory) {
+  const Problem problem =
+      load_problem(kSource / "problems" / "cuda" / "attention_causal_bf16_h32_d128");
+  const BoundTemplate bound(find_template("attention_prefill_wgmma"), problem);
+  auto point = [&](const std::string& knobs) { return over_default(bound, knobs); };
+  EXPECT_TRUE(bound.space().is_valid(point("CONSUMERS=1,CTAS_PER_SM=2,BLOCK_N=64,STAGES=2")));
+  EXPECT_TRUE(bound.space().is_valid(point("CONSUMERS=1,CTAS_PER_SM=1,BLOCK_N=128,STAGES=3")));
+  EXPECT_FALSE(bound.space().is_valid(point("CONSUMERS=1,CTAS_PER_SM=2,BLOCK_N=128,STAGES=2")));
+  EXPECT_FALSE(bound.space().is_valid(point("CONSUMERS=1,CTAS_PER_SM=2,BLOCK_N=64,STAGES=3")));
+  EXPECT_FALSE(bound.space().is_valid(point("CONSUMERS=2,CTAS_PER_SM=2,BLOCK_N=64,STAGES=2")));
+}
 
 class GpuTemplateGuardPinned : public ::testing::TestWithParam<PinnedCase> {};
 
@@ -295,7 +318,7 @@ TEST_P(GpuTemplateGuardPinned, PassesOnEveryWorkload) {
   const PinnedCase& pinned = GetParam();
   testing::GuardHarness& harness = harness_for(pinned.c.problem_dir, "cuda:0");
   const BoundTemplate bound(find_template(pinned.c.template_name), harness.problem());
-  const KnobPoint point = pinned_point(bound, pinned);
+  const KnobPoint point = over_default(bound, pinned.knobs);
   ASSERT_TRUE(bound.space().is_valid(point)) << pinned << " is not a valid point";
   expect_passes_at(harness, pinned.c, bound, {point});
 }

@@ -44,7 +44,11 @@
 // Knobs: BLOCK_N (keys per tile), STAGES (ring depth), CONSUMERS (1, 2 or, at head dim 64, 3
 // consumer warpgroups: FlashAttention-3's 192-row tile for that head dim, where one warpgroup's
 // products are too short to hide another's softmax on their own), PINGPONG (two consumers issue
-// their products in turns; one tile a CTA), TILES_PER_CTA (1, 2, 4).
+// their products in turns; one tile a CTA), TILES_PER_CTA (1, 2, 4), CTAS_PER_SM (with one
+// consumer: 2, or 3 at head dim 64 and BLOCK_N 64, CTAs of 64 query rows share a
+// multiprocessor, as cuDNN's 64 x 128 tiles do. Independent CTAs start and end at different
+// times, so one's first loads and epilogue run under another's products, and a causal problem
+// computes in 64-row steps along its diagonal).
 #include "ka_problem.h"
 
 #include "ka_attention_common.cuh"
@@ -90,12 +94,23 @@ constexpr int kQBuffers = TILES_PER_CTA > 1 ? 2 : 1;
 // swizzle, then the barriers; launch.shared_bytes adds 1024 bytes to align the dynamic base.
 constexpr int kBarrierOffset = kQBuffers * kQBytes + 2 * STAGES * kTileBytes;
 
-// Registers: with two consumers the producer keeps 40 and each consumer gets 232
-// ((40 + 2 * 232) * 128 <= 64K); with three (head dim 64 only: O is half the size) 32 and 160
-// ((32 + 3 * 160) * 128 = 64K); with one consumer every thread has 255 to begin with.
-constexpr bool kRebalanceRegisters = kConsumers >= 2;
-constexpr int kProducerRegisters = kConsumers == 3 ? 32 : 40;
-constexpr int kConsumerRegisters = kConsumers == 3 ? 160 : 232;
+// Registers: a thread starts with the launch bound's share of the register file (ptxas allocates
+// in steps of 8), and the producer hands most of its share to the consumers (setmaxnreg), which
+// may take only what it releases: with two consumers 40 and 232 ((40 + 2 * 232) * 128 <= 64K),
+// with three (head dim 64 only: O is half the size) 32 and 160, with one consumer and two CTAs a
+// multiprocessor 40 and 216, with three CTAs 32 and 128. One consumer alone in its multiprocessor
+// has 255 from the start.
+constexpr int kEntryRegisters = (65536 / (kThreads * CTAS_PER_SM) / 8 * 8) < 255
+                                    ? 65536 / (kThreads * CTAS_PER_SM) / 8 * 8
+                                    : 255;
+constexpr bool kRebalanceRegisters = kConsumers >= 2 || CTAS_PER_SM > 1;
+constexpr int kProducerRegisters = kConsumers == 3 || CTAS_PER_SM == 3 ? 32 : 40;
+constexpr int kConsumerRegisters =
+    (kEntryRegisters * (kConsumers + 1) - kProducerRegisters) / kConsumers / 8 * 8;
+static_assert(!kRebalanceRegisters || (kConsumerRegisters >= 128 && kConsumerRegisters <= 256),
+              "the consumers' register share is out of setmaxnreg's range or too small");
+static_assert(CTAS_PER_SM >= 1 && CTAS_PER_SM <= 3, "CTAS_PER_SM is 1, 2 or 3");
+static_assert(CTAS_PER_SM == 1 || kConsumers == 1, "several CTAs a multiprocessor: one consumer");
 static_assert(kConsumers >= 1 && kConsumers <= 3, "CONSUMERS is 1, 2 or 3");
 static_assert(kConsumers < 3 || kD == 64,
               "three consumer warpgroups fit their registers at head dim 64 only");
@@ -190,7 +205,7 @@ __device__ __forceinline__ void ka_for_each_item(int items, Find find, Visit vis
   }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
+extern "C" __global__ void __launch_bounds__(kThreads, CTAS_PER_SM)
     ka_attention_prefill_wgmma(KA_KERNEL_PARAMS) {
   const KaArgs ka = KA_ARGS;
   extern __shared__ unsigned char ka_smem_raw[];
