@@ -43,18 +43,33 @@ bool runs_on_tensor_cores(const Definition& def) {
   });
 }
 
-/// The dtype the products' operands are read in: the narrowest input dtype whose tensor cores
-/// the calibration measured (an FP8 MoE's first input is its float32 router logits, its products
-/// run on e4m3; an NVFP4 cache has no FP4 peak on Hopper and is multiplied in bf16), else the
-/// first input's.
+/// Bits of one value: a float4 byte packs two.
+int value_bits(DType dtype) {
+  return dtype_is_packed(dtype) ? 4 : 8 * dtype_size(dtype);
+}
+
+bool tensor_cores_measured(const Calibration& calibration, DType dtype) {
+  const auto peak = calibration.tensor_tflops.find(std::string(dtype_name(dtype)));
+  return peak != calibration.tensor_tflops.end() && peak->second > 0;
+}
+
+/// The dtype the products' operands are read in: the narrowest input's, where the calibration
+/// measured its tensor cores (an FP8 MoE's first input is its float32 router logits, its products
+/// run on e4m3). A narrower operand without them (an NVFP4 cache on Hopper: no FP4 tensor cores)
+/// is dequantized into the narrowest measured type of at least 16 bits beside it (the bf16
+/// query), whatever its scales' type (e4m3 scales are not an operand). Else the first input's.
 std::string_view operand_dtype(const Definition& def, const Calibration& calibration) {
   std::optional<DType> narrowest;
+  for (const TensorSpec& input : def.inputs)
+    if (!narrowest || value_bits(input.dtype) < value_bits(*narrowest)) narrowest = input.dtype;
+  if (narrowest && tensor_cores_measured(calibration, *narrowest)) return dtype_name(*narrowest);
+  std::optional<DType> dequantized_into;
   for (const TensorSpec& input : def.inputs) {
-    const auto peak = calibration.tensor_tflops.find(std::string(dtype_name(input.dtype)));
-    if (peak == calibration.tensor_tflops.end() || peak->second <= 0) continue;
-    if (!narrowest || dtype_size(input.dtype) < dtype_size(*narrowest)) narrowest = input.dtype;
+    if (value_bits(input.dtype) < 16 || !tensor_cores_measured(calibration, input.dtype)) continue;
+    if (!dequantized_into || value_bits(input.dtype) < value_bits(*dequantized_into))
+      dequantized_into = input.dtype;
   }
-  return dtype_name(narrowest.value_or(def.inputs.front().dtype));
+  return dtype_name(dequantized_into.value_or(def.inputs.front().dtype));
 }
 
 }  // namespace

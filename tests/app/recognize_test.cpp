@@ -323,5 +323,23 @@ TEST(FamilySpeedOfLight, AnFp8MixtureOfExpertsIsBoundByTheFp8TensorCores) {
   EXPECT_EQ(compute_peak(def, calibration)->what, "bfloat16 tensor cores");
 }
 
+// An NVFP4 cache on Hopper is dequantized in registers and multiplied in bf16 with the query: its
+// e4m3 scales are no operand, so an e4m3 figure must not set the bound (an H100 bench printed
+// "0.01 of the float8_e4m3fn tensor cores peak" for this problem).
+TEST(FamilySpeedOfLight, AnNvfp4CacheIsMultipliedInTheQuerysType) {
+  Calibration calibration = gpu_calibration();
+  calibration.tensor_tflops["float8_e4m3fn"] = 1600;
+  const Definition def = load_definition(fs::path(KERNELARC_SOURCE_DIR) /
+                                         "problems/cuda/gqa_decode_nvfp4kv_q32_kv8_d128/"
+                                         "definition.json");
+  const auto peak = compute_peak(def, calibration);
+  ASSERT_TRUE(peak.has_value());
+  EXPECT_EQ(peak->what, "bfloat16 tensor cores");
+  EXPECT_DOUBLE_EQ(peak->flops_per_second, 800e12);
+  // A device with FP4 tensor cores multiplies the cache as it is stored.
+  calibration.tensor_tflops["float4_e2m1fn_x2"] = 3200;
+  EXPECT_EQ(compute_peak(def, calibration)->what, "float4_e2m1fn_x2 tensor cores");
+}
+
 }  // namespace
 }  // namespace kernelarc
