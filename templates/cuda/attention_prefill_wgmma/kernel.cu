@@ -17,7 +17,8 @@
 //
 // Loads. The producer copies rows with 16-byte cp.async from the header's row accessors
 // (ka.k_row(b, j, kvh), ...): dense and ragged tiles from row 0 at the constant row pitch
-// (KaArgs::q_pitch / kv_pitch), paged ones row by row through the page table (any page size);
+// (KaArgs::q_pitch / kv_pitch), paged ones row by row through the page table (any page size),
+// each row looked up once a tile ahead into a table in shared memory that K and V share;
 // rows past the sequence's end are zero-filled (cp.async with a source size of 0).
 // Shared memory holds every tile as 128-byte rows of 64 elements under the 128B swizzle (chunk
 // c of row r at chunk c ^ (r % 8)), one such block per 64 columns of the head dim, which is
@@ -74,8 +75,10 @@ constexpr int kD = KA_HEAD_DIM;
 constexpr bool kF16 = KaIsHalf<ka_qkv_t>::value;
 constexpr int kConsumers = CONSUMERS;
 constexpr bool kPingPong = PINGPONG != 0 && kConsumers == 2;
-// Named barriers: 1 + c for consumer c's epilogue, kTurnBarrier + c for its turns (PINGPONG).
+// Named barriers: 1 + c for consumer c's epilogue, kTurnBarrier + c for its turns (PINGPONG),
+// kProducerBarrier for the producer's table of paged rows.
 constexpr unsigned kTurnBarrier = 1 + kConsumers;
+constexpr unsigned kProducerBarrier = kTurnBarrier + 2;
 constexpr int kBlockM = 64 * CONSUMERS;
 constexpr int kThreads = 128 * (CONSUMERS + 1);
 constexpr int kChunks = kD / 8;  // 16-byte chunks of a row
@@ -91,20 +94,25 @@ static_assert(TILES_PER_CTA == 1 || !kPingPong, "PINGPONG takes one tile per CTA
 // the consumers still read (and stage their output in) the current one.
 constexpr int kQBuffers = TILES_PER_CTA > 1 ? 2 : 1;
 // Shared memory: [kQBuffers Q][STAGES K][STAGES V], every tile 1024-byte aligned for the
-// swizzle, then the barriers; launch.shared_bytes adds 1024 bytes to align the dynamic base.
+// swizzle, then the barriers, then two tiles' rows of a paged cache (launch.shared_bytes counts
+// them for every layout); launch.shared_bytes adds 1024 bytes to align the dynamic base.
 constexpr int kBarrierOffset = kQBuffers * kQBytes + 2 * STAGES * kTileBytes;
+constexpr int kRowTableOffset = kBarrierOffset + (4 + 4 * STAGES) * 8;
 
 // Registers: a thread starts with the launch bound's share of the register file (ptxas allocates
 // in steps of 8), and the producer hands most of its share to the consumers (setmaxnreg), which
 // may take only what it releases: with two consumers 40 and 232 ((40 + 2 * 232) * 128 <= 64K),
 // with three (head dim 64 only: O is half the size) 32 and 160, with one consumer and two CTAs a
-// multiprocessor 40 and 216, with three CTAs 32 and 128. One consumer alone in its multiprocessor
-// has 255 from the start.
+// multiprocessor 40 and 216, with three CTAs 32 and 128. A paged producer keeps 56 for its row
+// lookups (40 spilled), the consumers taking the rest (224 with two). One consumer alone in its
+// multiprocessor has 255 from the start.
 constexpr int kEntryRegisters = (65536 / (kThreads * CTAS_PER_SM) / 8 * 8) < 255
                                     ? 65536 / (kThreads * CTAS_PER_SM) / 8 * 8
                                     : 255;
 constexpr bool kRebalanceRegisters = kConsumers >= 2 || CTAS_PER_SM > 1;
-constexpr int kProducerRegisters = kConsumers == 3 || CTAS_PER_SM == 3 ? 32 : 40;
+constexpr int kProducerRegisters = KA_LAYOUT_PAGED                       ? 56
+                                   : kConsumers == 3 || CTAS_PER_SM == 3 ? 32
+                                                                         : 40;
 constexpr int kConsumerRegisters =
     (kEntryRegisters * (kConsumers + 1) - kProducerRegisters) / kConsumers / 8 * 8;
 static_assert(!kRebalanceRegisters || (kConsumerRegisters >= 128 && kConsumerRegisters <= 256),
@@ -268,6 +276,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, CTAS_PER_SM)
   if (warpgroup == 0) {
     // ---- Producer.
     if constexpr (kRebalanceRegisters) ka_sm90::setmaxnreg_dec<kProducerRegisters>();
+    // A paged key's row is two dependent loads away (kv_indptr, then kv_indices), and a copy
+    // that looked its row up waited for both, row by row. Instead each of a tile's rows is looked
+    // up once, by one thread, a tile ahead, into a table of two tiles in shared memory, as its
+    // element offset into k; K's and V's rows share it (the header indexes both alike).
+    long long* row_table = reinterpret_cast<long long*>(smem + kRowTableOffset);
+    auto look_up_rows = [&](const KaPrefillItem& it, int j, int use) {
+      long long* rows = row_table + (use & 1) * BLOCK_N;
+      const long long n0 = static_cast<long long>(j) * BLOCK_N;
+#pragma unroll
+      for (int r = thread; r < BLOCK_N; r += 128)
+        if (n0 + r < it.kv_len) rows[r] = ka.k_row(it.b, n0 + r, kvh) - ka.k;
+    };
     ka_for_each_item(items, find_item, [&](const KaPrefillItem& it, int qb, int item, int ring0) {
       // Use u = item / kQBuffers of Q buffer qb waits for the consumers' release of use u - 1.
       if (item >= kQBuffers) ka_sm90::mbarrier_wait(&q_empty[qb], ((item / kQBuffers) - 1) & 1);
@@ -275,23 +295,42 @@ extern "C" __global__ void __launch_bounds__(kThreads, CTAS_PER_SM)
           q_tiles + qb * kQBytes, it.q_len - it.row0,
           [&](int r) { return ka.q_row(it.b, it.row0 + r, h); }, thread);
       ka_announce(&q_full[qb], q_plain);
+      if constexpr (KA_LAYOUT_PAGED) {
+        if (it.kv_tiles > 0) look_up_rows(it, 0, ring0);
+      }
 #pragma unroll 1
       for (int j = 0; j < it.kv_tiles; ++j) {
         const int use = ring0 + j;
         const int s = use % STAGES;
         const long long n0 = static_cast<long long>(j) * BLOCK_N;
+        // Paged: every thread's rows of tile j are in the table. A thread writes tile j + 1's
+        // into the other half only after this barrier, which every thread reaches once done
+        // with tile j - 1's, the half's previous tile.
+        if constexpr (KA_LAYOUT_PAGED) ka_sm90::named_barrier_sync(kProducerBarrier, 128);
+        const long long* rows = row_table + (use & 1) * BLOCK_N;
+        auto k_row = [&](int r) {
+          if constexpr (KA_LAYOUT_PAGED) return ka.k + rows[r];
+          return ka.k_row(it.b, n0 + r, kvh);
+        };
+        auto v_row = [&](int r) {
+          if constexpr (KA_LAYOUT_PAGED) return ka.v + rows[r];
+          return ka.v_row(it.b, n0 + r, kvh);
+        };
         // Use u = use / STAGES of buffer s waits for the consumers' release of use u - 1.
         const unsigned parity = static_cast<unsigned>(((use / STAGES) - 1) & 1);
         if (use >= STAGES) ka_sm90::mbarrier_wait(&k_empty[s], parity);
-        const bool k_plain = ka_copy_tile<BLOCK_N, KaArgs::kv_pitch>(
-            k_tiles + s * kTileBytes, it.kv_len - n0,
-            [&](int r) { return ka.k_row(it.b, n0 + r, kvh); }, thread);
+        const bool k_plain = ka_copy_tile<BLOCK_N, KaArgs::kv_pitch>(k_tiles + s * kTileBytes,
+                                                                     it.kv_len - n0, k_row, thread);
         ka_announce(&k_full[s], k_plain);
         if (use >= STAGES) ka_sm90::mbarrier_wait(&v_empty[s], parity);
-        const bool v_plain = ka_copy_tile<BLOCK_N, KaArgs::kv_pitch>(
-            v_tiles + s * kTileBytes, it.kv_len - n0,
-            [&](int r) { return ka.v_row(it.b, n0 + r, kvh); }, thread);
+        const bool v_plain = ka_copy_tile<BLOCK_N, KaArgs::kv_pitch>(v_tiles + s * kTileBytes,
+                                                                     it.kv_len - n0, v_row, thread);
         ka_announce(&v_full[s], v_plain);
+        // The next tile's lookups wait on their loads here, while this tile's copies fly and
+        // the ring is full, not in front of the next tile's copies.
+        if constexpr (KA_LAYOUT_PAGED) {
+          if (j + 1 < it.kv_tiles) look_up_rows(it, j + 1, use + 1);
+        }
       }
     });
     // A CTA must not exit while its cp.asyncs are in flight.
