@@ -104,15 +104,16 @@ constexpr int kRowTableOffset = kBarrierOffset + (4 + 4 * STAGES) * 8;
 // may take only what it releases: with two consumers 40 and 232 ((40 + 2 * 232) * 128 <= 64K),
 // with three (head dim 64 only: O is half the size) 32 and 160, with one consumer and two CTAs a
 // multiprocessor 40 and 216, with three CTAs 32 and 128. A paged producer keeps 56 for its row
-// lookups (40 spilled), the consumers taking the rest (224 with two). One consumer alone in its
-// multiprocessor has 255 from the start.
+// lookups (40 spilled) where the consumers can spare them (224 each with two; with three
+// consumers or three CTAs it keeps 32 and may spill). One consumer alone in its multiprocessor
+// has 255 from the start.
 constexpr int kEntryRegisters = (65536 / (kThreads * CTAS_PER_SM) / 8 * 8) < 255
                                     ? 65536 / (kThreads * CTAS_PER_SM) / 8 * 8
                                     : 255;
 constexpr bool kRebalanceRegisters = kConsumers >= 2 || CTAS_PER_SM > 1;
-constexpr int kProducerRegisters = KA_LAYOUT_PAGED                       ? 56
-                                   : kConsumers == 3 || CTAS_PER_SM == 3 ? 32
-                                                                         : 40;
+constexpr int kProducerRegisters = kConsumers == 3 || CTAS_PER_SM == 3 ? 32
+                                   : KA_LAYOUT_PAGED                   ? 56
+                                                                       : 40;
 constexpr int kConsumerRegisters =
     (kEntryRegisters * (kConsumers + 1) - kProducerRegisters) / kConsumers / 8 * 8;
 static_assert(!kRebalanceRegisters || (kConsumerRegisters >= 128 && kConsumerRegisters <= 256),
