@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "app/extra_files.h"
+#include "app/memory_check.h"
 #include "app/optimize_skills.h"
 #include "backend/backend.h"
 #include "core/error.h"
@@ -227,6 +228,9 @@ std::string OptimizeSession::description() const {
                         devices_.front().cpus.empty() ? devices_.front().where : "every core");
   }
   text += recognition_line(recognition_);
+  if (const auto warning =
+          memory_warning(problem().definition, workloads_, available_host_memory()))
+    text += "\n" + *warning;
   if (code_) text += "\n" + code_->description();
   return text;
 }
