@@ -1,5 +1,6 @@
 #include "synth/bound_template.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <set>
@@ -61,6 +62,27 @@ OrderedJson resolve_launch_names(const KernelTemplate& kernel, const FamilyBindi
   }
   if (!launch.contains("kernel")) launch["kernel"] = kernel.entry_point;
   return launch;
+}
+
+/// The knob space with each constraint's SHARED_BYTES written out as the launch's shared_bytes,
+/// so that a constraint on shared memory (per block, or per multiprocessor with several blocks
+/// resident) reads the one formula the launch uses instead of a copy of it.
+KnobSpace with_launch_shared_bytes(const KernelTemplate& kernel, const OrderedJson& launch) {
+  constexpr const char* kName = "SHARED_BYTES";
+  std::vector<std::string> constraints = kernel.knobs.constraints();
+  const bool named = std::ranges::any_of(constraints, [&](const std::string& constraint) {
+    return expr_variables(constraint).contains(kName);
+  });
+  if (!named) return kernel.knobs;
+  if (launch.is_null() || !launch.contains("shared_bytes")) {
+    throw InputError("template " + kernel.name + ": a constraint names " + kName +
+                     ", and its launch has no shared_bytes for it to stand for");
+  }
+  const OrderedJson& shared = launch["shared_bytes"];
+  const std::map<std::string, std::string> names{
+      {kName, shared.is_string() ? shared.get<std::string>() : shared.dump()}};
+  for (std::string& constraint : constraints) constraint = substitute_names(constraint, names);
+  return KnobSpace(kernel.knobs.knobs(), std::move(constraints));
 }
 
 int64_t evaluate_size(const OrderedJson& value, const AxisValues& variables) {
@@ -126,8 +148,9 @@ BoundTemplate::BoundTemplate(const KernelTemplate& kernel, const Problem& proble
       problem_(&problem),
       binding_(bind_problem(kernel, problem)),
       limits_(limits),
-      space_(kernel.knobs, constraint_variables(problem.definition, binding_, limits)),
-      launch_(resolve_launch_names(kernel, binding_)) {}
+      launch_(resolve_launch_names(kernel, binding_)),
+      space_(with_launch_shared_bytes(kernel, launch_),
+             constraint_variables(problem.definition, binding_, limits)) {}
 
 std::map<std::string, int64_t> BoundTemplate::knob_defines(const KnobPoint& point) const {
   const KnobCoords coords = space_.space().coords_of(point);

@@ -17,7 +17,8 @@
 namespace kernelarc {
 
 /// What a knob constraint may ask of the device (names MAX_THREADS, MAX_SHARED_BYTES,
-/// MAX_SHARED_BYTES_PER_SM).
+/// MAX_SHARED_BYTES_PER_SM). A constraint may also name SHARED_BYTES, the launch's shared_bytes
+/// at the point.
 struct DeviceLimits {
   int64_t max_threads = 1024;
   int64_t max_shared_bytes = 227 << 10;  ///< per block, with the opt-in (Hopper)
@@ -28,8 +29,8 @@ struct DeviceLimits {
 class BoundTemplate {
  public:
   /// Throws TemplateMismatch when the template's binder rejects the problem, and InputError when
-  /// a knob constraint names something that is neither a knob, a const axis, a binding constant
-  /// nor a device limit.
+  /// a knob constraint names something that is neither a knob, a const axis, a binding constant,
+  /// a device limit nor SHARED_BYTES (of a launch that has shared_bytes).
   BoundTemplate(const KernelTemplate& kernel, const Problem& problem, DeviceLimits limits = {});
 
   const KernelTemplate& kernel() const { return *kernel_; }
@@ -58,8 +59,8 @@ class BoundTemplate {
   const Problem* problem_;
   FamilyBinding binding_;
   DeviceLimits limits_;
-  ConstrainedSpace space_;
   OrderedJson launch_;  // the template's launch spec with sizes and constants written out
+  ConstrainedSpace space_;
 };
 
 /// One template of the library considered for a problem.

@@ -18,8 +18,9 @@
 //                    "workspace_bytes": 33554432?,      (scratch memory, as in a solution)
 //                    "knobs": "knobs.json"}
 //   knobs.json      the knob space (synth/knob_space.h); constraints may also name the
-//                   binding's constants (e.g. ELEM_BYTES) and device limits (MAX_THREADS,
-//                   MAX_SHARED_BYTES).
+//                   binding's constants (e.g. ELEM_BYTES), device limits (MAX_THREADS,
+//                   MAX_SHARED_BYTES, MAX_SHARED_BYTES_PER_SM) and SHARED_BYTES, the
+//                   launch's shared_bytes at the point.
 //   <sources>       compiled with -D<KNOB>=<value> for every knob (enum: its index; the
 //                   generated header defines KA_<KNOB>_<LABEL> as each label's index) and with
 //                   the generated "ka_problem.h" (synth/family.h) beside them.

@@ -88,6 +88,35 @@ TEST(BoundTemplate, InstantiatesAProblemWithKnobsAndProvenance) {
   EXPECT_EQ(bound.infeasible(bound.space().space().default_point()), std::nullopt);
 }
 
+TEST(BoundTemplate, AConstraintOnSharedBytesReadsTheLaunchsFormula) {
+  const auto library = load_template_library(kData / "templates/good");
+  const Problem problem =
+      load_problem(std::filesystem::path(KERNELARC_SOURCE_DIR) / "problems/cpu/rmsnorm_f32");
+  KernelTemplate kernel = library.front();
+  kernel.knobs = KnobSpace(kernel.knobs.knobs(), {"SHARED_BYTES <= 3000"});
+  kernel.launch = {{"grid", {1}}, {"block", {1}}, {"shared_bytes", "UNROLL * 1000"}};
+  const BoundTemplate bound(kernel, problem);
+  const KnobSpace& space = bound.space().space();
+  EXPECT_TRUE(bound.space().is_valid(space.parse_point("MODE=fancy,UNROLL=2")));
+  EXPECT_FALSE(bound.space().is_valid(space.parse_point("MODE=fancy,UNROLL=4")));
+  try {
+    bound.instantiate(space.parse_point("MODE=fancy,UNROLL=4"));
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("(UNROLL * 1000) <= 3000"), std::string::npos)
+        << error.what();
+  }
+
+  kernel.launch.erase("shared_bytes");
+  try {
+    BoundTemplate unbound(kernel, problem);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("its launch has no shared_bytes"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(RepresentativePoints, PinnedKnobsHoldTheirValuesAtEveryPoint) {
   const auto library = load_template_library(kData / "templates/good");
   const Problem problem =
