@@ -10,6 +10,7 @@
 #include "app/optimize_skills.h"
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "optimize/local_pool.h"
 #include "optimize/serial_pool.h"
 #include "optimize/shape_class.h"

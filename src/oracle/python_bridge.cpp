@@ -1,7 +1,6 @@
 #include "oracle/python_bridge.h"
 
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -94,14 +93,17 @@ const OrderedJson* environment_event(const std::vector<OrderedJson>& events) {
   return nullptr;
 }
 
-std::string how_it_ended(const ProcessResult& process) {
-  if (!process.started) return "cannot execute it: " + process.spawn_error;
-  if (process.stopped) return "stopped by the watchdog";
-  if (process.signal != 0) {
-    return "killed by signal " + std::to_string(process.signal) + " (" + strsignal(process.signal) +
-           ")";
-  }
-  return "exit code " + std::to_string(process.exit_code);
+/// The inputs and outputs of the workload that job `id` (a trial's or a timing's) ran.
+std::optional<double> job_bytes(const Problem& problem, const std::vector<PythonTrialJob>& trials,
+                                const std::vector<PythonTimingJob>& timings,
+                                const std::string& id) {
+  const Workload* workload = nullptr;
+  for (const auto& job : trials)
+    if (job.id == id) workload = job.workload;
+  for (const auto& job : timings)
+    if (job.id == id) workload = job.workload;
+  if (workload == nullptr) return std::nullopt;
+  return tensor_bytes(problem.definition, resolve_axes(problem.definition, *workload));
 }
 
 /// Removes a directory tree when it goes out of scope, whatever happened.
@@ -231,7 +233,7 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
   }
   launch.events = read_events(results);
   if (environment_event(launch.events) != nullptr) ++runs_;
-  if (launch.process.exit_code == kExitNoDevice) {
+  if (launch.process.exited_with(kExitNoDevice)) {
     throw InputError("oracle device '" + device_ + "' is unusable with " + interpreter + ": " +
                      launch.log_tail);
   }
@@ -259,9 +261,9 @@ PythonBridge::Launch PythonBridge::launch(const std::filesystem::path& job_file,
       remember_python(rule, {interpreter_, environment_});
       return result;
     }
-    std::string why = result.process.exit_code == kExitNoTorch && !result.log_tail.empty()
+    std::string why = result.process.exited_with(kExitNoTorch) && !result.log_tail.empty()
                           ? result.log_tail.substr(result.log_tail.rfind('\n') + 1)
-                          : how_it_ended(result.process) +
+                          : describe_end(result.process) +
                                 (result.log_tail.empty() ? "" : ": " + result.log_tail);
     tried += "\n  " + candidate + ": " + why;
   }
@@ -354,22 +356,22 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
       running.clear();
     }
     const ProcessResult& process = result.process;
-    if (process.started && process.exit_code == 0 && !process.stopped) {
+    if (process.exited_with(0)) {
       for (const std::string& id : remaining) {
         outcomes[id] = {false, "the oracle script finished without reporting this job", false};
       }
       break;
     }
     if (running.empty()) {
-      throw InternalError("the oracle script failed outside any job (" + how_it_ended(process) +
+      throw InternalError("the oracle script failed outside any job (" + describe_end(process) +
                           "); its output ends with:\n" + result.log_tail);
     }
-    std::string error = process.stopped
-                            ? "the reference made no progress for " +
-                                  std::to_string(job_timeout_.count()) + " s and was stopped"
-                            : "the Python process running the reference died (" +
-                                  how_it_ended(process) + ")" +
-                                  (result.log_tail.empty() ? "" : ": " + result.log_tail);
+    std::string error =
+        process.stopped ? "the reference made no progress for " +
+                              std::to_string(job_timeout_.count()) + " s and was stopped"
+                        : "the Python process running the reference died (" +
+                              describe_end(process, job_bytes(problem, trials, timings, running)) +
+                              ")" + (result.log_tail.empty() ? "" : ": " + result.log_tail);
     outcomes[running] = {false, error, true};
     remaining.erase(running);
   }
