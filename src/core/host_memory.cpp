@@ -8,6 +8,12 @@
 
 namespace kernelarc {
 
+std::optional<int64_t> physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return std::nullopt;
+  return static_cast<int64_t>(pages) * page_size;
+}
+
 std::optional<int64_t> available_host_memory() {
   std::ifstream meminfo("/proc/meminfo");
   std::string line;
@@ -17,9 +23,7 @@ std::optional<int64_t> available_host_memory() {
     int64_t kib = 0;
     if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
   }
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page_size <= 0) return std::nullopt;
-  return static_cast<int64_t>(pages) * page_size;
+  return physical_memory_bytes();
 }
 
 }  // namespace kernelarc
