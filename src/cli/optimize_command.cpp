@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "app/finals_table.h"
 #include "app/optimize_session.h"
 #include "app/optimize_skills.h"
 #include "app/report_file.h"
@@ -79,19 +80,7 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
     out << "no candidate passed the guard\n";
     return;
   }
-  TextTable finals({"rank", "candidate", "agent", "solution", "speedup", "geomean_ms"});
-  if (summary.baseline)
-    finals.add_row({"-", std::to_string(summary.baseline->candidate_id), "baseline",
-                    summary.baseline->label, "1.00x",
-                    fmt::format("{:.4f}", geometric_mean_ms(summary.baseline->measurement))});
-  for (std::size_t i = 0; i < summary.finalists.size(); ++i) {
-    const Finalist& finalist = summary.finalists[i];
-    finals.add_row({std::to_string(i + 1), std::to_string(finalist.candidate_id), finalist.agent,
-                    finalist.label, fmt::format("{:.2f}x", finalist.fitness),
-                    fmt::format("{:.4f}", geometric_mean_ms(finalist.measurement))});
-  }
-  out << "re-measured side by side, interleaved (speedup: geometric mean over workloads):\n";
-  finals.print(out);
+  print_finals(summary, out);
 
   const Finalist& winner = summary.finalists.front();
   TextTable table({"workload", "baseline_ms", "best_ms", "ci95_ms", "eager_ms", "compiled_ms",
