@@ -238,6 +238,17 @@ std::string OptimizeSession::description() const {
 
 OptimizeSummary OptimizeSession::run(Workspace& workspace, ProgressSink& progress,
                                      std::optional<int64_t> resume_id) {
+  // The reference's draws (minutes a workload on GPU-sized shapes) are told as they go. The
+  // lines stop with this run: `progress` may not outlive it.
+  const std::vector<Oracle*> oracles = {&search_->oracle(), &final_guard_->oracle()};
+  for (Oracle* oracle : oracles)
+    oracle->report_progress([&progress](const std::string& line) { progress.message(line); });
+  struct Unhook {
+    const std::vector<Oracle*>& oracles;
+    ~Unhook() {
+      for (Oracle* oracle : oracles) oracle->report_progress({});
+    }
+  } unhook{oracles};
   Orchestrator orchestrator(target_, *evaluator_, *pool_, workspace, options_, progress);
   return resume_id ? orchestrator.resume(*resume_id) : orchestrator.run();
 }

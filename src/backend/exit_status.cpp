@@ -4,30 +4,23 @@
 
 #include <cstring>
 
-#include <fmt/format.h>
+#include "core/text.h"
 
 namespace kernelarc {
 namespace {
 
-/// Decimal units, three digits: "8.59 GB", "24 bytes".
-std::string byte_size(double bytes) {
-  if (bytes >= 1e9) return fmt::format("{:.3g} GB", bytes * 1e-9);
-  if (bytes >= 1e6) return fmt::format("{:.3g} MB", bytes * 1e-6);
-  if (bytes >= 1e3) return fmt::format("{:.3g} kB", bytes * 1e-3);
-  return fmt::format("{:.0f} bytes", bytes);
-}
-
-/// ": it peaked at 16.2 GB resident, its workload's inputs and outputs take 8.59 GB, and this
+/// ": it peaked at 16.1 GB resident, its workload's inputs and outputs take 8.59 GB, this
 /// machine has 22.1 GB available", each part only where known; "" when none is.
 std::string memory_facts(const ExitStatus& status, const ExitContext& context) {
   std::string facts;
   auto add = [&](const std::string& fact) { facts += (facts.empty() ? ": " : ", ") + fact; };
   if (status.max_rss_kib > 0)
-    add("it peaked at " + byte_size(static_cast<double>(status.max_rss_kib) * 1024) + " resident");
+    add("it peaked at " + byte_size_text(static_cast<double>(status.max_rss_kib) * 1024) +
+        " resident");
   if (context.workload_bytes)
-    add("its workload's inputs and outputs take " + byte_size(*context.workload_bytes));
+    add("its workload's inputs and outputs take " + byte_size_text(*context.workload_bytes));
   if (context.available_bytes)
-    add("this machine has " + byte_size(static_cast<double>(*context.available_bytes)) +
+    add("this machine has " + byte_size_text(static_cast<double>(*context.available_bytes)) +
         " available");
   return facts;
 }

@@ -141,6 +141,8 @@ struct ProgressView {
   bool sol_bound_beaten = false;  ///< the best ran below T_SOL on some workload
 };
 
+/// What a run shows while it goes. message() may be called from any thread (the oracle's draw
+/// lines come from whichever evaluator draws), so implementations serialize their output.
 class ProgressSink {
  public:
   virtual ~ProgressSink() = default;
