@@ -237,7 +237,8 @@ std::string OptimizeSession::description() const {
 }
 
 OptimizeSummary OptimizeSession::run(Workspace& workspace, ProgressSink& progress,
-                                     std::optional<int64_t> resume_id) {
+                                     std::optional<int64_t> resume_id,
+                                     const std::atomic<int>* stop) {
   // The reference's draws (minutes a workload on GPU-sized shapes) are told as they go. The
   // lines stop with this run: `progress` may not outlive it.
   const std::vector<Oracle*> oracles = {&search_->oracle(), &final_guard_->oracle()};
@@ -250,6 +251,7 @@ OptimizeSummary OptimizeSession::run(Workspace& workspace, ProgressSink& progres
     }
   } unhook{oracles};
   Orchestrator orchestrator(target_, *evaluator_, *pool_, workspace, options_, progress);
+  if (stop) orchestrator.stop_on(*stop);
   return resume_id ? orchestrator.resume(*resume_id) : orchestrator.run();
 }
 

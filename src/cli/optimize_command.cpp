@@ -21,6 +21,7 @@
 #include "cli/code_synth_flags.h"
 #include "cli/commands.h"
 #include "cli/guard_flags.h"
+#include "cli/interrupt.h"
 #include "cli/optimize_progress.h"
 #include "cli/profile_flags.h"
 #include "core/error.h"
@@ -32,7 +33,7 @@ namespace kernelarc {
 
 namespace {
 
-/// The run --resume names, or the newest running run of this problem.
+/// The run --resume names, or the newest unfinished (running or stopped) run of this problem.
 Run run_to_resume(Database& db, const std::string& text, const std::string& problem) {
   if (text != "latest") {
     int64_t id = 0;
@@ -49,7 +50,9 @@ Run run_to_resume(Database& db, const std::string& text, const std::string& prob
   }
   const auto runs = db.list_runs();
   for (auto run = runs.rbegin(); run != runs.rend(); ++run)
-    if (run->problem_name == problem && run->status == RunStatus::Running) return *run;
+    if (run->problem_name == problem &&
+        (run->status == RunStatus::Running || run->status == RunStatus::Stopped))
+      return *run;
   throw InputError(fmt::format("--resume: no unfinished run of {} in the workspace", problem));
 }
 
@@ -153,8 +156,22 @@ int run_optimize(OptimizeFlags flags, bool resume_given, const std::optional<std
   const bool terminal = !flags.plain && isatty(STDOUT_FILENO);
   auto progress = make_progress(std::cout, terminal);
   std::cout << session.description() << '\n';
-  OptimizeSummary summary = session.run(
-      workspace, *progress, resumed ? std::optional<int64_t>(resumed->id) : std::nullopt);
+  OptimizeSummary summary = [&] {
+    const StopOnInterrupt stop;
+    return session.run(workspace, *progress,
+                       resumed ? std::optional<int64_t>(resumed->id) : std::nullopt, &stop.flag());
+  }();
+  if (summary.interrupted_by != 0) {
+    const std::string workspace_flag = flags.guard.workspace == GuardFlags{}.workspace
+                                           ? ""
+                                           : " --workspace " + flags.guard.workspace;
+    std::cout << fmt::format(
+        "\nrun {} stopped ({}): {} candidates evaluated, {} passed; no final re-measurement. "
+        "`kernelarc optimize {} --resume {}{}` continues it\n",
+        summary.run_id, summary.stop_reason, summary.evaluated, summary.passed, flags.problem_dir,
+        summary.run_id, workspace_flag);
+    return 128 + summary.interrupted_by;  // as a shell reports a process the signal ended
+  }
   print_summary(summary, session.problem(), std::cout);
   if (flags.profile.enabled) {
     // After the final re-measurement, so that the profiler's replays disturb no timing.
