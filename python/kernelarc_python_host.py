@@ -16,7 +16,8 @@ A request is one message: a 4-byte big-endian length, then JSON
   {"argv": [SCRIPT, ARG...], "cwd": DIR, "fds": [[CHILD_FD, INDEX], ...]}
 with the passed descriptors as SCM_RIGHTS (INDEX: their position there). The replies are JSON
 lines: {"pid": N} once the child runs (it leads its own process group), then {"exit": CODE} or
-{"signal": NUMBER} when it ends; or {"error": TEXT} when it could not be started. When the
+{"signal": NUMBER} when it ends, with "max_rss_kib": its peak resident size (what tells a
+process the kernel killed for memory); or {"error": TEXT} when it could not be started. When the
 requester hangs up before its child ends, the child's process group is killed. The host exits
 after IDLE_SECONDS without children or requests, and at once when torch cannot be imported.
 """
@@ -225,16 +226,16 @@ def serve(listener, idle_seconds):
                 except BlockingIOError:
                     pass
                 while children:
-                    pid, status = os.waitpid(-1, os.WNOHANG)
+                    pid, status, usage = os.wait4(-1, os.WNOHANG)
                     if pid == 0:
                         break
                     conn = children.pop(pid, None)
                     if conn is None:
                         continue
-                    if os.WIFSIGNALED(status):
-                        send_line(conn, {"signal": os.WTERMSIG(status)})
-                    else:
-                        send_line(conn, {"exit": os.WEXITSTATUS(status)})
+                    ended = ({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status)
+                             else {"exit": os.WEXITSTATUS(status)})
+                    ended["max_rss_kib"] = usage.ru_maxrss
+                    send_line(conn, ended)
                     selector.unregister(conn)
                     conn.close()
                 if not children:

@@ -12,10 +12,6 @@
 
 namespace kernelarc {
 
-/// The memory this machine can give now (/proc/meminfo's MemAvailable, else the physical
-/// memory), in bytes; nullopt when neither can be read.
-std::optional<int64_t> available_host_memory();
-
 /// A warning naming the largest workload when its inputs and outputs take more than a third of
 /// `available_bytes` (the reference holds them with its intermediates, the guard the expected
 /// outputs and the candidate's copies besides: a KernelBench MSELoss of 8.6 GB was killed at 16

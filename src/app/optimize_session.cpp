@@ -10,6 +10,7 @@
 #include "app/optimize_skills.h"
 #include "backend/backend.h"
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "optimize/local_pool.h"
 #include "optimize/serial_pool.h"
 #include "optimize/shape_class.h"
@@ -236,8 +237,21 @@ std::string OptimizeSession::description() const {
 }
 
 OptimizeSummary OptimizeSession::run(Workspace& workspace, ProgressSink& progress,
-                                     std::optional<int64_t> resume_id) {
+                                     std::optional<int64_t> resume_id,
+                                     const std::atomic<int>* stop) {
+  // The reference's draws (minutes a workload on GPU-sized shapes) are told as they go. The
+  // lines stop with this run: `progress` may not outlive it.
+  const std::vector<Oracle*> oracles = {&search_->oracle(), &final_guard_->oracle()};
+  for (Oracle* oracle : oracles)
+    oracle->report_progress([&progress](const std::string& line) { progress.message(line); });
+  struct Unhook {
+    const std::vector<Oracle*>& oracles;
+    ~Unhook() {
+      for (Oracle* oracle : oracles) oracle->report_progress({});
+    }
+  } unhook{oracles};
   Orchestrator orchestrator(target_, *evaluator_, *pool_, workspace, options_, progress);
+  if (stop) orchestrator.stop_on(*stop);
   return resume_id ? orchestrator.resume(*resume_id) : orchestrator.run();
 }
 

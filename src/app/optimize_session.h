@@ -4,6 +4,7 @@
 // orchestrator's options.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -102,9 +103,10 @@ class OptimizeSession {
 
   /// What the run is about to do, in a line or two.
   std::string description() const;
-  /// A new run (resume_id empty) or the stored one continued.
+  /// A new run (resume_id empty) or the stored one continued. `stop`, when given, stops it as
+  /// Orchestrator::stop_on says.
   OptimizeSummary run(Workspace& workspace, ProgressSink& progress,
-                      std::optional<int64_t> resume_id);
+                      std::optional<int64_t> resume_id, const std::atomic<int>* stop = nullptr);
 
  private:
   /// The pool the search measures through: the evaluator alone on one device, else one

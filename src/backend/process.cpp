@@ -217,14 +217,6 @@ pid_t spawn_process(const SpawnOptions& options) {
   return pid;
 }
 
-std::string describe_exit(const ExitStatus& status) {
-  if (!status.signaled) return "exited with status " + std::to_string(status.exit_code);
-  const char* abbreviation = sigabbrev_np(status.signal);
-  std::string name =
-      abbreviation ? std::string("SIG") + abbreviation : std::to_string(status.signal);
-  return "killed by signal " + name + " (" + strsignal(status.signal) + ")";
-}
-
 ExitStatus reap_process(pid_t pid) {
   int status = 0;
   rusage usage{};
@@ -307,6 +299,7 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
   }
   close(pipe_fds[0]);
   result.status = reap_process(pid);
+  result.status.killed_by_parent = result.timed_out;
   return result;
 }
 

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/exit_status.h"
 #include "backend/worker/worker_sandbox.h"
 
 namespace kernelarc {
@@ -46,17 +47,6 @@ struct SpawnOptions {
 /// Starts a child; stdin is /dev/null. An exec failure shows as exit status 127 with the reason
 /// written to the child's stdout_fd. Throws InternalError when fork itself fails.
 pid_t spawn_process(const SpawnOptions& options);
-
-/// How a child ended, from its wait status.
-struct ExitStatus {
-  bool signaled = false;
-  int signal = 0;        ///< when signaled
-  int exit_code = 0;     ///< when not signaled
-  long max_rss_kib = 0;  ///< the child's peak resident set size
-};
-
-/// "killed by signal SIGSEGV (Segmentation fault)" or "exited with status 3".
-std::string describe_exit(const ExitStatus& status);
 
 /// Waits for the child (blocking) and returns how it ended.
 ExitStatus reap_process(pid_t pid);

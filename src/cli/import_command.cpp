@@ -176,14 +176,12 @@ class BatchImport {
       outcomes_[file] = std::move(outcome);
     }
 
-    const std::string how =
-        !process.started  ? "could not start: " + process.spawn_error
-        : process.stopped ? fmt::format("gave no result for {} s", kFileTimeout.count())
-        : process.signal  ? fmt::format("was killed by signal {}", process.signal)
-                          : fmt::format("ended with exit code {}", process.exit_code);
+    const std::string how = process.stopped
+                                ? fmt::format("gave no result for {} s", kFileTimeout.count())
+                                : describe_end(process);
     const std::string output = file_tail(log);
     const std::string failure =
-        fmt::format("the import script ({} {}) {}{}", python_, script.string(), how,
+        fmt::format("the import script ({} {}) failed: {}{}", python_, script.string(), how,
                     output.empty() ? "" : ":\n" + output);
     if (running) {
       outcomes_[*running] = {*running, {}, "", *running + ": while importing it, " + failure};
@@ -194,7 +192,7 @@ class BatchImport {
         never_started.push_back(file);
     }
     // Without a file to blame the interpreter fails before any file: retrying would not help.
-    if (started.empty() || (process.started && !process.stopped && process.exit_code == 0)) {
+    if (started.empty() || process.exited_with(0)) {
       for (const std::string& file : never_started) outcomes_[file] = {file, {}, "", failure};
       return {};
     }

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "app/finals_table.h"
 #include "app/optimize_session.h"
 #include "app/optimize_skills.h"
 #include "app/report_file.h"
@@ -20,6 +21,7 @@
 #include "cli/code_synth_flags.h"
 #include "cli/commands.h"
 #include "cli/guard_flags.h"
+#include "cli/interrupt.h"
 #include "cli/optimize_progress.h"
 #include "cli/profile_flags.h"
 #include "core/error.h"
@@ -31,7 +33,7 @@ namespace kernelarc {
 
 namespace {
 
-/// The run --resume names, or the newest running run of this problem.
+/// The run --resume names, or the newest unfinished (running or stopped) run of this problem.
 Run run_to_resume(Database& db, const std::string& text, const std::string& problem) {
   if (text != "latest") {
     int64_t id = 0;
@@ -48,7 +50,9 @@ Run run_to_resume(Database& db, const std::string& text, const std::string& prob
   }
   const auto runs = db.list_runs();
   for (auto run = runs.rbegin(); run != runs.rend(); ++run)
-    if (run->problem_name == problem && run->status == RunStatus::Running) return *run;
+    if (run->problem_name == problem &&
+        (run->status == RunStatus::Running || run->status == RunStatus::Stopped))
+      return *run;
   throw InputError(fmt::format("--resume: no unfinished run of {} in the workspace", problem));
 }
 
@@ -79,19 +83,7 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
     out << "no candidate passed the guard\n";
     return;
   }
-  TextTable finals({"rank", "candidate", "agent", "solution", "speedup", "geomean_ms"});
-  if (summary.baseline)
-    finals.add_row({"-", std::to_string(summary.baseline->candidate_id), "baseline",
-                    summary.baseline->label, "1.00x",
-                    fmt::format("{:.4f}", geometric_mean_ms(summary.baseline->measurement))});
-  for (std::size_t i = 0; i < summary.finalists.size(); ++i) {
-    const Finalist& finalist = summary.finalists[i];
-    finals.add_row({std::to_string(i + 1), std::to_string(finalist.candidate_id), finalist.agent,
-                    finalist.label, fmt::format("{:.2f}x", finalist.fitness),
-                    fmt::format("{:.4f}", geometric_mean_ms(finalist.measurement))});
-  }
-  out << "re-measured side by side, interleaved (speedup: geometric mean over workloads):\n";
-  finals.print(out);
+  print_finals(summary, out);
 
   const Finalist& winner = summary.finalists.front();
   TextTable table({"workload", "baseline_ms", "best_ms", "ci95_ms", "eager_ms", "compiled_ms",
@@ -164,8 +156,22 @@ int run_optimize(OptimizeFlags flags, bool resume_given, const std::optional<std
   const bool terminal = !flags.plain && isatty(STDOUT_FILENO);
   auto progress = make_progress(std::cout, terminal);
   std::cout << session.description() << '\n';
-  OptimizeSummary summary = session.run(
-      workspace, *progress, resumed ? std::optional<int64_t>(resumed->id) : std::nullopt);
+  OptimizeSummary summary = [&] {
+    const StopOnInterrupt stop;
+    return session.run(workspace, *progress,
+                       resumed ? std::optional<int64_t>(resumed->id) : std::nullopt, &stop.flag());
+  }();
+  if (summary.interrupted_by != 0) {
+    const std::string workspace_flag = flags.guard.workspace == GuardFlags{}.workspace
+                                           ? ""
+                                           : " --workspace " + flags.guard.workspace;
+    std::cout << fmt::format(
+        "\nrun {} stopped ({}): {} candidates evaluated, {} passed; no final re-measurement. "
+        "`kernelarc optimize {} --resume {}{}` continues it\n",
+        summary.run_id, summary.stop_reason, summary.evaluated, summary.passed, flags.problem_dir,
+        summary.run_id, workspace_flag);
+    return 128 + summary.interrupted_by;  // as a shell reports a process the signal ended
+  }
   print_summary(summary, session.problem(), std::cout);
   if (flags.profile.enabled) {
     // After the final re-measurement, so that the profiler's replays disturb no timing.

@@ -1,5 +1,7 @@
 #include "cli/optimize_progress.h"
 
+#include <mutex>
+
 #include <fmt/format.h>
 
 #include "eval/speed_of_light.h"
@@ -46,6 +48,7 @@ class LineProgress : public ProgressSink {
   explicit LineProgress(std::ostream& out) : out_(out) {}
 
   void candidate(const ProgressView& view, const CandidateEvent& event) override {
+    const std::lock_guard lock(mutex_);
     const std::string cost = event.replayed
                                  ? " (stored)"
                                  : fmt::format(" [{:.1f} s build wait, {:.1f} s guard{}]",
@@ -56,10 +59,14 @@ class LineProgress : public ProgressSink {
                         best_text(view))
          << std::flush;
   }
-  void message(const std::string& line) override { out_ << line << '\n' << std::flush; }
+  void message(const std::string& line) override {
+    const std::lock_guard lock(mutex_);
+    out_ << line << '\n' << std::flush;
+  }
 
  private:
   std::ostream& out_;
+  std::mutex mutex_;
 };
 
 class TerminalProgress : public ProgressSink {
@@ -67,6 +74,7 @@ class TerminalProgress : public ProgressSink {
   explicit TerminalProgress(std::ostream& out) : out_(out) {}
 
   void candidate(const ProgressView& view, const CandidateEvent& event) override {
+    const std::lock_guard lock(mutex_);
     erase();
     last_ =
         fmt::format("#{} {} {}: {}", event.candidate_id, event.agent, event.label, outcome(event));
@@ -74,6 +82,7 @@ class TerminalProgress : public ProgressSink {
     draw(view);
   }
   void message(const std::string& line) override {
+    const std::lock_guard lock(mutex_);
     erase();
     out_ << line << '\n';
     if (view_) draw(*view_);
@@ -109,6 +118,7 @@ class TerminalProgress : public ProgressSink {
   std::optional<ProgressView> view_;
   std::string last_;
   int drawn_ = 0;
+  std::mutex mutex_;
 };
 
 }  // namespace

@@ -41,7 +41,7 @@ int run_list(const RunsFlags& flags) {
   for (const Run& run : db.list_runs()) {
     const Budget budget = db.budget_of(run.id);
     table.add_row({std::to_string(run.id), run.created_at, run.problem_name, run.device,
-                   std::string(run_status_name(run.status)),
+                   std::string(shown_run_status(run)),
                    fmt::format("{}/{}", budget.used, budget.total),
                    best_text(db.load_agent_state(run.id, "orchestrator"))});
   }
@@ -94,7 +94,7 @@ int run_show(const RunsFlags& flags) {
         fmt::format("show: the workspace {} has no run {}", flags.workspace, flags.run_id));
   const Budget budget = db.budget_of(run->id);
   std::cout << fmt::format("run {}: {} on {}, {} (created {}{}), seed {}, {}/{} evaluated\n",
-                           run->id, run->problem_name, run->device, run_status_name(run->status),
+                           run->id, run->problem_name, run->device, shown_run_status(*run),
                            run->created_at,
                            run->finished_at ? ", finished " + *run->finished_at : "", run->seed,
                            budget.used, budget.total);

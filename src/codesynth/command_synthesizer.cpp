@@ -162,6 +162,7 @@ ProgramRun run_program(const CommandSynthesizerOptions& options, const std::stri
   // The program itself on a timeout or an overflow; else only what it left running.
   kill_process_group(pid);
   run.status = reap_process(pid);
+  run.status.killed_by_parent = run.timed_out || run.over_limit;
   return run;
 }
 

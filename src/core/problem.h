@@ -176,6 +176,9 @@ std::vector<std::string> axis_names(const Definition& def);
 const Workload* find_workload(const Problem& problem, std::string_view uuid);
 /// Concrete shape of a tensor ({} for scalars and 0-D tensors).
 std::vector<int64_t> resolve_shape(const TensorSpec& spec, const AxisValues& axes);
+/// The bytes of every input and output tensor at these axis values, each counted once: what a
+/// workload holds in memory before any intermediate.
+double tensor_bytes(const Definition& def, const AxisValues& axes);
 /// The size a shape entry that is a decimal number stands for ("128" -> 128); nullopt for an
 /// axis name (or a number too large for int64).
 std::optional<int64_t> literal_size(std::string_view shape_entry);

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <fstream>
 
+#include <fmt/format.h>
+
 namespace kernelarc {
 
 std::string_view trim(std::string_view text) {
@@ -33,6 +35,13 @@ double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t mid = values.size() / 2;
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+std::string byte_size_text(double bytes) {
+  if (bytes >= 1e9) return fmt::format("{:.3g} GB", bytes * 1e-9);
+  if (bytes >= 1e6) return fmt::format("{:.3g} MB", bytes * 1e-6);
+  if (bytes >= 1e3) return fmt::format("{:.3g} kB", bytes * 1e-3);
+  return fmt::format("{:.0f} bytes", bytes);
 }
 
 }  // namespace kernelarc

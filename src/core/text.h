@@ -20,4 +20,7 @@ std::string read_first_line(const std::filesystem::path& path);
 /// The median of `values` (the mean of the middle two for an even count); 0 when empty.
 double median(std::vector<double> values);
 
+/// A size in decimal units to three digits: "8.59 GB", "1.5 MB", "24 bytes".
+std::string byte_size_text(double bytes);
+
 }  // namespace kernelarc

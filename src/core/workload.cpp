@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "core/problem.h"
+#include "core/tensor.h"
 
 namespace kernelarc {
 namespace {
@@ -349,6 +350,17 @@ std::vector<int64_t> resolve_shape(const TensorSpec& spec, const AxisValues& axe
     shape.push_back(found->second);
   }
   return shape;
+}
+
+double tensor_bytes(const Definition& def, const AxisValues& axes) {
+  double bytes = 0;
+  auto add = [&](const TensorSpec& spec) {
+    bytes += static_cast<double>(shape_numel(resolve_shape(spec, axes))) *
+             static_cast<double>(dtype_size(spec.dtype));
+  };
+  std::for_each(def.inputs.begin(), def.inputs.end(), add);
+  std::for_each(def.outputs.begin(), def.outputs.end(), add);
+  return bytes;
 }
 
 const Workload* find_workload(const Problem& problem, std::string_view uuid) {

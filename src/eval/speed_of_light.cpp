@@ -4,20 +4,13 @@
 
 #include <fmt/format.h>
 
-#include "core/tensor.h"
+#include "core/dtype.h"
 
 namespace kernelarc {
 
 double problem_bytes(const Definition& def, const AxisValues& axes) {
   if (!def.ext.bytes.empty()) return static_cast<double>(evaluate_expr(def.ext.bytes, axes));
-  double bytes = 0;
-  auto add = [&](const TensorSpec& spec) {
-    bytes += static_cast<double>(shape_numel(resolve_shape(spec, axes))) *
-             static_cast<double>(dtype_size(spec.dtype));
-  };
-  std::for_each(def.inputs.begin(), def.inputs.end(), add);
-  std::for_each(def.outputs.begin(), def.outputs.end(), add);
-  return bytes;
+  return tensor_bytes(def, axes);
 }
 
 double problem_flops(const Definition& def, const AxisValues& axes) {

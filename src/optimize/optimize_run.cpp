@@ -1,5 +1,7 @@
 #include "optimize/optimize_run.h"
 
+#include <signal.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -17,7 +19,7 @@ std::string point_key(const std::string& template_name, const KnobPoint& point) 
 
 OptimizeRun::OptimizeRun(const OptimizeTarget& target, CandidateEvaluator& evaluator,
                          EvaluationPool& pool, Workspace& workspace, const OptimizeOptions& options,
-                         ProgressSink& progress, int64_t run_id)
+                         ProgressSink& progress, int64_t run_id, const std::atomic<int>* stop)
     : target_(target),
       evaluator_(evaluator),
       pool_(pool),
@@ -25,7 +27,8 @@ OptimizeRun::OptimizeRun(const OptimizeTarget& target, CandidateEvaluator& evalu
       objects_(workspace.objects()),
       options_(options),
       progress_(progress),
-      run_id_(run_id) {
+      run_id_(run_id),
+      stop_(stop) {
   stored_ = db_.candidates_of(run_id_);
   board_stored_ = db_.board_of(run_id_).size();
   for (const BoundTemplate* bound : target_.templates) bound_[bound->kernel().name] = bound;
@@ -83,6 +86,12 @@ OptimizeSummary OptimizeRun::execute() {
   if (target_.baseline) measure_baseline();
   const std::string stop_reason = search();
   for (const auto& agent : agents_) db_.save_agent_state(run_id_, agent->name(), agent->summary());
+  if (stop_signal() != 0) {
+    OptimizeSummary summary = search_summary(stop_reason);
+    summary.interrupted_by = stop_signal();
+    db_.finish_run(run_id_, RunStatus::Stopped);
+    return summary;
+  }
   OptimizeSummary summary = summarize(stop_reason);
   db_.save_agent_state(run_id_, "orchestrator", summary_to_json(summary));
   db_.finish_run(run_id_, RunStatus::Finished);
@@ -175,6 +184,13 @@ std::string OptimizeRun::search() {
   if (options_.build_ahead > 0) builds_ = std::make_unique<TaskPool>(usable_cpus().size());
   const auto window = static_cast<std::size_t>(options_.window(code_space_ != nullptr));
   while (true) {
+    if (const int signal = stop_signal()) {
+      const char* name = sigabbrev_np(signal);
+      stop_reason = name ? fmt::format("interrupted by SIG{}", name)
+                         : fmt::format("interrupted by signal {}", signal);
+      finish_in_flight();
+      break;
+    }
     while (proposing && queue_.size() < window) {
       if (const auto reason = stop_proposing(seconds_since(started))) {
         stop_reason = *reason;
@@ -202,6 +218,20 @@ std::string OptimizeRun::search() {
   }
   search_seconds_ = seconds_since(started);
   return stop_reason;
+}
+
+int OptimizeRun::stop_signal() const {
+  return stop_ != nullptr ? stop_->load(std::memory_order_relaxed) : 0;
+}
+
+// What is in flight is measured already, or nearly: it is kept. The queued candidates that were
+// never submitted stay proposed in the store, and a resume measures them.
+void OptimizeRun::finish_in_flight() {
+  while (in_flight_ > 0) receive(pool_.next());
+  while (!queue_.empty() && queue_.front().measurement) {
+    complete(queue_.front());
+    queue_.pop_front();
+  }
 }
 
 }  // namespace kernelarc

@@ -12,6 +12,7 @@
 // orchestrator.h promises (proposal and evaluation written before the next step).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -39,14 +40,16 @@ std::string point_key(const std::string& template_name, const KnobPoint& point);
 
 class OptimizeRun {
  public:
+  /// `stop`, when given, holds the number of a signal that asked the run to stop (0: none).
   OptimizeRun(const OptimizeTarget& target, CandidateEvaluator& evaluator, EvaluationPool& pool,
               Workspace& workspace, const OptimizeOptions& options, ProgressSink& progress,
-              int64_t run_id);
+              int64_t run_id, const std::atomic<int>* stop = nullptr);
   OptimizeRun(const OptimizeRun&) = delete;  // the agents' space lookup points at this object
   OptimizeRun& operator=(const OptimizeRun&) = delete;
 
   /// Measures the baseline, searches until a stop condition, re-measures the finalists and
-  /// finishes the run in the store.
+  /// finishes the run in the store. Asked to stop, it skips the finalists and leaves the run
+  /// stopped, to be resumed.
   OptimizeSummary execute();
 
  private:
@@ -111,6 +114,10 @@ class OptimizeRun {
                          const std::vector<Trace>& traces, const std::string& where = "");
   /// Why the search stopped.
   std::string search();
+  /// The signal that asked the run to stop; 0 while none has.
+  int stop_signal() const;
+  /// Receives and stores the evaluations in flight, and applies those next in order.
+  void finish_in_flight();
   /// Why proposing must stop now, or nullopt.
   std::optional<std::string> stop_proposing(double elapsed_seconds) const;
 
@@ -179,6 +186,8 @@ class OptimizeRun {
                    const std::optional<DispatchEntry>& dispatch) const;
   std::optional<Conclusion> winner_route(int64_t searched_winner) const;
   OptimizeSummary summarize(const std::string& stop_reason);
+  /// What the search itself did: the counts, no finalists.
+  OptimizeSummary search_summary(const std::string& stop_reason) const;
 
   const OptimizeTarget& target_;
   CandidateEvaluator& evaluator_;
@@ -188,6 +197,7 @@ class OptimizeRun {
   const OptimizeOptions& options_;
   ProgressSink& progress_;
   const int64_t run_id_;
+  const std::atomic<int>* stop_;
 
   std::vector<Candidate> stored_;  ///< the run's stored candidates, replayed on --resume
   std::size_t board_stored_ = 0;

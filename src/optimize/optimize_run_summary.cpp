@@ -7,7 +7,7 @@
 
 namespace kernelarc {
 
-OptimizeSummary OptimizeRun::summarize(const std::string& stop_reason) {
+OptimizeSummary OptimizeRun::search_summary(const std::string& stop_reason) const {
   OptimizeSummary summary;
   summary.run_id = run_id_;
   summary.stop_reason = stop_reason;
@@ -20,6 +20,13 @@ OptimizeSummary OptimizeRun::summarize(const std::string& stop_reason) {
   std::vector<const SearchTree*> trees;
   for (const auto& agent : agents_) trees.push_back(&agent->tree());
   summary.tree_shape = tree_shape(trees);
+  summary.conclusions = conclusions_;
+  summary.synthesis = synthesis_;
+  return summary;
+}
+
+OptimizeSummary OptimizeRun::summarize(const std::string& stop_reason) {
+  OptimizeSummary summary = search_summary(stop_reason);
   const std::vector<int64_t> ranked = ranked_candidates();
   std::vector<Finalist> entries;
   if (baseline_)
@@ -48,8 +55,6 @@ OptimizeSummary OptimizeRun::summarize(const std::string& stop_reason) {
     add_lineage(summary, searched_winner, dispatch);
     summary.winner_route = winner_route(searched_winner);
   }
-  summary.conclusions = conclusions_;
-  summary.synthesis = synthesis_;
   return summary;
 }
 

@@ -138,15 +138,20 @@ OptimizeSummary Orchestrator::resume(int64_t run_id) {
     throw InputError(
         fmt::format("--resume: run {} optimized {} with definition hash {}, this problem's is {}",
                     run_id, run->problem_name, run->problem_hash, problem_hash(*target_.problem)));
-  if (run->status != RunStatus::Running)
+  if (run->status != RunStatus::Running && run->status != RunStatus::Stopped)
     throw InputError(
         fmt::format("--resume: run {} is already {}", run_id, run_status_name(run->status)));
+  if (run->status == RunStatus::Running && run->owner && *run->owner != this_process() &&
+      process_alive(*run->owner) == true)
+    throw InputError(fmt::format("--resume: run {} is still running (process {} on {})", run_id,
+                                 run->owner->pid, run->owner->host));
   options_ = stored_options(*run);
+  workspace_->database().claim_run(run_id);
   return execute(run_id);
 }
 
 OptimizeSummary Orchestrator::execute(int64_t run_id) {
-  OptimizeRun run(target_, *evaluator_, *pool_, *workspace_, options_, *progress_, run_id);
+  OptimizeRun run(target_, *evaluator_, *pool_, *workspace_, options_, *progress_, run_id, stop_);
   return run.execute();
 }
 

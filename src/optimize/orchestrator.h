@@ -20,6 +20,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -141,6 +142,8 @@ struct ProgressView {
   bool sol_bound_beaten = false;  ///< the best ran below T_SOL on some workload
 };
 
+/// What a run shows while it goes. message() may be called from any thread (the oracle's draw
+/// lines come from whichever evaluator draws), so implementations serialize their output.
 class ProgressSink {
  public:
   virtual ~ProgressSink() = default;
@@ -174,6 +177,9 @@ std::string lineage_step_text(const LineageStep& step);
 struct OptimizeSummary {
   int64_t run_id = 0;
   std::string stop_reason;
+  /// The signal that stopped the search (0: none): what it measured is stored, there are no
+  /// finalists, and the run is left stopped, to be resumed.
+  int interrupted_by = 0;
   int64_t evaluated = 0;
   int64_t passed = 0;
   std::optional<Finalist> baseline;  ///< re-measured with the finalists
@@ -216,8 +222,12 @@ class Orchestrator {
 
   /// A new run; returns its summary (the run is then finished in the store).
   OptimizeSummary run();
-  /// Continues a stored run of the same problem with its stored options.
+  /// Continues a stored run of the same problem with its stored options: one left running by a
+  /// process that is gone, or one stopped. Refuses a run whose process still runs.
   OptimizeSummary resume(int64_t run_id);
+  /// The search stops, after the evaluations in flight, once `signal` holds a signal number
+  /// (set by a signal handler: checking it is all the orchestrator does).
+  void stop_on(const std::atomic<int>& signal) { stop_ = &signal; }
 
  private:
   void check_options() const;
@@ -230,6 +240,7 @@ class Orchestrator {
   Workspace* workspace_;
   OptimizeOptions options_;
   ProgressSink* progress_;
+  const std::atomic<int>* stop_ = nullptr;
 };
 
 /// What `kernelarc show` reads back: the finalists, the speedup, the lineage.

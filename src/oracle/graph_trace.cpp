@@ -199,13 +199,6 @@ std::optional<GraphTraceResult> parse_result(const std::string& text) {
   return result;
 }
 
-std::string how_it_ended(const ProcessResult& process) {
-  if (!process.started) return "cannot execute it: " + process.spawn_error;
-  if (process.stopped) return "stopped after " + std::to_string(kTraceTimeout.count()) + " s";
-  if (process.signal != 0) return "killed by signal " + std::to_string(process.signal);
-  return "exit code " + std::to_string(process.exit_code);
-}
-
 /// Removes a directory tree when it goes out of scope.
 struct ScratchDir {
   std::filesystem::path path;
@@ -256,10 +249,10 @@ TracerRun run_tracer(const std::string& python, const std::filesystem::path& job
   for (const std::string& candidate : candidates) {
     ProcessResult process = launch(candidate);
     std::string tail = file_tail(log);
-    if (!process.started || process.exit_code == kExitNoTorch) {
+    if (!process.started || process.exited_with(kExitNoTorch)) {
       tried += "\n  " + candidate + ": " +
                (process.started && !tail.empty() ? tail.substr(tail.rfind('\n') + 1)
-                                                 : how_it_ended(process));
+                                                 : describe_end(process));
       continue;
     }
     remember_python(rule, {candidate, ""});
@@ -267,9 +260,9 @@ TracerRun run_tracer(const std::string& python, const std::filesystem::path& job
       return {"", "tracing the reference took over " + std::to_string(kTraceTimeout.count()) +
                       " s" + (tail.empty() ? "" : "; its output ends with: " + tail)};
     }
-    if (process.exit_code != 0) {
+    if (!process.exited_with(0)) {
       throw InternalError("the tracer " + tracer_path().string() + " failed (" +
-                          how_it_ended(process) + ")" + (tail.empty() ? "" : ": " + tail));
+                          describe_end(process) + ")" + (tail.empty() ? "" : ": " + tail));
     }
     if (!std::filesystem::exists(out)) {
       throw InternalError("the tracer " + tracer_path().string() + " wrote no result file " +

@@ -254,6 +254,7 @@ bool Oracle::has_twin(const Problem& problem, const Workload& workload) const {
 
 void Oracle::generate_twins(const Problem& problem, const std::vector<const Workload*>& workloads) {
   std::vector<PythonTrialJob> jobs;
+  DrawProgress progress(problem, "twin draw", progress_);
   for (const Workload* each : workloads) {
     const Workload& workload = *each;
     Entry twin = entry(problem, workload, kTwinTrial);
@@ -288,9 +289,10 @@ void Oracle::generate_twins(const Problem& problem, const std::vector<const Work
                     {},
                     0,
                     {}});
+    progress.add(jobs.back().id, workload);
   }
   if (jobs.empty()) return;
-  auto outcomes = python_->run(problem, jobs, {}, scratch_path(options_.cache_dir));
+  auto outcomes = python_->run(problem, jobs, {}, scratch_path(options_.cache_dir), &progress);
   for (const PythonTrialJob& job : jobs) {
     const PythonJobOutcome& outcome = outcomes.at(job.id);
     if (!outcome.ok && outcome.cacheable) {
@@ -319,6 +321,7 @@ void Oracle::record_error(const Problem& problem, const Workload& workload, int 
 
 void Oracle::generate_python(const Problem& problem, const std::vector<Missing>& missing) {
   std::vector<PythonTrialJob> jobs;
+  DrawProgress progress(problem, "draw", progress_);
   for (const auto& [workload, trial] : missing) {
     Entry target = entry(problem, *workload, trial);
     jobs.push_back({"t" + std::to_string(jobs.size()),
@@ -332,8 +335,9 @@ void Oracle::generate_python(const Problem& problem, const std::vector<Missing>&
                     target.parameters_seed,
                     target.parameters,
                     target.parameters_source});
+    progress.add(jobs.back().id, *workload);
   }
-  auto outcomes = python_->run(problem, jobs, {}, scratch_path(options_.cache_dir));
+  auto outcomes = python_->run(problem, jobs, {}, scratch_path(options_.cache_dir), &progress);
   for (const PythonTrialJob& job : jobs) {
     const PythonJobOutcome& outcome = outcomes.at(job.id);
     if (!outcome.ok) {

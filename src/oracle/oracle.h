@@ -33,6 +33,7 @@
 #include "core/device_kind.h"
 #include "core/problem.h"
 #include "core/tensor.h"
+#include "oracle/draw_progress.h"
 #include "oracle/tensor_memo.h"
 #include "oracle/trial_inputs.h"
 
@@ -156,6 +157,10 @@ class Oracle {
   /// are not counted): a fully cached problem costs none.
   int python_runs() const;
 
+  /// Where prepare() says, a workload at a time, what the PyTorch reference draws and how long
+  /// that took (oracle/draw_progress.h); empty: nowhere.
+  void report_progress(ProgressLines lines) { progress_ = std::move(lines); }
+
  private:
   struct Entry;
   using Missing = std::pair<const Workload*, int>;  ///< (workload, trial)
@@ -199,6 +204,7 @@ class Oracle {
   std::map<std::string, std::string> errors_;
   bool used_native_ = false;
   TensorMemo memo_;
+  ProgressLines progress_;
 };
 
 }  // namespace kernelarc

@@ -74,13 +74,8 @@ void OracleServer::end(ProcessResult& result) {
   if (socket_ >= 0) ::close(socket_);
   socket_ = -1;
   if (!process_) return;
-  const ExitStatus status = process_->reap();
+  result.status = process_->reap();
   process_.reset();
-  if (status.signaled) {
-    result.signal = status.signal;
-  } else {
-    result.exit_code = status.exit_code;
-  }
 }
 
 ProcessResult OracleServer::run(const std::filesystem::path& job_file,
@@ -112,13 +107,11 @@ ProcessResult OracleServer::run(const std::filesystem::path& job_file,
       if (got > 0) {
         reply.append(buffer, static_cast<std::size_t>(got));
         if (const auto newline = reply.find('\n'); newline != std::string::npos) {
-          result.exit_code = std::atoi(reply.substr(0, newline).c_str());
-          // A non-zero code ends the interpreter, as it would have ended a process of its own.
-          if (result.exit_code != 0) {
-            const int code = result.exit_code;
-            wind_down(result);
-            result.exit_code = code;
-          }
+          const int code = std::atoi(reply.substr(0, newline).c_str());
+          // A non-zero code ends the interpreter, as it would have ended a process of its own;
+          // the code is how the job ended, whatever ending the interpreter then took.
+          if (code != 0) wind_down(result);
+          result.status = {.exit_code = code, .max_rss_kib = result.status.max_rss_kib};
           return result;
         }
         continue;

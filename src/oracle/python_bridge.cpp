@@ -1,7 +1,6 @@
 #include "oracle/python_bridge.h"
 
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -94,14 +93,57 @@ const OrderedJson* environment_event(const std::vector<OrderedJson>& events) {
   return nullptr;
 }
 
-std::string how_it_ended(const ProcessResult& process) {
-  if (!process.started) return "cannot execute it: " + process.spawn_error;
-  if (process.stopped) return "stopped by the watchdog";
-  if (process.signal != 0) {
-    return "killed by signal " + std::to_string(process.signal) + " (" + strsignal(process.signal) +
-           ")";
+/// Reads the lines the script appends to its results file while it runs, and tells the
+/// observer of each job that starts or ends.
+class EventFollower {
+ public:
+  EventFollower(std::filesystem::path results, JobObserver* observer)
+      : results_(std::move(results)), observer_(observer) {}
+
+  void poll() {
+    if (observer_ == nullptr) return;
+    std::ifstream file(results_, std::ios::binary);
+    if (!file) return;
+    file.seekg(0, std::ios::end);
+    const auto size = static_cast<std::streamoff>(file.tellg());
+    if (size < read_) read_ = 0, partial_.clear();  // written afresh (another interpreter tried)
+    file.seekg(read_);
+    std::string text(static_cast<std::size_t>(size - read_), '\0');
+    file.read(text.data(), static_cast<std::streamsize>(text.size()));
+    read_ += file.gcount();
+    partial_.append(text, 0, static_cast<std::size_t>(file.gcount()));
+    std::size_t begin = 0;
+    for (auto end = partial_.find('\n'); end != std::string::npos;
+         begin = end + 1, end = partial_.find('\n', begin))
+      tell(OrderedJson::parse(partial_.substr(begin, end - begin), nullptr, false));
+    partial_.erase(0, begin);
   }
-  return "exit code " + std::to_string(process.exit_code);
+
+ private:
+  void tell(const OrderedJson& event) {
+    if (!event.is_object() || !event.contains("id")) return;
+    const std::string id = event.value("id", "");
+    if (event.value("event", "") == "start") observer_->started(id);
+    if (event.value("event", "") == "done") observer_->ended(id, event.value("ok", false));
+  }
+
+  std::filesystem::path results_;
+  JobObserver* observer_;
+  std::streamoff read_ = 0;
+  std::string partial_;
+};
+
+/// The inputs and outputs of the workload that job `id` (a trial's or a timing's) ran.
+std::optional<double> job_bytes(const Problem& problem, const std::vector<PythonTrialJob>& trials,
+                                const std::vector<PythonTimingJob>& timings,
+                                const std::string& id) {
+  const Workload* workload = nullptr;
+  for (const auto& job : trials)
+    if (job.id == id) workload = job.workload;
+  for (const auto& job : timings)
+    if (job.id == id) workload = job.workload;
+  if (workload == nullptr) return std::nullopt;
+  return tensor_bytes(problem.definition, resolve_axes(problem.definition, *workload));
 }
 
 /// Removes a directory tree when it goes out of scope, whatever happened.
@@ -199,7 +241,8 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
                                                const std::filesystem::path& job_file,
                                                const std::filesystem::path& results,
                                                const std::filesystem::path& log,
-                                               const std::optional<std::string>& served_problem) {
+                                               const std::optional<std::string>& served_problem,
+                                               const std::function<void()>& on_poll) {
   std::error_code ignored;
   std::filesystem::remove(results, ignored);
   std::filesystem::remove(log, ignored);
@@ -214,6 +257,7 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
     if (!error && size != last_size) {
       last_size = size;
       last_change = now;
+      on_poll();
     }
     return now - last_change < job_timeout_;
   };
@@ -231,7 +275,7 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
   }
   launch.events = read_events(results);
   if (environment_event(launch.events) != nullptr) ++runs_;
-  if (launch.process.exit_code == kExitNoDevice) {
+  if (launch.process.exited_with(kExitNoDevice)) {
     throw InputError("oracle device '" + device_ + "' is unusable with " + interpreter + ": " +
                      launch.log_tail);
   }
@@ -241,9 +285,10 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
 PythonBridge::Launch PythonBridge::launch(const std::filesystem::path& job_file,
                                           const std::filesystem::path& results,
                                           const std::filesystem::path& log,
-                                          const std::optional<std::string>& served_problem) {
+                                          const std::optional<std::string>& served_problem,
+                                          const std::function<void()>& on_poll) {
   if (!interpreter_.empty())
-    return launch_with(interpreter_, job_file, results, log, served_problem);
+    return launch_with(interpreter_, job_file, results, log, served_problem, on_poll);
   std::string origin;
   std::vector<std::string> tries = candidates(origin);
   const std::string rule = detection_rule(origin, tries);
@@ -251,7 +296,7 @@ PythonBridge::Launch PythonBridge::launch(const std::filesystem::path& job_file,
   if (auto known = detected_python(rule)) tries = {known->interpreter};
   std::string tried;
   for (const std::string& candidate : tries) {
-    Launch result = launch_with(candidate, job_file, results, log, served_problem);
+    Launch result = launch_with(candidate, job_file, results, log, served_problem, on_poll);
     if (const OrderedJson* env = environment_event(result.events)) {
       interpreter_ = candidate;
       environment_ = "python " + env->value("python", "?") + ", torch " + env->value("torch", "?") +
@@ -259,9 +304,9 @@ PythonBridge::Launch PythonBridge::launch(const std::filesystem::path& job_file,
       remember_python(rule, {interpreter_, environment_});
       return result;
     }
-    std::string why = result.process.exit_code == kExitNoTorch && !result.log_tail.empty()
+    std::string why = result.process.exited_with(kExitNoTorch) && !result.log_tail.empty()
                           ? result.log_tail.substr(result.log_tail.rfind('\n') + 1)
-                          : how_it_ended(result.process) +
+                          : describe_end(result.process) +
                                 (result.log_tail.empty() ? "" : ": " + result.log_tail);
     tried += "\n  " + candidate + ": " + why;
   }
@@ -272,7 +317,8 @@ PythonBridge::Launch PythonBridge::launch(const std::filesystem::path& job_file,
 
 std::map<std::string, PythonJobOutcome> PythonBridge::run(
     const Problem& problem, const std::vector<PythonTrialJob>& trials,
-    const std::vector<PythonTimingJob>& timings, const std::filesystem::path& scratch_dir) {
+    const std::vector<PythonTimingJob>& timings, const std::filesystem::path& scratch_dir,
+    JobObserver* observer) {
   ScratchDir scratch(scratch_dir);
   auto definition_file = scratch.path / "definition.json";
   const std::string definition = definition_to_job_json(problem.definition).dump();
@@ -335,8 +381,10 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
     }
     auto job_path = scratch.path / ("job-" + suffix + ".json");
     write_file_atomically(job_path, job_file.dump());
-    Launch result =
-        launch(job_path, results, scratch.path / ("python-" + suffix + ".log"), served_problem);
+    EventFollower follower(results, observer);
+    Launch result = launch(job_path, results, scratch.path / ("python-" + suffix + ".log"),
+                           served_problem, [&] { follower.poll(); });
+    follower.poll();  // what it wrote after the watchdog last looked
 
     std::string running;
     for (const OrderedJson& event : result.events) {
@@ -354,23 +402,25 @@ std::map<std::string, PythonJobOutcome> PythonBridge::run(
       running.clear();
     }
     const ProcessResult& process = result.process;
-    if (process.started && process.exit_code == 0 && !process.stopped) {
+    if (process.exited_with(0)) {
       for (const std::string& id : remaining) {
         outcomes[id] = {false, "the oracle script finished without reporting this job", false};
+        if (observer) observer->ended(id, false);
       }
       break;
     }
     if (running.empty()) {
-      throw InternalError("the oracle script failed outside any job (" + how_it_ended(process) +
+      throw InternalError("the oracle script failed outside any job (" + describe_end(process) +
                           "); its output ends with:\n" + result.log_tail);
     }
-    std::string error = process.stopped
-                            ? "the reference made no progress for " +
-                                  std::to_string(job_timeout_.count()) + " s and was stopped"
-                            : "the Python process running the reference died (" +
-                                  how_it_ended(process) + ")" +
-                                  (result.log_tail.empty() ? "" : ": " + result.log_tail);
+    std::string error =
+        process.stopped ? "the reference made no progress for " +
+                              std::to_string(job_timeout_.count()) + " s and was stopped"
+                        : "the Python process running the reference died (" +
+                              describe_end(process, job_bytes(problem, trials, timings, running)) +
+                              ")" + (result.log_tail.empty() ? "" : ": " + result.log_tail);
     outcomes[running] = {false, error, true};
+    if (observer) observer->ended(running, false);
     remaining.erase(running);
   }
   return outcomes;
@@ -394,7 +444,7 @@ std::string PythonBridge::description(const std::filesystem::path& scratch_dir) 
     OrderedJson job_file = {{"device", device_}, {"results", results.string()}};
     auto job_path = scratch.path / "job.json";
     write_file_atomically(job_path, job_file.dump());
-    launch(job_path, results, scratch.path / "python.log", std::string());
+    launch(job_path, results, scratch.path / "python.log", std::string(), [] {});
   }
   return environment_;
 }

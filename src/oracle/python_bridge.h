@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "core/problem.h"
+#include "oracle/draw_progress.h"
 #include "oracle/oracle.h"
 #include "oracle/oracle_server.h"
 
@@ -85,11 +87,13 @@ class PythonBridge {
   /// an interpreter kept for this bridge's later trial jobs of the same problem (OracleServer);
   /// timing jobs get fresh interpreters, as a baseline is timed in a process of its own. Throws
   /// InputError when no interpreter can import torch or the device is unavailable, InternalError
-  /// when the script fails outside any job. `scratch_dir` is created and removed.
+  /// when the script fails outside any job. `scratch_dir` is created and removed. `observer`,
+  /// when given, hears of each job as the script starts and ends it.
   std::map<std::string, PythonJobOutcome> run(const Problem& problem,
                                               const std::vector<PythonTrialJob>& trials,
                                               const std::vector<PythonTimingJob>& timings,
-                                              const std::filesystem::path& scratch_dir);
+                                              const std::filesystem::path& scratch_dir,
+                                              JobObserver* observer = nullptr);
 
   /// "python 3.11.2, torch 1.13.0 (cpu)"; starts the interpreter once if none ran yet (throws
   /// InputError like run).
@@ -104,11 +108,14 @@ class PythonBridge {
   struct Launch;
   /// `served_problem`: nullopt runs the job file in an interpreter of its own; otherwise in the
   /// kept one, which serves one problem (this key) or, while it has served none, any ("").
+  /// `on_poll` is called whenever the watchdog looks at the results file.
   Launch launch(const std::filesystem::path& job_file, const std::filesystem::path& results,
-                const std::filesystem::path& log, const std::optional<std::string>& served_problem);
+                const std::filesystem::path& log, const std::optional<std::string>& served_problem,
+                const std::function<void()>& on_poll);
   Launch launch_with(const std::string& interpreter, const std::filesystem::path& job_file,
                      const std::filesystem::path& results, const std::filesystem::path& log,
-                     const std::optional<std::string>& served_problem);
+                     const std::optional<std::string>& served_problem,
+                     const std::function<void()>& on_poll);
   /// The kept interpreter for this interpreter path and problem key, started when there is
   /// none: a reference's module state never leaks into another problem's draws.
   OracleServer& server_for(const std::string& interpreter, const std::string& problem,

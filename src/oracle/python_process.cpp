@@ -59,7 +59,7 @@ bool PythonProcess::wait_exited(std::chrono::milliseconds grace) {
     if (got <= 0) {
       // The host is gone without a word: whatever the script was doing, it is ended now.
       kill_process_group(pid_);
-      ended_ = ExitStatus{true, SIGKILL, 0, 0};
+      ended_ = ExitStatus{.signaled = true, .signal = SIGKILL, .killed_by_parent = true};
       return true;
     }
     host_replies_.append(buffer, static_cast<std::size_t>(got));
@@ -70,24 +70,29 @@ bool PythonProcess::wait_exited(std::chrono::milliseconds grace) {
   if (reply.is_object() && reply.contains("signal")) {
     status.signaled = true;
     status.signal = reply["signal"].get<int>();
+    status.killed_by_parent = sent_kill_;
   } else if (reply.is_object() && reply.contains("exit")) {
     status.exit_code = reply["exit"].get<int>();
   } else {
     kill_process_group(pid_);
-    status = ExitStatus{true, SIGKILL, 0, 0};
+    status = ExitStatus{.signaled = true, .signal = SIGKILL, .killed_by_parent = true};
   }
+  if (reply.is_object()) status.max_rss_kib = reply.value("max_rss_kib", 0L);
   ended_ = status;
   return true;
 }
 
 void PythonProcess::kill_group() {
-  if (!ended_) kill_process_group(pid_);
+  if (ended_) return;
+  kill_process_group(pid_);
+  sent_kill_ = true;
 }
 
 ExitStatus PythonProcess::reap() {
   if (ended_) return *ended_;
   if (!hosted()) {
     ended_ = reap_process(pid_);
+    ended_->killed_by_parent = sent_kill_ && ended_->signaled;
     return *ended_;
   }
   while (!wait_exited(std::chrono::milliseconds(60'000))) {

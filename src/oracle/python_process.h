@@ -39,7 +39,7 @@ class PythonProcess {
   bool wait_exited(std::chrono::milliseconds grace);
   /// SIGKILL to its process group.
   void kill_group();
-  /// Waits until it has ended, and says how.
+  /// Waits until it has ended, and says how (killed_by_parent after kill_group).
   ExitStatus reap();
   /// Whether the interpreter host forked it (false: this process executed the interpreter).
   bool hosted() const { return host_connection_ >= 0; }
@@ -49,6 +49,7 @@ class PythonProcess {
   int host_connection_ = -1;  ///< the request's connection to the host; -1 for a child
   std::string host_replies_;
   std::optional<ExitStatus> ended_;
+  bool sent_kill_ = false;
 };
 
 }  // namespace kernelarc

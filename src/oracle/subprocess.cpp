@@ -12,6 +12,7 @@
 
 #include "backend/child_environment.h"
 #include "backend/process.h"
+#include "core/host_memory.h"
 #include "oracle/python_process.h"
 
 namespace kernelarc {
@@ -51,13 +52,16 @@ ProcessResult run_process(const std::vector<std::string>& argv,
       break;
     }
   }
-  const ExitStatus status = process->reap();
-  if (status.signaled) {
-    result.signal = status.signal;
-  } else {
-    result.exit_code = status.exit_code;
-  }
+  result.status = process->reap();
   return result;
+}
+
+std::string describe_end(const ProcessResult& process, std::optional<double> workload_bytes) {
+  if (!process.started) return "cannot execute it: " + process.spawn_error;
+  if (process.stopped) return "stopped by its watchdog";
+  ExitContext context{.workload_bytes = workload_bytes};
+  if (killed_for_memory(process.status)) context.available_bytes = available_host_memory();
+  return describe_exit(process.status, context);
 }
 
 namespace {

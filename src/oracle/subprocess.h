@@ -9,15 +9,28 @@
 #include <string>
 #include <vector>
 
+#include "backend/exit_status.h"
+
 namespace kernelarc {
 
 struct ProcessResult {
   bool started = false;  ///< false: the program could not be executed (spawn_error says why)
   std::string spawn_error;
-  int exit_code = -1;    ///< when it exited normally
-  int signal = 0;        ///< when a signal ended it
-  bool stopped = false;  ///< the watchdog killed it
+  ExitStatus status;     ///< how it ended, once started
+  bool stopped = false;  ///< the watchdog killed it (status.killed_by_parent says so too)
+
+  /// Whether it ran to its own end with exit code `code`.
+  bool exited_with(int code) const {
+    return started && !stopped && !status.signaled && status.exit_code == code;
+  }
 };
+
+/// How it ended, in words: why it could not be started, that the watchdog stopped it, or
+/// describe_exit's words, which for a death the kernel's out-of-memory killer most likely dealt
+/// add `workload_bytes` (its workload's inputs and outputs, where the caller knows them) and
+/// the memory this machine has available.
+std::string describe_end(const ProcessResult& process,
+                         std::optional<double> workload_bytes = std::nullopt);
 
 /// Runs argv[0] (searched on PATH) with stdin from /dev/null and stdout + stderr appended to
 /// `log_path`, in its own process group. `keep_going` is polled while it runs; when it returns

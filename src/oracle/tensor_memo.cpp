@@ -1,8 +1,8 @@
 #include "oracle/tensor_memo.h"
 
-#include <unistd.h>
-
 #include <algorithm>
+
+#include "core/host_memory.h"
 
 namespace kernelarc {
 
@@ -35,10 +35,10 @@ void TensorMemo::erase(const std::string& key) {
 }
 
 std::size_t TensorMemo::default_max_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
   constexpr std::size_t kCeiling = std::size_t{16} << 30;
-  if (pages <= 0 || page_size <= 0) return std::size_t{1} << 30;
-  return std::min(kCeiling, static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size) / 4);
+  const auto physical = physical_memory_bytes();
+  if (!physical) return std::size_t{1} << 30;
+  return std::min(kCeiling, static_cast<std::size_t>(*physical) / 4);
 }
 
 }  // namespace kernelarc

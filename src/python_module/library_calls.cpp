@@ -110,7 +110,7 @@ nlohmann::json list_runs(const std::string& workspace_dir) {
         {"created", run.created_at},
         {"problem", run.problem_name},
         {"device", run.device},
-        {"status", std::string(run_status_name(run.status))},
+        {"status", std::string(shown_run_status(run))},
         {"evaluated", budget.used},
         {"budget", budget.total},
         {"finished", run.finished_at ? nlohmann::json(*run.finished_at) : nullptr},

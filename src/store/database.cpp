@@ -12,7 +12,8 @@ namespace kernelarc {
 namespace {
 
 constexpr const char* kRunColumns =
-    "id, created_at, problem_name, problem_hash, device, seed, config, status, finished_at";
+    "id, created_at, problem_name, problem_hash, device, seed, config, status, finished_at, "
+    "owner_host, owner_pid, owner_started";
 
 Run run_from_row(const sqlite::Statement& row, const std::filesystem::path& file) {
   Run run;
@@ -25,7 +26,17 @@ Run run_from_row(const sqlite::Statement& row, const std::filesystem::path& file
   run.config = json_column(row, 6, file, "runs.config");
   run.status = run_status_column(row, 7, file);
   run.finished_at = row.optional_text(8);
+  if (const auto host = row.optional_text(9))
+    run.owner = ProcessIdentity{*host, row.int64(10), row.int64(11)};
   return run;
+}
+
+/// Binds this process as a run's owner (host, pid, start time) from parameter `first` on.
+sqlite::Statement& bind_owner(sqlite::Statement& statement, int first) {
+  const ProcessIdentity owner = this_process();
+  return statement.bind(first, owner.host)
+      .bind(first + 1, owner.pid)
+      .bind(first + 2, owner.start_ticks);
 }
 
 void configure(sqlite::Connection& connection) {
@@ -67,16 +78,15 @@ int64_t Database::create_run(const NewRun& run) {
     throw InputError(fmt::format("budget: expected a total >= 0, got {}", run.budget_total));
   }
   sqlite::Transaction transaction(connection());
-  connection()
-      .prepare(
-          "INSERT INTO runs (problem_name, problem_hash, device, seed, config) "
-          "VALUES (?, ?, ?, ?, ?)")
-      .bind(1, run.problem_name)
+  sqlite::Statement insert = connection().prepare(
+      "INSERT INTO runs (problem_name, problem_hash, device, seed, config, owner_host, "
+      "owner_pid, owner_started) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, run.problem_name)
       .bind(2, run.problem_hash)
       .bind(3, run.device)
       .bind(4, static_cast<int64_t>(run.seed))
-      .bind(5, run.config.dump())
-      .run();
+      .bind(5, run.config.dump());
+  bind_owner(insert, 6).run();
   const int64_t run_id = connection().last_insert_id();
   connection()
       .prepare("INSERT INTO budgets (run_id, total, used) VALUES (?, ?, 0)")
@@ -104,7 +114,7 @@ std::vector<Run> Database::list_runs() {
 
 void Database::finish_run(int64_t run_id, RunStatus status) {
   if (status == RunStatus::Running) {
-    throw InternalError("finish_run: expected status finished or failed, got running");
+    throw InternalError("finish_run: expected status finished, failed or stopped, got running");
   }
   sqlite::Transaction transaction(connection());
   require_run(run_id);
@@ -115,6 +125,16 @@ void Database::finish_run(int64_t run_id, RunStatus status) {
       .bind(1, run_status_name(status))
       .bind(2, run_id)
       .run();
+  transaction.commit();
+}
+
+void Database::claim_run(int64_t run_id) {
+  sqlite::Transaction transaction(connection());
+  require_run(run_id);
+  sqlite::Statement update = connection().prepare(
+      "UPDATE runs SET status = 'running', finished_at = NULL, owner_host = ?, owner_pid = ?, "
+      "owner_started = ? WHERE id = ?");
+  bind_owner(update, 1).bind(4, run_id).run();
   transaction.commit();
 }
 

@@ -36,13 +36,16 @@ class Database {
 
   const std::filesystem::path& file() const;
 
-  /// Creates a running run and its budget; returns the run id.
+  /// Creates a running run, owned by this process, and its budget; returns the run id.
   int64_t create_run(const NewRun& run);
   std::optional<Run> find_run(int64_t run_id);
   /// All runs, oldest first.
   std::vector<Run> list_runs();
-  /// Marks a run finished or failed (status must not be Running) and stamps finished_at.
+  /// Marks a run finished, failed or stopped (status must not be Running) and stamps
+  /// finished_at.
   void finish_run(int64_t run_id, RunStatus status);
+  /// Marks a run running again, owned by this process (a resume).
+  void claim_run(int64_t run_id);
 
   /// Adds a proposed candidate with the run's next seq; returns the candidate id. The parent,
   /// when given, must be a candidate of the same run.

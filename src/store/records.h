@@ -9,10 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/process_identity.h"
+
 namespace kernelarc {
 
-enum class RunStatus { Running, Finished, Failed };
-/// "running", "finished", "failed", as stored.
+/// Stopped: interrupted (SIGINT, SIGTERM) with what it had measured kept; it may be resumed.
+enum class RunStatus { Running, Finished, Failed, Stopped };
+/// "running", "finished", "failed", "stopped", as stored.
 std::string_view run_status_name(RunStatus status);
 
 struct NewRun {
@@ -34,7 +37,13 @@ struct Run {
   nlohmann::json config;
   RunStatus status = RunStatus::Running;
   std::optional<std::string> finished_at;
+  /// The process that created or last resumed it; unknown for runs of stores before version 4.
+  std::optional<ProcessIdentity> owner;
 };
+
+/// The status as `kernelarc runs` shows it: its name, except "abandoned" for a run still marked
+/// running whose process on this host is gone (killed at once, or the machine restarted).
+std::string_view shown_run_status(const Run& run);
 
 struct NewCandidate {
   std::string agent;

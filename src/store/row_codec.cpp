@@ -36,11 +36,12 @@ std::vector<int64_t> ids_column(const sqlite::Statement& row, int column,
 RunStatus run_status_column(const sqlite::Statement& row, int column,
                             const std::filesystem::path& file) {
   const std::string name = row.text(column);
-  for (RunStatus status : {RunStatus::Running, RunStatus::Finished, RunStatus::Failed}) {
+  for (RunStatus status :
+       {RunStatus::Running, RunStatus::Finished, RunStatus::Failed, RunStatus::Stopped}) {
     if (run_status_name(status) == name) return status;
   }
   throw_input_error(file.string(), "runs.status",
-                    fmt::format("expected running, finished or failed, got \"{}\"", name));
+                    fmt::format("expected running, finished, failed or stopped, got \"{}\"", name));
 }
 
 BoardKind board_kind_column(const sqlite::Statement& row, int column,

@@ -12,16 +12,6 @@ constexpr const char* kCreateTables[] = {
     R"sql(CREATE TABLE schema_version (
       id INTEGER PRIMARY KEY CHECK (id = 1),
       version INTEGER NOT NULL))sql",
-    R"sql(CREATE TABLE runs (
-      id INTEGER PRIMARY KEY,
-      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-      problem_name TEXT NOT NULL,
-      problem_hash TEXT NOT NULL,
-      device TEXT NOT NULL,
-      seed INTEGER NOT NULL,
-      config TEXT NOT NULL,
-      status TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'finished', 'failed')),
-      finished_at TEXT))sql",
     R"sql(CREATE TABLE candidates (
       id INTEGER PRIMARY KEY,
       run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -62,6 +52,34 @@ constexpr const char* kCreateTables[] = {
       run_id INTEGER PRIMARY KEY REFERENCES runs(id),
       total INTEGER NOT NULL CHECK (total >= 0),
       used INTEGER NOT NULL DEFAULT 0 CHECK (used >= 0)))sql",
+};
+
+// The runs table as version 4 has it, under the name given: 'stopped' (an interrupted run) and
+// the owning process (host, pid, start time) came with it.
+constexpr const char* kRunsTable =
+    R"sql(CREATE TABLE {} (
+      id INTEGER PRIMARY KEY,
+      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+      problem_name TEXT NOT NULL,
+      problem_hash TEXT NOT NULL,
+      device TEXT NOT NULL,
+      seed INTEGER NOT NULL,
+      config TEXT NOT NULL,
+      status TEXT NOT NULL DEFAULT 'running'
+        CHECK (status IN ('running', 'finished', 'failed', 'stopped')),
+      finished_at TEXT,
+      owner_host TEXT,
+      owner_pid INTEGER,
+      owner_started INTEGER))sql";
+
+// Version 4: SQLite cannot change a CHECK constraint, so the runs table is made anew and its
+// rows copied (its id is every other table's reference to it, and stays).
+constexpr const char* kVersion4[] = {
+    "INSERT INTO runs_v4 (id, created_at, problem_name, problem_hash, device, seed, config, "
+    "status, finished_at) SELECT id, created_at, problem_name, problem_hash, device, seed, "
+    "config, status, finished_at FROM runs",
+    "DROP TABLE runs",
+    "ALTER TABLE runs_v4 RENAME TO runs",
 };
 
 // Version 2: what a code synthesizer (an LLM, a command) was asked and answered per candidate.
@@ -107,10 +125,19 @@ int64_t stored_version(sqlite::Connection& connection) {
 }  // namespace
 
 void ensure_store_schema(sqlite::Connection& connection) {
+  // Foreign keys are off while the schema may change (SQLite ignores the switch inside a
+  // transaction): version 4 drops the runs table that other tables refer to and makes it anew.
+  // Whatever a migration leaves is checked before it commits.
+  connection.execute("PRAGMA foreign_keys = OFF");
+  struct KeysBackOn {
+    sqlite::Connection& connection;
+    ~KeysBackOn() { connection.execute("PRAGMA foreign_keys = ON"); }
+  } keys_back_on{connection};
   // The write lock up front: two processes opening a fresh workspace at once create it once.
   sqlite::Transaction transaction(connection);
   if (!has_version_table(connection)) {
     for (const char* sql : kCreateTables) connection.execute(sql);
+    connection.execute(fmt::format(kRunsTable, "runs"));
     connection.execute(kCreateSyntheses);
     for (const char* sql : kVersion3) connection.execute(sql);
     connection.prepare("INSERT INTO schema_version (id, version) VALUES (1, ?)")
@@ -132,6 +159,13 @@ void ensure_store_schema(sqlite::Connection& connection) {
   if (version < 2) connection.execute(kCreateSyntheses);
   if (version < 3)
     for (const char* sql : kVersion3) connection.execute(sql);
+  if (version < 4) {
+    connection.execute(fmt::format(kRunsTable, "runs_v4"));
+    for (const char* sql : kVersion4) connection.execute(sql);
+    if (connection.prepare("PRAGMA foreign_key_check").step())
+      throw InternalError(fmt::format("{}: upgrading the runs table broke a reference to it",
+                                      connection.file().string()));
+  }
   if (version < kStoreSchemaVersion) {
     connection.prepare("UPDATE schema_version SET version = ? WHERE id = 1")
         .bind(1, kStoreSchemaVersion)

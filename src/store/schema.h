@@ -6,7 +6,7 @@
 namespace kernelarc {
 
 /// The schema version this build writes and reads.
-inline constexpr int64_t kStoreSchemaVersion = 3;
+inline constexpr int64_t kStoreSchemaVersion = 4;
 
 /// Creates the tables in an empty database, or checks the version of an existing one: a newer
 /// version (written by a later kernelarc) is refused with an InputError naming the file.

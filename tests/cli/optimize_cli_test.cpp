@@ -113,9 +113,11 @@ INSTANTIATE_TEST_SUITE_P(BuiltIn, OptimizeCpuProblem,
                            return std::string(info.param.problem);
                          });
 
-// Kills `optimize` once a few evaluations are stored, resumes it with the same `workers` flags
-// and checks that the resumed run ends as an uninterrupted one; returns the resumed run's output.
-std::string kill_and_resume(const fs::path& dir, const std::string& workers) {
+// Sends `signal` to `optimize` once a few evaluations are stored, resumes it with the same
+// `workers` flags and checks that the resumed run ends as an uninterrupted one; returns the
+// resumed run's output. SIGKILL leaves the run marked running, shown as abandoned; SIGINT lets
+// the search stop, and leaves it stopped.
+std::string interrupt_and_resume(const fs::path& dir, const std::string& workers, int signal) {
   const fs::path workspace = dir / "ws";
   const std::string problem = (kSource / "problems/cpu/silu_and_mul_f32").string();
   const std::string command = std::string(KERNELARC_BINARY) + " optimize " + problem +
@@ -140,16 +142,24 @@ std::string kill_and_resume(const fs::path& dir, const std::string& workers) {
     if (!runs.empty()) used = store.database().budget_of(runs.front().id).used;
   }
   EXPECT_GE(used, 3);
-  kill(child, SIGKILL);
+  kill(child, signal);
   int status = 0;
   waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFSIGNALED(status));
+  if (signal == SIGKILL) {
+    EXPECT_TRUE(WIFSIGNALED(status));
+  } else {
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + signal) << status;
+  }
   {
     kernelarc::Workspace store(workspace);
     const auto run = store.database().list_runs().front();
-    EXPECT_EQ(run.status, kernelarc::RunStatus::Running);
+    EXPECT_EQ(run.status,
+              signal == SIGKILL ? kernelarc::RunStatus::Running : kernelarc::RunStatus::Stopped);
     EXPECT_LT(store.database().budget_of(run.id).used, 7);
   }
+  const auto listed = run("runs --workspace " + workspace.string());
+  EXPECT_NE(listed.output.find(signal == SIGKILL ? " abandoned " : " stopped "), std::string::npos)
+      << listed.output;
 
   const auto resumed = run("optimize " + problem + " --resume --workspace " + workspace.string() +
                            " --plain" + workers);
@@ -176,13 +186,19 @@ std::string kill_and_resume(const fs::path& dir, const std::string& workers) {
 }
 
 TEST_F(OptimizeCli, KilledMidRunAndResumedLosesNoEvaluation) {
-  kill_and_resume(dir_, "");
+  interrupt_and_resume(dir_, "", SIGKILL);
+}
+
+// Ctrl-C: the run stops after the candidate in flight, stays resumable, and resumes as a killed
+// one does.
+TEST_F(OptimizeCli, InterruptedMidRunStopsAndResumesLosingNoEvaluation) {
+  interrupt_and_resume(dir_, "", SIGINT);
 }
 
 // Two CPU workers, each on its own cores, measure at once; killed with evaluations in flight,
 // the run resumes on both and ends as an uninterrupted one.
 TEST_F(OptimizeCli, KilledMidPoolRunAndResumedLosesNoEvaluation) {
-  const std::string output = kill_and_resume(dir_, " --cpu-workers 2");
+  const std::string output = interrupt_and_resume(dir_, " --cpu-workers 2", SIGKILL);
   // Each progress line says where its candidate was measured: both workers measured some.
   std::set<std::string> workers;
   for (std::size_t at = output.find(" guard on "); at != std::string::npos;

@@ -3,6 +3,9 @@
 // determinism, resume, the board and the budget can be checked exactly and quickly.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <csignal>
+
 #include <limits>
 #include <map>
 #include <set>
@@ -34,10 +37,12 @@ class OrchestratorTest : public ::testing::Test {
 
   OptimizeSummary optimize(Workspace& workspace, const OptimizeOptions& options,
                            LandscapeEvaluator& evaluator, std::optional<int64_t> resume = {},
-                           std::vector<SkillHint> hints = {}) {
+                           std::vector<SkillHint> hints = {},
+                           const std::atomic<int>* stop = nullptr) {
     OptimizeTarget target = setup_.target(setup_.problem().workloads);
     target.skill_hints = std::move(hints);
     Orchestrator orchestrator(target, evaluator, workspace, options, progress_);
+    if (stop) orchestrator.stop_on(*stop);
     return resume ? orchestrator.resume(*resume) : orchestrator.run();
   }
 
@@ -489,6 +494,55 @@ TEST(ProblemHash, CoversTheFamilyAndParametersTheProblemIsServedAs) {
   Problem edited = problem;
   edited.definition.raw["reference"] = "def run(x): return x + 1";
   EXPECT_NE(problem_hash(edited), hash);
+}
+
+/// A LandscapeEvaluator that raises `stop` (as a SIGINT handler would) after `after` calls.
+class InterruptingEvaluator : public LandscapeEvaluator {
+ public:
+  InterruptingEvaluator(const Problem& problem, std::atomic<int>& stop, int after)
+      : LandscapeEvaluator(problem), stop_(stop), after_(after) {}
+  std::vector<Trace> evaluate(const Solution& solution) override {
+    auto traces = LandscapeEvaluator::evaluate(solution);
+    if (calls_ == after_) stop_.store(SIGINT);
+    return traces;
+  }
+
+ private:
+  std::atomic<int>& stop_;
+  int after_;
+};
+
+TEST_F(OrchestratorTest, AnInterruptedRunIsStoppedWithWhatItMeasuredAndResumesToTheSameRun) {
+  OptimizeOptions options;
+  options.budget = 20;
+  TempDir straight_dir;
+  Workspace straight(straight_dir.path());
+  LandscapeEvaluator straight_evaluator(setup_.problem());
+  const auto straight_summary = optimize(straight, options, straight_evaluator);
+
+  TempDir dir;
+  Workspace workspace(dir.path());
+  std::atomic<int> stop{0};
+  InterruptingEvaluator interrupted(setup_.problem(), stop, 8);  // the baseline and 7 more
+  const auto stopped = optimize(workspace, options, interrupted, {}, {}, &stop);
+  EXPECT_EQ(stopped.interrupted_by, SIGINT);
+  EXPECT_EQ(stopped.stop_reason, "interrupted by SIGINT");
+  EXPECT_TRUE(stopped.finalists.empty());
+  EXPECT_EQ(interrupted.final_calls_, 0) << "no final re-measurement";
+  EXPECT_EQ(interrupted.calls_, 8) << "nothing measured after the signal";
+  EXPECT_EQ(workspace.database().find_run(stopped.run_id)->status, RunStatus::Stopped);
+  EXPECT_EQ(workspace.database().budget_of(stopped.run_id).used, 8);
+
+  // Resumed, it measures only what it had not and ends as the uninterrupted run did.
+  LandscapeEvaluator resumed(setup_.problem());
+  const auto summary = optimize(workspace, options, resumed, stopped.run_id);
+  EXPECT_EQ(summary.interrupted_by, 0);
+  EXPECT_EQ(workspace.database().find_run(stopped.run_id)->status, RunStatus::Finished);
+  EXPECT_EQ(sequence(workspace.database(), stopped.run_id),
+            sequence(straight.database(), straight_summary.run_id));
+  EXPECT_EQ(resumed.calls_ - resumed.final_calls_, 21 - 8);
+  ASSERT_FALSE(summary.finalists.empty());
+  EXPECT_EQ(summary.finalists.front().label, straight_summary.finalists.front().label);
 }
 
 TEST_F(OrchestratorTest, ResumeRefusesAFinishedRunAndAnUnknownOne) {

@@ -52,10 +52,10 @@ TEST_F(OracleServerTest, OneInterpreterRunsJobFilesOneAfterAnother) {
   OracleServer server = start();
   const ProcessResult first = server.run(job("ok"), always);
   EXPECT_TRUE(first.started);
-  EXPECT_EQ(first.exit_code, 0);
+  EXPECT_EQ(first.status.exit_code, 0);
   const std::string first_output = server.last_output();
   const ProcessResult second = server.run(job("ok"), always);
-  EXPECT_EQ(second.exit_code, 0);
+  EXPECT_EQ(second.status.exit_code, 0);
   EXPECT_TRUE(server.alive());
   // Each run's output is its own, and both came from the same process.
   const std::string second_output = server.last_output();
@@ -69,17 +69,17 @@ TEST_F(OracleServerTest, OneInterpreterRunsJobFilesOneAfterAnother) {
 TEST_F(OracleServerTest, ANonZeroCodeIsTheProcesssExitAndEndsIt) {
   OracleServer server = start();
   const ProcessResult result = server.run(job("code 3"), always);
-  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(result.status.exit_code, 3);
   EXPECT_FALSE(result.stopped);
   EXPECT_FALSE(server.alive());
 }
 
 TEST_F(OracleServerTest, AnInterpreterKilledMidJobIsReportedBySignal) {
   OracleServer server = start();
-  ASSERT_EQ(server.run(job("ok"), always).exit_code, 0);
+  ASSERT_EQ(server.run(job("ok"), always).status.exit_code, 0);
   const ProcessResult result = server.run(job("die"), always);
   EXPECT_TRUE(result.started);
-  EXPECT_EQ(result.signal, 9);
+  EXPECT_EQ(result.status.signal, 9);
   EXPECT_FALSE(server.alive());
   EXPECT_NE(server.last_output().find("ran die"), std::string::npos) << server.last_output();
 }

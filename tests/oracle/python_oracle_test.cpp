@@ -276,13 +276,38 @@ TEST_F(PythonOracleTest, Float4InputsRoundTripOrNeedARecentTorch) {
 TEST_F(PythonOracleTest, CrashingReferenceFailsAloneAndWrongShapeIsReported) {
   Problem problem = fixture_problem("py_crash");
   Oracle oracle(options());
+  std::vector<std::string> lines;
+  oracle.report_progress([&](const std::string& line) { lines.push_back(line); });
   oracle.prepare(problem, 1);
+  // Each workload's draws are told as they start and end, the crashed one's too.
+  auto line_index = [&](const std::string& start) {
+    const auto found = std::find_if(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.rfind(start, 0) == 0;
+    });
+    return found == lines.end() ? -1 : static_cast<int>(found - lines.begin());
+  };
+  const std::string all = ::testing::PrintToString(lines);
+  const int two_starts = line_index(
+      "reference: workload two (n=2; 16 bytes of inputs and "
+      "outputs): 1 draw...");
+  const int two_ends = line_index("reference: workload two: 1 draw in ");
+  EXPECT_GE(two_starts, 0) << all;
+  EXPECT_GT(two_ends, two_starts) << all;
+  EXPECT_GE(line_index("reference: workload three: 1 of 1 draw failed, "), 0) << all;
+  EXPECT_GE(line_index("reference: workload five: 1 of 1 draw failed, "), 0) << all;
+  EXPECT_GE(line_index("reference: workload four: 1 twin draw in "), 0) << all;
   // The rest went to a fresh interpreter; the twins of the good workloads to a third.
   EXPECT_EQ(oracle.python_runs(), 3);
 
   auto crashed = oracle.reference_error(problem, workload_named(problem, "three"));
   ASSERT_TRUE(crashed.has_value());
-  EXPECT_NE(crashed->find("killed by signal 9"), std::string::npos) << *crashed;
+  // A SIGKILL the oracle did not send is explained, with the workload's size (3 + 3 floats).
+  EXPECT_NE(crashed->find("killed by signal SIGKILL (Killed), most likely by the kernel's "
+                          "out-of-memory killer: it peaked at "),
+            std::string::npos)
+      << *crashed;
+  EXPECT_NE(crashed->find("its workload's inputs and outputs take 24 bytes"), std::string::npos)
+      << *crashed;
   auto wrong = oracle.reference_error(problem, workload_named(problem, "five"));
   ASSERT_TRUE(wrong.has_value());
   EXPECT_NE(wrong->find("output 'y': expected shape [5], got [1]"), std::string::npos) << *wrong;

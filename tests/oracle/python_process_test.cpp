@@ -34,6 +34,9 @@ if sys.argv[1] == "raise":
 if sys.argv[1] == "sleep":
     import time
     time.sleep(60)
+if sys.argv[1] == "selfkill":
+    import signal
+    os.kill(os.getpid(), signal.SIGKILL)
 sys.exit(int(sys.argv[1]) if sys.argv[1].isdigit() else 0)
 )";
 
@@ -116,6 +119,17 @@ TEST_F(PythonProcessTest, AKilledScriptIsReportedBySignal) {
   ASSERT_TRUE(killed.hosted) << killed.output;
   EXPECT_TRUE(killed.status.signaled);
   EXPECT_EQ(killed.status.signal, 9);
+  EXPECT_TRUE(killed.status.killed_by_parent) << "kill_group sent it";
+}
+
+TEST_F(PythonProcessTest, ASIGKILLFromElsewhereComesWithThePeakResidentSize) {
+  // As the kernel's out-of-memory killer would: not sent by this process.
+  const Run killed = run("selfkill");
+  ASSERT_TRUE(killed.hosted) << killed.output;
+  EXPECT_EQ(killed.status.signal, 9);
+  EXPECT_FALSE(killed.status.killed_by_parent);
+  // The host reports its child's peak; a forked interpreter with torch holds well over 10 MB.
+  EXPECT_GT(killed.status.max_rss_kib, 10 << 10);
 }
 
 TEST_F(PythonProcessTest, AnErrorIsReportedAsAFreshInterpreterReportsIt) {

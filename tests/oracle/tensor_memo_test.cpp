@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "core/host_memory.h"
 #include "oracle/tensor_memo.h"
 
 namespace kernelarc {
@@ -9,6 +10,13 @@ TensorMap of_bytes(int64_t bytes) {
   TensorMap map;
   map.emplace("x", HostTensor(DType::UInt8, {bytes}));
   return map;
+}
+
+TEST(TensorMemo, TheDefaultBoundIsAQuarterOfThisMachinesMemoryUpTo16GiB) {
+  const auto physical = physical_memory_bytes();
+  ASSERT_TRUE(physical.has_value());
+  EXPECT_EQ(TensorMemo::default_max_bytes(),
+            std::min(std::size_t{16} << 30, static_cast<std::size_t>(*physical) / 4));
 }
 
 TEST(TensorMemo, KeepsWhatFitsAndDropsTheLeastRecentlyUsed) {

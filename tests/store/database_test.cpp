@@ -1,5 +1,8 @@
 #include "store/database.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -59,6 +62,37 @@ TEST(Database, CreatesTheSchemaAndKeepsRunsAcrossReopen) {
   EXPECT_TRUE(runs[0].finished_at);
   EXPECT_EQ(runs[1].id, second);
   EXPECT_EQ(runs[1].status, RunStatus::Running);
+}
+
+TEST(Database, ARunWhoseProcessIsGoneShowsAbandonedAndAStoppedOneIsClaimedOnResume) {
+  TempDir dir;
+  const std::filesystem::path file = dir / "kernelarc.db";
+  int64_t run_id = 0;
+  {
+    Database db(file);
+    run_id = db.create_run(sample_run());
+    const auto run = db.find_run(run_id);
+    ASSERT_TRUE(run->owner);
+    EXPECT_EQ(*run->owner, this_process());
+    EXPECT_EQ(shown_run_status(*run), "running");
+  }
+  // Its process killed at once: the row still says running.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  execute_raw(file, ("UPDATE runs SET owner_pid = " + std::to_string(child)).c_str());
+  Database db(file);
+  EXPECT_EQ(db.find_run(run_id)->status, RunStatus::Running);
+  EXPECT_EQ(shown_run_status(*db.find_run(run_id)), "abandoned");
+
+  db.finish_run(run_id, RunStatus::Stopped);
+  EXPECT_EQ(shown_run_status(*db.find_run(run_id)), "stopped");
+  EXPECT_TRUE(db.find_run(run_id)->finished_at);
+  db.claim_run(run_id);
+  const auto claimed = db.find_run(run_id);
+  EXPECT_EQ(claimed->status, RunStatus::Running);
+  EXPECT_FALSE(claimed->finished_at);
+  EXPECT_EQ(*claimed->owner, this_process());
 }
 
 TEST(Database, UsesWalJournalMode) {

@@ -21,6 +21,20 @@ const char* const kUndoVersion[] = {
     "",
     "DROP TABLE syntheses",
     "DROP TABLE profiles; ALTER TABLE candidates DROP COLUMN note",
+    R"sql(CREATE TABLE runs_v3 (
+      id INTEGER PRIMARY KEY,
+      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+      problem_name TEXT NOT NULL,
+      problem_hash TEXT NOT NULL,
+      device TEXT NOT NULL,
+      seed INTEGER NOT NULL,
+      config TEXT NOT NULL,
+      status TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'finished', 'failed')),
+      finished_at TEXT);
+    INSERT INTO runs_v3 SELECT id, created_at, problem_name, problem_hash, device, seed, config,
+      status, finished_at FROM runs;
+    DROP TABLE runs;
+    ALTER TABLE runs_v3 RENAME TO runs)sql",
 };
 
 void downgrade(const std::filesystem::path& file, int64_t version) {
@@ -72,6 +86,15 @@ TEST_P(SchemaUpgrade, AnOlderWorkspaceGainsTheNewerTablesOnOpen) {
   EXPECT_TRUE(db.synthesis_of(candidate));
   db.record_profile({candidate, "w-large", {{"unavailable", "no ncu"}}, ""});
   EXPECT_EQ(db.profiles_of(run).size(), 1u);
+  // The run kept its row and its candidates, has no owner on record, and may now be stopped.
+  const auto old_run = db.find_run(run);
+  ASSERT_TRUE(old_run);
+  EXPECT_EQ(old_run->problem_name, sample_run().problem_name);
+  EXPECT_EQ(db.candidates_of(run).size(), 2u);
+  EXPECT_FALSE(old_run->owner);
+  EXPECT_EQ(shown_run_status(*old_run), "running");
+  db.finish_run(run, RunStatus::Stopped);
+  EXPECT_EQ(db.find_run(run)->status, RunStatus::Stopped);
 }
 
 INSTANTIATE_TEST_SUITE_P(FromEachVersion, SchemaUpgrade,

@@ -106,8 +106,8 @@ std::map<std::string, std::filesystem::path> import_kernelbench(
   std::cerr << fmt::format("importing {} KernelBench files into {}\n", files.size(), out.string());
   const ProcessResult process = run_process(argv, log, [] { return true; });
   if (!std::filesystem::exists(report)) {
-    throw InputError(fmt::format("kernelarc import kernelbench wrote no report (exit code {}):\n{}",
-                                 process.exit_code, file_tail(log)));
+    throw InputError(fmt::format("kernelarc import kernelbench wrote no report ({}):\n{}",
+                                 describe_end(process), file_tail(log)));
   }
   std::map<std::string, std::filesystem::path> imported;
   for (const OrderedJson& entry : parse_json_text(read_text_file(report), report.string())) {

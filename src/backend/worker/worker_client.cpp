@@ -217,8 +217,11 @@ struct Worker::Impl {
       return;
     }
     std::string why = hello_problem(status, hello, error);
+    const bool ended_alone = wait_exited(pid, milliseconds(0));
     kill_process_group(pid);
-    std::string exit = describe_exit(reap_process(pid));
+    ExitStatus ended = reap_process(pid);
+    ended.killed_by_parent = !ended_alone;
+    std::string exit = describe_exit(ended);
     forget_process();
     throw InternalError("cannot start the worker `" + options.executable.string() +
                         " worker --device " + options.device + "`: " + why + " (" + exit + ")" +

@@ -37,12 +37,12 @@ ExecuteResult classify_death(const ExitStatus& status, DeathCause cause, const s
     result.message = "the worker closed its protocol pipe " + during + " and was killed";
     return result;
   }
-  std::string how = describe_exit(status) + " " + during;
+  std::string how = describe_exit(status, {.during = during});
   auto peak = static_cast<std::size_t>(status.max_rss_kib) * 1024;
   bool limited = options.device == "cpu" && options.memory_limit_bytes > 0;
-  if (status.signaled && status.signal == SIGKILL) {
+  if (killed_for_memory(status)) {
     result.outcome = CallOutcome::OutOfMemory;
-    result.message = how + ", most likely by the kernel's out-of-memory killer";
+    result.message = how;
   } else if (status.signaled && status.signal == SIGSYS) {
     result.message = how +
                      ": a forbidden system call: the candidate made a system call the sandbox "
