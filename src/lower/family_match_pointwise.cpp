@@ -238,6 +238,9 @@ std::optional<MatrixRead> matrix_read(const OpGraph& graph, const Term& term, st
 std::optional<FamilyMatch> match_gemm_family(MatchContext& context) {
   std::vector<const Term*> products;
   for (const auto& [name, term] : context.outputs) collect_ops(*term, "mm", products);
+  // An epilogue that reads the product twice (max(acc, 0.1 * acc)) holds one term twice.
+  std::sort(products.begin(), products.end());
+  products.erase(std::unique(products.begin(), products.end()), products.end());
   if (products.empty()) return std::nullopt;
   if (context.outputs.size() != 1)
     return no_match(fmt::format("gemm: the graph returns {} outputs; the gemm family writes one",

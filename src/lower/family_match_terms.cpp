@@ -36,6 +36,14 @@ std::string number_key(double number) {
   return fmt::format("{}", number);
 }
 
+/// A constant number argument, `fallback` when it is absent; nullopt when it is not a constant.
+std::optional<double> number_arg(const GraphNode& node, std::size_t position, std::string_view kw,
+                                 double fallback) {
+  const GraphArg* given = node.arg(position, kw);
+  if (given == nullptr || given->is_none()) return fallback;
+  return given->as_float();
+}
+
 }  // namespace
 
 TermPtr make_op(std::string op, std::vector<TermPtr> args, int64_t value) {
@@ -190,6 +198,77 @@ TermPtr TermBuilder::reduction(const GraphNode& node, int64_t value_id, const st
   return term;
 }
 
+// PyTorch computes these activations as a select between two formulas (x > 0 ? x : slope * x);
+// written with max, min and exp they give the same values: the two sides meet where the select
+// switches, and the side not taken is never the extreme (for slope <= 1, slope * x <= x exactly
+// where x >= 0). nullptr when `name` is none of them; an opaque term when one has an argument
+// that is not a constant, or a constant the rewriting does not hold for.
+TermPtr TermBuilder::piecewise_activation(const GraphNode& node, const std::string& name,
+                                          int64_t value_id) {
+  const auto x = [&] { return arg_term(node, 0, "self"); };
+  const auto clamp = [](TermPtr value, double low, double high) {
+    return make_op("min",
+                   {make_op("max", {std::move(value), make_constant(low)}), make_constant(high)});
+  };
+  const auto named = [value_id](TermPtr term) {
+    auto copy = std::make_shared<Term>(*term);
+    copy->value = value_id;
+    return copy;
+  };
+  const auto opaque = [&](const std::string& why) {
+    return make_opaque(fmt::format("{} {}", node.op, why), value_id);
+  };
+  if (name == "leaky_relu") {
+    const auto slope = number_arg(node, 1, "negative_slope", 0.01);
+    if (!slope) return opaque("with a non-constant slope");
+    if (*slope == 0) return make_op("relu", {x()}, value_id);
+    // Above 1 the scaled side is the larger one for x > 0, and min picks x there.
+    return make_op(*slope <= 1 ? "max" : "min", {x(), make_op("mul", {make_constant(*slope), x()})},
+                   value_id);
+  }
+  if (name == "hardtanh") {
+    const auto low = number_arg(node, 1, "min_val", -1), high = number_arg(node, 2, "max_val", 1);
+    if (!low || !high || *low > *high) return opaque("with non-constant or inverted bounds");
+    return named(clamp(x(), *low, *high));
+  }
+  if (name == "relu6") return named(clamp(x(), 0, 6));
+  if (name == "hardsigmoid" || name == "hardswish") {
+    TermPtr gate =
+        make_op("div", {clamp(make_op("add", {x(), make_constant(3)}), 0, 6), make_constant(6)});
+    return named(name == "hardsigmoid" ? gate : make_op("mul", {x(), gate}));
+  }
+  if (name == "elu" || name == "selu" || name == "celu") {
+    // elu = scale * (x > 0 ? x : alpha * (exp(input_scale * x) - 1)); for alpha >= 0 the
+    // negative side is max(x, 0) + min(alpha * (exp(input_scale * x) - 1), 0), whose second
+    // term is 0 wherever x >= 0 (exp >= 1 there, inf included).
+    double scale = 1, input_scale = 1;
+    std::optional<double> alpha = 1;
+    if (name == "elu") {
+      alpha = number_arg(node, 1, "alpha", 1);
+      const auto s = number_arg(node, 2, "scale", 1), i = number_arg(node, 3, "input_scale", 1);
+      if (!s || !i) return opaque("with a non-constant scale");
+      scale = *s, input_scale = *i;
+    } else if (name == "selu") {
+      alpha = 1.6732632423543772, scale = 1.0507009873554805;
+    } else {
+      alpha = number_arg(node, 1, "alpha", 1);
+      if (alpha && *alpha != 0) input_scale = 1 / *alpha;
+    }
+    if (!alpha || *alpha < 0 || input_scale <= 0)
+      return opaque("with a negative or non-constant alpha");
+    TermPtr inner = x();
+    if (input_scale != 1) inner = make_op("mul", {make_constant(input_scale), inner});
+    TermPtr negative = make_op(
+        "mul",
+        {make_constant(*alpha), make_op("sub", {make_op("exp", {inner}), make_constant(1)})});
+    TermPtr value =
+        make_op("add", {make_op("relu", {x()}), make_op("min", {negative, make_constant(0)})});
+    if (scale != 1) value = make_op("mul", {make_constant(scale), value});
+    return named(value);
+  }
+  return nullptr;
+}
+
 TermPtr TermBuilder::build_node(const GraphNode& node, int64_t value_id, std::size_t output_index) {
   if (node.view) return view_of(node, value_id);
   std::string name(node.base_name());
@@ -216,6 +295,7 @@ TermPtr TermBuilder::build_node(const GraphNode& node, int64_t value_id, std::si
     const std::string form = approximate ? approximate->as_string().value_or("none") : "none";
     return make_op(form == "tanh" ? "gelu_tanh" : "gelu", {arg(0)}, value_id);
   }
+  if (TermPtr activation = piecewise_activation(node, name, value_id)) return activation;
   if (name == "add" || name == "sub")
     return make_op(name, {arg(0), scaled(arg(1), "alpha")}, value_id);
   if (name == "rsub") return make_op("sub", {arg(1), scaled(arg(0), "alpha")}, value_id);

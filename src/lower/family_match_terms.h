@@ -63,6 +63,7 @@ class TermBuilder {
   TermPtr view_of(const GraphNode& node, int64_t value_id);
   TermPtr cast_of(const GraphNode& node, int64_t value_id);
   TermPtr reduction(const GraphNode& node, int64_t value_id, const std::string& op);
+  TermPtr piecewise_activation(const GraphNode& node, const std::string& name, int64_t value_id);
 
   const OpGraph& graph_;
   std::map<int64_t, TermPtr> built_;

@@ -175,17 +175,26 @@ std::string nvrtc_glue(const GemmProblem& gemm, const KernelTemplate& kernel) {
 }
 
 /// One ka_bind check per tensor: dtype, rank, row-major contiguity, then each dimension against
-/// the size it must have (the first tensor naming an axis defines it).
+/// the size it must have (the first tensor with a dimension of M, N or K defines it). Dimensions
+/// are told by the tensor's role, not by their axis names: a square weight names K and N alike.
 std::string bind_checks(const GemmProblem& gemm) {
   struct Checked {
     const GemmTensor* tensor;
-    std::string array;  // "inputs" or "outputs"
+    std::string array;               // "inputs" or "outputs"
+    std::vector<std::string> sizes;  // the KaArgs size of each dimension
   };
-  std::vector<Checked> tensors{{&gemm.a, "inputs"}, {&gemm.b, "inputs"}, {&gemm.c, "outputs"}};
-  for (const GemmEpilogueInput& input : gemm.epilogue_inputs)
-    tensors.push_back({&input.tensor, "inputs"});
-  const std::map<std::string, std::string> size_of{
-      {gemm.m_axis, "m"}, {gemm.n_axis, "n"}, {gemm.k_axis, "k"}};
+  std::vector<Checked> tensors{
+      {&gemm.a, "inputs",
+       gemm.a_k_major ? std::vector<std::string>{"m", "k"} : std::vector<std::string>{"k", "m"}},
+      {&gemm.b, "inputs",
+       gemm.b_k_major ? std::vector<std::string>{"n", "k"} : std::vector<std::string>{"k", "n"}},
+      {&gemm.c, "outputs", {"m", "n"}}};
+  for (const GemmEpilogueInput& input : gemm.epilogue_inputs) {
+    std::vector<std::string> sizes;
+    if (input.shape == GemmOperandShape::PerColumn) sizes = {"n"};
+    if (input.shape == GemmOperandShape::Full) sizes = {"m", "n"};
+    tensors.push_back({&input.tensor, "inputs", sizes});
+  }
   std::set<std::string> known;
   std::string text;
   for (const Checked& checked : tensors) {
@@ -194,7 +203,7 @@ std::string bind_checks(const GemmProblem& gemm) {
         "  if (const char* e = ka_check_tensor({}[{}], \"{}\", {}, {}, message)) return e;\n",
         checked.array, t.index, t.name, abi_dtype_name(t.dtype), t.shape.size());
     for (std::size_t d = 0; d < t.shape.size(); ++d) {
-      const std::string& var = size_of.at(t.shape[d]);
+      const std::string& var = checked.sizes.at(d);
       const std::string dim = fmt::format("{}[{}].shape[{}]", checked.array, t.index, d);
       if (known.insert(var).second) {
         text += fmt::format("  args->{} = {};\n", var, dim);

@@ -144,6 +144,21 @@ OrderedJson operands(const char* a, const char* a_layout, const char* b, const c
   return {{"a", a}, {"a_layout", a_layout}, {"b", b}, {"b_layout", b_layout}};
 }
 
+// Activations PyTorch computes as selects (leaky ReLU with a slope above 1, hardtanh, relu6,
+// hardswish, hardsigmoid, ELU, SELU) are written with max, min and exp.
+TEST(FamilyMatch, PiecewiseActivationsAreElementwise) {
+  // y = hardswish(elu(x, 0.5)) + hardtanh(x, -2, 3); relu6(leaky_relu(y, 1.5)) +
+  // hardsigmoid(selu(x))
+  const std::string elu = "relu(x) + min(0.5 * (exp(x) - 1), 0)";
+  const std::string y =
+      "(" + elu + ") * (min(max(" + elu + " + 3, 0), 6) / 6) + min(max(x, -2), 3)";
+  const std::string selu =
+      "1.0507009873554805 * (relu(x) + min(1.6732632423543772 * (exp(x) - 1), 0))";
+  expect_match("piecewise_activations", "elementwise",
+               {{"expression", "min(max(min(" + y + ", 1.5 * (" + y + ")), 0), 6) + min(max(" +
+                                   selu + " + 3, 0), 6) / 6"}});
+}
+
 TEST(FamilyMatch, GemmFromTorchMm) {
   expect_match("gemm_mm", "gemm", operands("A", "mk", "B", "kn"));
 }
@@ -158,6 +173,14 @@ TEST(FamilyMatch, GemmWithBiasAndGeluTanhEpilogue) {
   OrderedJson params = annotated_params("cuda/gemm_bias_gelu_bf16_n14336_k4096");
   params.update(operands("x", "mk", "weight", "nk"));
   expect_match("gemm_bias_gelu", "gemm", params);
+}
+
+// KernelBench's Gemm_Multiply_LeakyReLU: the scale and the leaky ReLU (a select in PyTorch, a
+// max here) join the bias in the epilogue.
+TEST(FamilyMatch, GemmWithAScaledLeakyReluEpilogue) {
+  OrderedJson params = operands("x", "mk", "weight", "nk");
+  params["epilogue"] = "max((acc + bias) * 2, 0.1 * ((acc + bias) * 2))";
+  expect_match("gemm_scale_leaky_relu", "gemm", params);
 }
 
 // A square weight makes K and N one axis name (KernelBench's square products name all three
