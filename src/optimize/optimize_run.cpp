@@ -83,7 +83,12 @@ void OptimizeRun::start_agents() {
 
 OptimizeSummary OptimizeRun::execute() {
   // Baseline first: it is what speedups are measured against.
-  if (target_.baseline) measure_baseline();
+  if (target_.baseline)
+    measure_baseline();
+  else
+    progress_.message(
+        "no baseline solution: the speedups below are relative to the first passing candidate, "
+        "not to PyTorch");
   const std::string stop_reason = search();
   for (const auto& agent : agents_) db_.save_agent_state(run_id_, agent->name(), agent->summary());
   if (stop_signal() != 0) {

@@ -129,6 +129,29 @@ TEST_F(OrchestratorTest, SkillHintsMakeTheHintedPointTheFirstCandidate) {
             progress_.messages.end());
 }
 
+// An imported problem has no baseline solution: its fitness is relative to the first passing
+// candidate, and the run says so before the first line reads like a speedup over PyTorch.
+TEST_F(OrchestratorTest, WithoutABaselineTheRunSaysWhatItsSpeedupsAreRelativeTo) {
+  const std::string note =
+      "no baseline solution: the speedups below are relative to the first passing candidate, "
+      "not to PyTorch";
+  OptimizeOptions options;
+  options.budget = 3;
+  OptimizeTarget target = setup_.target(setup_.problem().workloads);
+  ASSERT_TRUE(target.baseline.has_value());
+  for (const bool with_baseline : {true, false}) {
+    if (!with_baseline) target.baseline.reset();
+    TempDir dir;
+    Workspace workspace(dir.path());
+    LandscapeEvaluator evaluator(setup_.problem());
+    progress_.messages.clear();
+    Orchestrator(target, evaluator, workspace, options, progress_).run();
+    const bool said = std::find(progress_.messages.begin(), progress_.messages.end(), note) !=
+                      progress_.messages.end();
+    EXPECT_EQ(said, !with_baseline);
+  }
+}
+
 TEST_F(OrchestratorTest, TheStrongestHintAloneComesBeforeAllHintsTogether) {
   // Two hints on different knobs, each to a value the space accepts with the other.
   const BoundTemplate* bound = setup_.target(setup_.problem().workloads).templates.front();
