@@ -430,6 +430,7 @@ class AttentionBinder : public FamilyBinder {
     binding.constants["KV_HEADS"] = p.kv_heads;
     binding.constants["GROUP"] = p.q_heads / p.kv_heads;
     binding.constants["PAGE_SIZE"] = p.page_size;
+    binding.constants["PAGED"] = p.layout == AttentionLayout::Paged ? 1 : 0;
     binding.constants["CAUSAL"] = p.causal ? 1 : 0;
     binding.constants["DECODE"] = p.decode ? 1 : 0;
     binding.constants["RAGGED_Q"] = p.ragged_q() ? 1 : 0;

@@ -144,14 +144,20 @@ void expect_passes_at(testing::GuardHarness& harness, const TemplateCase& c,
   }
 }
 
-/// The guard on every workload at every test point.
-void expect_passes_everywhere(const TemplateCase& c, const std::string& device) {
-  testing::GuardHarness& harness = harness_for(c.problem_dir, device);
-  const BoundTemplate bound(find_template(c.template_name), harness.problem());
+/// The default point is what the quick GPU pass runs, and a search's first candidate.
+void expect_default_point_runs(const BoundTemplate& bound) {
   const KnobPoint default_point = bound.space().space().default_point();
   ASSERT_TRUE(bound.space().is_valid(default_point)) << "the default point must be valid";
   ASSERT_EQ(bound.infeasible(default_point), std::nullopt)
       << "the default point must run on every workload";
+}
+
+/// The guard on every workload at every test point.
+void expect_passes_everywhere(const TemplateCase& c, const std::string& device) {
+  testing::GuardHarness& harness = harness_for(c.problem_dir, device);
+  const BoundTemplate bound(find_template(c.template_name), harness.problem());
+  ASSERT_NO_FATAL_FAILURE(expect_default_point_runs(bound));
+  const KnobPoint default_point = bound.space().space().default_point();
   auto selection = representative_points(bound, 1, 7);
   if (default_point_only()) selection.points = {default_point};
   for (const std::string& skipped : selection.skipped) std::cout << "  skipped " << skipped << '\n';
@@ -219,6 +225,7 @@ TEST_P(CudaTemplateBuild, CompilesAtItsTestPoints) {
   const Problem problem = load_problem(c.problem_dir);
   const KernelTemplate& kernel = find_template(c.template_name);
   const BoundTemplate bound(kernel, problem);
+  ASSERT_NO_FATAL_FAILURE(expect_default_point_runs(bound));
   const auto points = kernel.build == TemplateBuild::Nvrtc
                           ? representative_points(bound, 1, 7).points
                           : route_points(bound);
@@ -267,6 +274,9 @@ std::vector<PinnedCase> pinned_cases() {
          "CONSUMERS=1,CTAS_PER_SM=3,BLOCK_N=64,STAGES=2"),
       at("attention_prefill_wgmma", "attention_causal_bf16_h32_d128",
          "CONSUMERS=1,CTAS_PER_SM=2,BLOCK_N=64,STAGES=2"),
+      // The three-stage ring at head dim 128, which fills the block's shared memory where no
+      // page table takes its share (the default point has two stages, which every layout fits).
+      at("attention_prefill_wgmma", "attention_prefill_bf16_h28_kv4_d128_noncausal", "STAGES=3"),
   };
 }
 
@@ -309,6 +319,19 @@ TEST(TemplateSpace, SeveralCtasAMultiprocessorMustFitItsSharedMemory) {
   EXPECT_FALSE(bound.space().is_valid(point("CONSUMERS=1,CTAS_PER_SM=2,BLOCK_N=128,STAGES=2")));
   EXPECT_FALSE(bound.space().is_valid(point("CONSUMERS=1,CTAS_PER_SM=2,BLOCK_N=64,STAGES=3")));
   EXPECT_FALSE(bound.space().is_valid(point("CONSUMERS=2,CTAS_PER_SM=2,BLOCK_N=64,STAGES=2")));
+}
+
+// A paged cache's row table (two tiles of row offsets) takes shared memory only where the cache
+// is paged: at head dim 128 the three-stage ring fits a dense problem and not a paged one.
+TEST(TemplateSpace, OnlyAPagedCacheTakesSharedMemoryForItsRowTable) {
+  for (const auto& [problem_name, fits] :
+       {std::pair{"attention_causal_bf16_h32_d128", true},
+        std::pair{"gqa_paged_prefill_causal_h32_kv8_d128_ps1", false}}) {
+    const Problem problem = load_problem(kSource / "problems" / "cuda" / problem_name);
+    const BoundTemplate bound(find_template("attention_prefill_wgmma"), problem);
+    EXPECT_EQ(bound.space().is_valid(over_default(bound, "STAGES=3")), fits) << problem_name;
+    EXPECT_TRUE(bound.space().is_valid(over_default(bound, "STAGES=2"))) << problem_name;
+  }
 }
 
 class GpuTemplateGuardPinned : public ::testing::TestWithParam<PinnedCase> {};

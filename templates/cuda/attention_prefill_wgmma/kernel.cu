@@ -94,8 +94,9 @@ static_assert(TILES_PER_CTA == 1 || !kPingPong, "PINGPONG takes one tile per CTA
 // the consumers still read (and stage their output in) the current one.
 constexpr int kQBuffers = TILES_PER_CTA > 1 ? 2 : 1;
 // Shared memory: [kQBuffers Q][STAGES K][STAGES V], every tile 1024-byte aligned for the
-// swizzle, then the barriers, then two tiles' rows of a paged cache (launch.shared_bytes counts
-// them for every layout); launch.shared_bytes adds 1024 bytes to align the dynamic base.
+// swizzle, then the barriers, then, for a paged cache only, two tiles' rows (launch.shared_bytes
+// counts them where PAGED: at head dim 128 the three-stage ring leaves no room for them);
+// launch.shared_bytes adds 1024 bytes to align the dynamic base.
 constexpr int kBarrierOffset = kQBuffers * kQBytes + 2 * STAGES * kTileBytes;
 constexpr int kRowTableOffset = kBarrierOffset + (4 + 4 * STAGES) * 8;
 
