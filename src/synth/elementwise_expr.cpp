@@ -1,5 +1,6 @@
 #include "synth/elementwise_expr.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -15,14 +16,15 @@ namespace kernelarc {
 
 namespace {
 
-enum class NodeKind { Literal, Variable, Negate, Binary, Call };
+enum class NodeKind { Literal, Variable, Negate, Binary, Compare, Select, Call };
 
 struct FunctionInfo {
   std::string_view name;
   int arity;
 };
 
-constexpr std::array<FunctionInfo, 13> kFunctions = {{
+// where(cond, a, b) is parsed apart (its first argument is a comparison) into a Select node.
+constexpr std::array<FunctionInfo, 16> kFunctions = {{
     {"relu", 1},
     {"gelu", 1},
     {"gelu_tanh", 1},
@@ -31,12 +33,17 @@ constexpr std::array<FunctionInfo, 13> kFunctions = {{
     {"tanh", 1},
     {"exp", 1},
     {"log", 1},
+    {"log1p", 1},
+    {"expm1", 1},
     {"sqrt", 1},
     {"rsqrt", 1},
     {"abs", 1},
     {"min", 2},
     {"max", 2},
+    {"where", 3},
 }};
+
+constexpr std::array<std::string_view, 6> kComparisons = {"<", "<=", ">", ">=", "==", "!="};
 
 const FunctionInfo* find_function(std::string_view name) {
   for (const FunctionInfo& function : kFunctions)
@@ -61,10 +68,12 @@ std::string float_text(float value) {
 }
 
 // Binding strength of a node when printed without parentheses; higher binds tighter.
-int precedence(NodeKind kind, char op) {
+int precedence(NodeKind kind, std::string_view op) {
   switch (kind) {
+    case NodeKind::Compare:
+      return 0;
     case NodeKind::Binary:
-      return op == '+' || op == '-' ? 1 : 2;
+      return op == "+" || op == "-" ? 1 : 2;
     case NodeKind::Negate:
       return 3;
     default:
@@ -76,9 +85,9 @@ int precedence(NodeKind kind, char op) {
 
 struct ElementwiseExpr::Node {
   NodeKind kind = NodeKind::Literal;
-  char op = 0;       ///< Binary: one of + - * /
+  std::string op;    ///< Binary: + - * /; Compare: < <= > >= == !=
   float value = 0;   ///< Literal
-  std::string name;  ///< Variable, or Call (the function)
+  std::string name;  ///< Variable, or Call and Select (the function)
   std::vector<std::shared_ptr<const Node>> children;
 };
 
@@ -103,7 +112,7 @@ class Parser {
   }
 
   NodePtr parse() {
-    NodePtr root = parse_sum();
+    NodePtr root = parse_value();
     if (peek().kind != TokenKind::End)
       fail(peek().column, fmt::format("unexpected {}", describe(peek())));
     return root;
@@ -136,6 +145,9 @@ class Parser {
                (std::isalnum(static_cast<unsigned char>(text_[pos])) || text_[pos] == '_'))
           ++pos;
         tokens_.push_back({TokenKind::Name, std::string(text_.substr(start, pos - start)), column});
+      } else if (const size_t length = comparison_length(pos)) {
+        tokens_.push_back({TokenKind::Op, std::string(text_.substr(pos, length)), column});
+        pos += length;
       } else if (std::string_view("+-*/(),").find(c) != std::string_view::npos) {
         tokens_.push_back({TokenKind::Op, std::string(1, c), column});
         ++pos;
@@ -144,6 +156,15 @@ class Parser {
       }
     }
     tokens_.push_back({TokenKind::End, "", static_cast<int>(text_.size()) + 1});
+  }
+
+  // The length of the comparison operator at pos, the longest that fits ("<=" before "<"); 0
+  // when there is none.
+  size_t comparison_length(size_t pos) const {
+    size_t length = 0;
+    for (std::string_view comparison : kComparisons)
+      if (text_.substr(pos).starts_with(comparison)) length = std::max(length, comparison.size());
+    return length;
   }
 
   // digits [. digits] [e [+-] digits], or . digits [e ...]; advances pos past it.
@@ -178,21 +199,55 @@ class Parser {
 
   const Token& peek() const { return tokens_[next_]; }
   const Token& advance() { return tokens_[next_++]; }
-  bool peek_op(char op) const { return peek().kind == TokenKind::Op && peek().text[0] == op; }
+  bool peek_op(char op) const {
+    return peek().kind == TokenKind::Op && peek().text == std::string_view(&op, 1);
+  }
+  bool peek_comparison() const {
+    return peek().kind == TokenKind::Op &&
+           std::find(kComparisons.begin(), kComparisons.end(), peek().text) != kComparisons.end();
+  }
 
-  NodePtr binary(char op, NodePtr left, NodePtr right) {
+  NodePtr binary(NodeKind kind, std::string op, NodePtr left, NodePtr right) {
     auto node = std::make_shared<Node>();
-    node->kind = NodeKind::Binary;
-    node->op = op;
+    node->kind = kind;
+    node->op = std::move(op);
     node->children = {std::move(left), std::move(right)};
     return node;
+  }
+
+  // A float value: comparisons have no value of their own, so one may only be the condition of
+  // where() (parse_condition).
+  NodePtr parse_value() {
+    NodePtr value = parse_sum();
+    if (peek_comparison()) {
+      fail(peek().column, fmt::format("a comparison ('{}') may only be the condition of "
+                                      "where(cond, a, b)",
+                                      peek().text));
+    }
+    return value;
+  }
+
+  // where()'s first argument: value OP value, one comparison.
+  NodePtr parse_condition() {
+    NodePtr left = parse_sum();
+    if (!peek_comparison()) {
+      fail(peek().column,
+           fmt::format("expected a comparison (<, <=, >, >=, ==, !=) as the condition of "
+                       "where(), got {}",
+                       describe(peek())));
+    }
+    std::string op = advance().text;
+    NodePtr right = parse_sum();
+    if (peek_comparison())
+      fail(peek().column, fmt::format("comparisons do not chain: unexpected '{}'", peek().text));
+    return binary(NodeKind::Compare, std::move(op), std::move(left), std::move(right));
   }
 
   NodePtr parse_sum() {
     NodePtr left = parse_product();
     while (peek_op('+') || peek_op('-')) {
-      const char op = advance().text[0];
-      left = binary(op, left, parse_product());
+      std::string op = advance().text;
+      left = binary(NodeKind::Binary, std::move(op), left, parse_product());
     }
     return left;
   }
@@ -200,8 +255,8 @@ class Parser {
   NodePtr parse_product() {
     NodePtr left = parse_unary();
     while (peek_op('*') || peek_op('/')) {
-      const char op = advance().text[0];
-      left = binary(op, left, parse_unary());
+      std::string op = advance().text;
+      left = binary(NodeKind::Binary, std::move(op), left, parse_unary());
     }
     return left;
   }
@@ -226,7 +281,7 @@ class Parser {
     if (token.kind == TokenKind::Number) return literal(token);
     if (token.kind == TokenKind::Name) return peek_op('(') ? call(token) : variable(token);
     if (token.kind == TokenKind::Op && token.text == "(") {
-      NodePtr inner = parse_sum();
+      NodePtr inner = parse_value();
       expect_close(token.column);
       return inner;
     }
@@ -287,14 +342,15 @@ class Parser {
            fmt::format("unknown function '{}' (known: {})", name.text, function_names()));
     }
     const int open_column = advance().column;
+    const bool select = function->name == "where";
     auto node = std::make_shared<Node>();
-    node->kind = NodeKind::Call;
+    node->kind = select ? NodeKind::Select : NodeKind::Call;
     node->name = name.text;
     if (!peek_op(')')) {
-      node->children.push_back(parse_sum());
+      node->children.push_back(select ? parse_condition() : parse_value());
       while (peek_op(',')) {
         advance();
-        node->children.push_back(parse_sum());
+        node->children.push_back(parse_value());
       }
     }
     expect_close(open_column);
@@ -332,8 +388,10 @@ std::string canonical(const Node& node) {
     case NodeKind::Negate:
       return "-" + child(*node.children[0], false);
     case NodeKind::Binary:
+    case NodeKind::Compare:
       return fmt::format("{} {} {}", child(*node.children[0], false), node.op,
-                         child(*node.children[1], true));
+                         child(*node.children[1], node.kind == NodeKind::Binary));
+    case NodeKind::Select:
     case NodeKind::Call: {
       std::string text = node.name + "(";
       for (size_t i = 0; i < node.children.size(); ++i)
@@ -358,8 +416,13 @@ std::string code(const Node& node,
     case NodeKind::Negate:
       return "(-" + code(*node.children[0], variable_code) + ")";
     case NodeKind::Binary:
+    case NodeKind::Compare:
       return fmt::format("({} {} {})", code(*node.children[0], variable_code), node.op,
                          code(*node.children[1], variable_code));
+    case NodeKind::Select:
+      return fmt::format("({} ? {} : {})", code(*node.children[0], variable_code),
+                         code(*node.children[1], variable_code),
+                         code(*node.children[2], variable_code));
     case NodeKind::Call: {
       std::string text = "ka_" + node.name + "(";
       for (size_t i = 0; i < node.children.size(); ++i)

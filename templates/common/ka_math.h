@@ -58,6 +58,14 @@ inline float ka_exp(float x) {
 KA_HD float ka_log(float x) {
   return KA_MATH_FN(logf, log)(x);
 }
+// log(1 + x) and exp(x) - 1, exact near 0 where the plain forms cancel (torch.log1p, expm1):
+// softplus is log1p(exp(x)), which for x = -20 is 2.06e-9 where log(1 + exp(x)) gives 0.
+KA_HD float ka_log1p(float x) {
+  return KA_MATH_FN(log1pf, log1p)(x);
+}
+KA_HD float ka_expm1(float x) {
+  return KA_MATH_FN(expm1f, expm1)(x);
+}
 KA_HD float ka_sqrt(float x) {
   return KA_MATH_FN(sqrtf, sqrt)(x);
 }

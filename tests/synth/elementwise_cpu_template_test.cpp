@@ -1,6 +1,6 @@
 // The CPU element-wise template with a generated header, compiled and run: mixed input types, a
-// per-column vector, a scalar, a column offset and a rank-3 output, against the same float
-// formulas evaluated here.
+// per-column vector, a scalar, a column offset and a rank-3 output; and where() selects with
+// ka_math's log1p and expm1; against the same float formulas evaluated here.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -35,6 +35,19 @@ Definition gated_definition() {
   return parse_definition(json, "gated.json");
 }
 
+// torch's softplus (its threshold branch a where) plus a where over expm1.
+Definition select_definition() {
+  const OrderedJson json = OrderedJson::parse(R"json({
+    "name": "select",
+    "axes": {"rows": {"type": "var"}, "cols": {"type": "var"}},
+    "inputs": {"x": {"shape": ["rows", "cols"], "dtype": "float32"}},
+    "outputs": {"y": {"shape": ["rows", "cols"], "dtype": "float32"}},
+    "reference": "def run(x):\n    return None\n",
+    "kernelarc": {"op_family": "elementwise", "op_params": {
+      "expression": "where(x > 20, x, log1p(exp(x))) + where(x <= -50, expm1(x), 0)"}}})json");
+  return parse_definition(json, "select.json");
+}
+
 ka_tensor tensor(void* data, ka_dtype dtype, const std::vector<int64_t>& shape) {
   ka_tensor t{};
   t.data = data;
@@ -49,10 +62,11 @@ ka_tensor tensor(void* data, ka_dtype dtype, const std::vector<int64_t>& shape) 
   return t;
 }
 
-class CpuElementwiseTemplate : public ::testing::Test {
+/// The template built for the problem `Definition()` returns, once per suite, and never closed:
+/// unloading libgomp under its idle worker threads crashes them.
+template <Definition (*Problem)()>
+class CpuElementwiseBuild : public ::testing::Test {
  protected:
-  // The library is built once for the suite and never closed: unloading libgomp under its idle
-  // worker threads crashes them.
   static void SetUpTestSuite() {
     const KernelTemplate kernel{.name = "elementwise_cpu",
                                 .target = DeviceKind::Cpu,
@@ -60,7 +74,7 @@ class CpuElementwiseTemplate : public ::testing::Test {
                                 .build = TemplateBuild::SharedObject,
                                 .knobs = KnobSpace({}, {})};
     static const testing::TempDir dir;
-    dir.write("ka_problem.h", make_elementwise_binder()->bind(gated_definition(), kernel).header);
+    dir.write("ka_problem.h", make_elementwise_binder()->bind(Problem(), kernel).header);
     const std::filesystem::path library = dir / "libelementwise.so";
     const std::string command =
         "c++ -std=c++20 -O1 -fopenmp -shared -fPIC -DCHUNK=64 -I" + dir.path().string() + " -I" +
@@ -81,6 +95,9 @@ class CpuElementwiseTemplate : public ::testing::Test {
   static inline ka_run_fn run_ = nullptr;
   static inline ka_last_error_fn last_error_ = nullptr;
 };
+
+using CpuElementwiseTemplate = CpuElementwiseBuild<gated_definition>;
+using CpuElementwiseSelect = CpuElementwiseBuild<select_definition>;
 
 TEST_F(CpuElementwiseTemplate, MatchesTheFloatFormulaBitForBit) {
   struct Shape {
@@ -135,6 +152,32 @@ TEST_F(CpuElementwiseTemplate, KaBindRejectsMismatchedTensors) {
   EXPECT_STREQ(last_error_(), "y: expected dtype bfloat16");
   EXPECT_NE(run_(inputs, 2, &output, 1, nullptr, nullptr, 0), 0);
   EXPECT_STREQ(last_error_(), "expected 3 inputs and 1 output");
+}
+
+TEST_F(CpuElementwiseSelect, TakesTorchsSoftplusThresholdBranch) {
+  const std::vector<float> x = {-100.0f, -50.0f, -20.0f, -1e-3f,    0.0f,    1e-3f,
+                                1.0f,    19.5f,  20.0f,  20.5f,     88.0f,   89.0f,
+                                100.0f,  1e30f,  NAN,    -INFINITY, INFINITY};
+  const auto n = static_cast<int64_t>(x.size());
+  std::vector<float> y(x.size(), -7.0f);
+  const ka_tensor input = tensor(const_cast<float*>(x.data()), KA_FLOAT32, {1, n});
+  ka_tensor output = tensor(y.data(), KA_FLOAT32, {1, n});
+  ASSERT_EQ(run_(&input, 1, &output, 1, nullptr, nullptr, 0), 0) << last_error_();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float v = x[i];
+    const float expected = (v > 20 ? v : ka_log1p(ka_exp(v))) + (v <= -50 ? ka_expm1(v) : 0.0f);
+    if (std::isnan(expected)) {
+      EXPECT_TRUE(std::isnan(y[i])) << "x " << v;
+    } else {
+      EXPECT_EQ(y[i], expected) << "x " << v;
+    }
+  }
+  // Past exp's range log1p(exp(x)) is inf: the select gives x, as torch does.
+  EXPECT_EQ(y[12], 100.0f);
+  EXPECT_EQ(y[13], 1e30f);
+  // log1p keeps what log(1 + exp(x)) rounds to 0.
+  EXPECT_NEAR(y[2], 2.0611537e-9f, 1e-15f);
+  EXPECT_EQ(y[0], -1.0f);  // expm1(-100) + a denormal
 }
 
 }  // namespace

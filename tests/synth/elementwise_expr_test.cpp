@@ -37,7 +37,7 @@ TEST(ElementwiseExpr, EveryFunctionMapsToKaMath) {
   EXPECT_EQ(code_of("gelu(acc + bias)"), "ka_gelu(((v_acc) + (v_bias)))");
   EXPECT_EQ(code_of("min(x, max(gate, up))"), "ka_min((v_x), ka_max((v_gate), (v_up)))");
   for (const char* function : {"relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "log",
-                               "sqrt", "rsqrt", "abs"}) {
+                               "log1p", "expm1", "sqrt", "rsqrt", "abs"}) {
     EXPECT_EQ(code_of(std::string(function) + "(x)"), "ka_" + std::string(function) + "((v_x))");
   }
 }
@@ -108,8 +108,8 @@ TEST(ElementwiseExpr, SyntaxErrorsNameTheColumn) {
 TEST(ElementwiseExpr, UnknownFunctionsAndWrongArity) {
   EXPECT_EQ(error_of("x + softplus(x)"),
             "op_params.expression: \"x + softplus(x)\": at column 5: unknown function "
-            "'softplus' (known: relu, gelu, gelu_tanh, silu, sigmoid, tanh, exp, log, sqrt, "
-            "rsqrt, abs, min, max)");
+            "'softplus' (known: relu, gelu, gelu_tanh, silu, sigmoid, tanh, exp, log, log1p, "
+            "expm1, sqrt, rsqrt, abs, min, max, where)");
   EXPECT_EQ(error_of("min(x)"),
             "op_params.expression: \"min(x)\": at column 1: min() takes 2 arguments, got 1");
   EXPECT_EQ(error_of("1 + relu(x, gate)"),
@@ -121,6 +121,54 @@ TEST(ElementwiseExpr, UnknownFunctionsAndWrongArity) {
             "op_params.expression: \"relu + x\": at column 6: expected '(' after the function "
             "'relu', got '+'");
   EXPECT_NE(error_of("x(1)").find("at column 1: unknown function 'x'"), std::string::npos);
+}
+
+// torch's softplus with its threshold branch: the comparison and the select become C's own.
+TEST(ElementwiseExpr, WhereSelectsOnAComparison) {
+  const ElementwiseExpr softplus = parse("where(x > 20, x, log1p(exp(x)))");
+  EXPECT_EQ(softplus.text(), "where(x > 20, x, log1p(exp(x)))");
+  EXPECT_EQ(softplus.variables(), (std::set<std::string>{"x"}));
+  EXPECT_EQ(code_of("where(x > 20, x, log1p(exp(x)))"),
+            "(((v_x) > 20.0f) ? (v_x) : ka_log1p(ka_exp((v_x))))");
+  for (const char* op : {"<", "<=", ">", ">=", "==", "!="}) {
+    EXPECT_EQ(code_of(std::string("where(x ") + op + " gate, 1, 0)"),
+              std::string("(((v_x) ") + op + " (v_gate)) ? 1.0f : 0.0f)")
+        << op;
+  }
+  // Both sides of the comparison are whole sums; the branches are any values, selects included.
+  EXPECT_EQ(code_of("where(x + 1 <= gate * 2, -x, where(up != 0, up, bias)) * acc"),
+            "(((((v_x) + 1.0f) <= ((v_gate) * 2.0f)) ? (-(v_x)) : (((v_up) != 0.0f) ? (v_up) : "
+            "(v_bias))) * (v_acc))");
+  EXPECT_EQ(parse(" where( (x+1)>=-gate ,x,0 )").text(), "where(x + 1 >= -gate, x, 0)");
+  for (const char* text : {"where(x - 1 < gate, x * (x + 1), 0.5) / 2",
+                           "where(x == 0, where(gate > up, gate, up), -x)"}) {
+    EXPECT_EQ(parse(parse(text).text()).text(), parse(text).text()) << text;
+  }
+}
+
+TEST(ElementwiseExpr, AComparisonIsOnlyWheresCondition) {
+  EXPECT_EQ(error_of("x > 0"),
+            "op_params.expression: \"x > 0\": at column 3: a comparison ('>') may only be the "
+            "condition of where(cond, a, b)");
+  EXPECT_EQ(error_of("x * (x >= 0)"),
+            "op_params.expression: \"x * (x >= 0)\": at column 8: a comparison ('>=') may only "
+            "be the condition of where(cond, a, b)");
+  EXPECT_EQ(error_of("where(x, 1, 0)"),
+            "op_params.expression: \"where(x, 1, 0)\": at column 8: expected a comparison (<, "
+            "<=, >, >=, ==, !=) as the condition of where(), got ','");
+  EXPECT_EQ(error_of("where(x > 0, gate < 1, 0)"),
+            "op_params.expression: \"where(x > 0, gate < 1, 0)\": at column 19: a comparison "
+            "('<') may only be the condition of where(cond, a, b)");
+  EXPECT_EQ(error_of("where(0 < x < 1, x, 0)"),
+            "op_params.expression: \"where(0 < x < 1, x, 0)\": at column 13: comparisons do not "
+            "chain: unexpected '<'");
+  EXPECT_EQ(error_of("where(x > 0, x)"),
+            "op_params.expression: \"where(x > 0, x)\": at column 1: where() takes 3 arguments, "
+            "got 2");
+  EXPECT_EQ(error_of("where(x = 0, x, 1)"),
+            "op_params.expression: \"where(x = 0, x, 1)\": at column 9: unexpected character '='");
+  EXPECT_EQ(error_of("where(x ! 0, x, 1)"),
+            "op_params.expression: \"where(x ! 0, x, 1)\": at column 9: unexpected character '!'");
 }
 
 TEST(ElementwiseExpr, UnknownVariable) {
