@@ -39,6 +39,7 @@ class ExpressionWriter {
       if (!name) return std::nullopt;
       return Written{*name, Precedence::atom};
     }
+    if (term.op == "where" || is_comparison_op(term.op)) return select(term);
     std::vector<Written> args;
     for (const TermPtr& arg : term.args) {
       auto written = write(*arg);
@@ -68,6 +69,36 @@ class ExpressionWriter {
   }
 
  private:
+  // where(cond, a, b); a comparison read as a number is where(cond, 1, 0), as torch promotes
+  // True and False to 1 and 0.
+  std::optional<Written> select(const Term& term) {
+    const bool comparison = is_comparison_op(term.op);
+    const Term& cond = comparison ? term : *term.args[0];
+    if (cond.kind != Term::Kind::Op || !is_comparison_op(cond.op)) {
+      const bool input = cond.kind == Term::Kind::Leaf || cond.kind == Term::Kind::Scalar;
+      *why_ = fmt::format("a where selects on {}, not on a comparison",
+                          input                               ? "the input `" + cond.input + "`"
+                          : cond.kind == Term::Kind::Op       ? "a " + cond.op
+                          : cond.kind == Term::Kind::Constant ? std::string("a constant")
+                                                              : cond.op);
+      return std::nullopt;
+    }
+    static const std::map<std::string, const char*, std::less<>> symbols = {
+        {"lt", " < "},  {"le", " <= "}, {"gt", " > "},
+        {"ge", " >= "}, {"eq", " == "}, {"ne", " != "}};
+    std::string text = "where(";
+    // A comparison binds more loosely than any operator, so its sides need no parentheses.
+    const auto add = [&](const Term& operand, const char* separator) {
+      auto written = write(operand);
+      if (written) text += written->text + separator;
+      return written.has_value();
+    };
+    if (!add(*cond.args[0], symbols.at(cond.op)) || !add(*cond.args[1], ", ")) return std::nullopt;
+    if (comparison) return Written{text + "1, 0)", Precedence::atom};
+    if (!add(*term.args[1], ", ") || !add(*term.args[2], ")")) return std::nullopt;
+    return Written{text, Precedence::atom};
+  }
+
   const TermNamer& namer_;
   std::string* why_;
 };

@@ -14,8 +14,9 @@ namespace {
 // ATen ops that compute one function of one tensor, by their name in the expression language.
 const std::map<std::string, std::string, std::less<>>& unary_functions() {
   static const std::map<std::string, std::string, std::less<>> functions = {
-      {"neg", "neg"}, {"relu", "relu"}, {"silu", "silu"}, {"sigmoid", "sigmoid"}, {"tanh", "tanh"},
-      {"exp", "exp"}, {"log", "log"},   {"sqrt", "sqrt"}, {"rsqrt", "rsqrt"},     {"abs", "abs"}};
+      {"neg", "neg"},     {"relu", "relu"}, {"silu", "silu"},   {"sigmoid", "sigmoid"},
+      {"tanh", "tanh"},   {"exp", "exp"},   {"log", "log"},     {"log1p", "log1p"},
+      {"expm1", "expm1"}, {"sqrt", "sqrt"}, {"rsqrt", "rsqrt"}, {"abs", "abs"}};
   return functions;
 }
 
@@ -147,6 +148,11 @@ TermPtr TermBuilder::cast_of(const GraphNode& node, int64_t value_id) {
   if (!source) return make_opaque(node.op, value_id);
   const GraphValue& from = graph_.value(*source);
   const GraphValue& to = graph_.value(value_id);
+  if (from.dtype == DType::Bool && is_float(to.dtype)) {
+    // A comparison read as a number (`(x > 0).float()`): the writer spells it where(c, 1, 0).
+    const TermPtr base = term(*source);
+    if (base->kind == Term::Kind::Op && is_comparison_op(base->op)) return base;
+  }
   if (!is_float(from.dtype) || !is_float(to.dtype))
     return make_opaque(fmt::format("a cast from {} to {}", from.dtype_name, to.dtype_name),
                        value_id);
@@ -201,8 +207,10 @@ TermPtr TermBuilder::reduction(const GraphNode& node, int64_t value_id, const st
 // PyTorch computes these activations as a select between two formulas (x > 0 ? x : slope * x);
 // written with max, min and exp they give the same values: the two sides meet where the select
 // switches, and the side not taken is never the extreme (for slope <= 1, slope * x <= x exactly
-// where x >= 0). nullptr when `name` is none of them; an opaque term when one has an argument
-// that is not a constant, or a constant the rewriting does not hold for.
+// where x >= 0). Softplus, mish, threshold and hardshrink switch where their sides do not meet
+// (or one overflows), so they stay selects: torch's own condition, in a where. nullptr when
+// `name` is none of them; an opaque term when one has an argument that is not a constant, or a
+// constant the rewriting does not hold for.
 TermPtr TermBuilder::piecewise_activation(const GraphNode& node, const std::string& name,
                                           int64_t value_id) {
   const auto x = [&] { return arg_term(node, 0, "self"); };
@@ -266,6 +274,35 @@ TermPtr TermBuilder::piecewise_activation(const GraphNode& node, const std::stri
     if (scale != 1) value = make_op("mul", {make_constant(scale), value});
     return named(value);
   }
+  if (name == "softplus" || name == "mish") {
+    // softplus = x * beta > threshold ? x : log1p(exp(x * beta)) / beta; at x = 100 the formula
+    // is inf and the select gives 100. mish = x * tanh(softplus(x)): torch's mish kernel has no
+    // threshold, yet the values agree, since above 20 log1p(exp(x)) rounds to x in float32 and
+    // tanh of either to 1.
+    const bool mish = name == "mish";
+    const auto beta = mish ? 1.0 : number_arg(node, 1, "beta", 1);
+    const auto threshold = mish ? 20.0 : number_arg(node, 2, "threshold", 20);
+    if (!beta || !threshold) return opaque("with a non-constant beta or threshold");
+    TermPtr scaled = *beta == 1 ? x() : make_op("mul", {x(), make_constant(*beta)});
+    TermPtr smooth = make_op("log1p", {make_op("exp", {scaled})});
+    if (*beta != 1) smooth = make_op("div", {smooth, make_constant(*beta)});
+    TermPtr softplus =
+        make_op("where", {make_op("gt", {scaled, make_constant(*threshold)}), x(), smooth});
+    return named(mish ? make_op("mul", {x(), make_op("tanh", {softplus})}) : softplus);
+  }
+  if (name == "threshold") {  // x <= threshold ? value : x, so NaN stays
+    return make_op(
+        "where",
+        {make_op("le", {x(), arg_term(node, 1, "threshold")}), arg_term(node, 2, "value"), x()},
+        value_id);
+  }
+  if (name == "hardshrink") {  // -lambd <= x <= lambd ? 0 : x, so NaN stays
+    const auto lambd = number_arg(node, 1, "lambd", 0.5);
+    if (!lambd) return opaque("with a non-constant lambda");
+    TermPtr inside =
+        make_op("where", {make_op("le", {x(), make_constant(*lambd)}), make_constant(0), x()});
+    return make_op("where", {make_op("ge", {x(), make_constant(-*lambd)}), inside, x()}, value_id);
+  }
   return nullptr;
 }
 
@@ -276,6 +313,10 @@ TermPtr TermBuilder::build_node(const GraphNode& node, int64_t value_id, std::si
   static const std::set<std::string, std::less<>> casts = {"_to_copy", "to", "clone", "contiguous",
                                                            "type_as"};
   if (casts.count(name)) return cast_of(node, value_id);
+  // Arithmetic on booleans is logic (True + True is True), which the float expressions lack: a
+  // boolean reaches a family only as a comparison (where()'s condition, or read as 1 and 0).
+  if (graph_.value(value_id).dtype == DType::Bool && !is_comparison_op(name))
+    return make_opaque(node.op + " on booleans", value_id);
 
   const auto arg = [&](std::size_t position, std::string_view kw = {}) {
     return arg_term(node, position, kw);
@@ -296,6 +337,11 @@ TermPtr TermBuilder::build_node(const GraphNode& node, int64_t value_id, std::si
     return make_op(form == "tanh" ? "gelu_tanh" : "gelu", {arg(0)}, value_id);
   }
   if (TermPtr activation = piecewise_activation(node, name, value_id)) return activation;
+  if (is_comparison_op(name)) return make_op(name, {arg(0), arg(1, "other")}, value_id);
+  if (name == "where")
+    return make_op("where", {arg(0, "condition"), arg(1, "self"), arg(2, "other")}, value_id);
+  if (name == "masked_fill")
+    return make_op("where", {arg(1, "mask"), arg(2, "value"), arg(0, "self")}, value_id);
   if (name == "add" || name == "sub")
     return make_op(name, {arg(0), scaled(arg(1), "alpha")}, value_id);
   if (name == "rsub") return make_op("sub", {arg(1), scaled(arg(0), "alpha")}, value_id);
@@ -441,9 +487,14 @@ std::vector<std::string> term_inputs(const Term& term) {
 
 bool is_elementwise_op(const std::string& op) {
   static const std::set<std::string, std::less<>> ops = {
-      "add",     "sub",  "mul", "div", "neg",  "relu",  "gelu", "gelu_tanh", "silu",
-      "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",  "min",       "max"};
-  return ops.count(op) > 0;
+      "add",       "sub",  "mul",     "div",  "neg", "relu", "gelu",
+      "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "log",  "log1p",
+      "expm1",     "sqrt", "rsqrt",   "abs",  "min", "max",  "where"};
+  return ops.count(op) > 0 || is_comparison_op(op);
+}
+
+bool is_comparison_op(std::string_view op) {
+  return op == "lt" || op == "le" || op == "gt" || op == "ge" || op == "eq" || op == "ne";
 }
 
 std::string shape_string(const std::vector<SymSize>& shape) {

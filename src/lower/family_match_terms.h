@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lower/op_graph.h"
@@ -31,8 +32,10 @@ struct Term {
     Opaque,    ///< not understood; `op` says what it is
   };
   Kind kind = Kind::Opaque;
-  /// Op: add sub mul div neg relu gelu gelu_tanh silu sigmoid tanh exp log sqrt rsqrt abs min
-  /// max (element-wise); sum mean amax amin var (reductions over `dims`); softmax log_softmax
+  /// Op: add sub mul div neg relu gelu gelu_tanh silu sigmoid tanh exp log log1p expm1 sqrt
+  /// rsqrt abs min max, where (args cond, a, b), lt le gt ge eq ne (a boolean: where's
+  /// condition, or 1 and 0 where read as a number) (element-wise); sum mean amax amin var
+  /// (reductions over `dims`); softmax log_softmax
   /// logsumexp (over `dims`); layer_norm (args x, weight?, bias? as given; `number` = eps);
   /// mm (args a, b). Opaque: a description ("aten.convolution.default").
   std::string op;
@@ -84,6 +87,9 @@ std::vector<std::string> term_inputs(const Term& term);
 
 /// Whether the op of `term` is one the element-wise expression language has.
 bool is_elementwise_op(const std::string& op);
+
+/// Whether `op` is a comparison (lt le gt ge eq ne), which gives a boolean.
+bool is_comparison_op(std::string_view op);
 
 /// How an element-wise operand reads its input at output element (rows..., c) of an output of
 /// shape `out_shape`; see classify_leaf.

@@ -159,6 +159,24 @@ TEST(FamilyMatch, PiecewiseActivationsAreElementwise) {
                                    selu + " + 3, 0), 6) / 6"}});
 }
 
+// Activations PyTorch computes as selects whose sides do not meet (softplus and mish, threshold,
+// hardshrink), torch.where over a comparison, and comparisons read as numbers are where()s.
+TEST(FamilyMatch, SelectActivationsAreWheres) {
+  // y = softplus(x) + mish(x) * threshold(x, -1, 2);
+  // (hardshrink(y, 0.25) + x * (x != 1) - (x >= y).float()).masked_fill(x < -3, 0.5)
+  const std::string softplus = "where(x > 20, x, log1p(exp(x)))";
+  const std::string y = softplus + " + x * tanh(" + softplus + ") * where(x <= -1, 2, x)";
+  expect_match("select_activations", "elementwise",
+               {{"expression", "where(x < -3, 0.5, where(" + y + " >= -0.25, where(" + y +
+                                   " <= 0.25, 0, " + y + "), " + y +
+                                   ") + x * where(x != 1, 1, 0) - where(x >= " + y + ", 1, 0))"}});
+}
+
+TEST(FamilyMatch, AWhereOnABooleanInputIsNoExpression) {
+  expect_refusal("where_mask_input",
+                 "elementwise: a where selects on the input `mask`, not on a comparison");
+}
+
 TEST(FamilyMatch, GemmFromTorchMm) {
   expect_match("gemm_mm", "gemm", operands("A", "mk", "B", "kn"));
 }
@@ -181,6 +199,26 @@ TEST(FamilyMatch, GemmWithAScaledLeakyReluEpilogue) {
   OrderedJson params = operands("x", "mk", "weight", "nk");
   params["epilogue"] = "max((acc + bias) * 2, 0.1 * ((acc + bias) * 2))";
   expect_match("gemm_scale_leaky_relu", "gemm", params);
+}
+
+// KernelBench's Matmul_Mish_Mish: each mish is x * tanh(softplus(x)), softplus with torch's
+// threshold as a where.
+TEST(FamilyMatch, GemmWithAMishMishEpilogue) {
+  const std::string mish =
+      "(acc + bias) * tanh(where(acc + bias > 20, acc + bias, log1p(exp(acc + bias))))";
+  OrderedJson params = operands("x", "mk", "weight", "nk");
+  params["epilogue"] =
+      mish + " * tanh(where(" + mish + " > 20, " + mish + ", log1p(exp(" + mish + "))))";
+  expect_match("gemm_mish_mish", "gemm", params);
+}
+
+// torch.where over the product, one side a softplus of its own beta and threshold.
+TEST(FamilyMatch, GemmWithAWhereEpilogue) {
+  OrderedJson params = operands("x", "mk", "weight", "nk");
+  params["epilogue"] =
+      "where(acc + bias < 0, where((acc + bias) * 2 > 10, acc + bias, log1p(exp((acc + bias) * "
+      "2)) / 2), (acc + bias) * 0.5)";
+  expect_match("gemm_where_softplus", "gemm", params);
 }
 
 // A square weight makes K and N one axis name (KernelBench's square products name all three

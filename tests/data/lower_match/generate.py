@@ -3,10 +3,10 @@ definition.json (as a user writes it: no kernelarc annotation) and graph.json, t
 python/kernelarc_trace.py records for its reference.
 
 Usage (from the repository root, with a Python that has torch):
-  /usr/bin/python3 tests/data/lower_match/generate.py [SOL-ExecBench git dir]
+  /usr/bin/python3 tests/data/lower_match/generate.py [SOL-ExecBench git dir] [CASE ...]
 Cases taken from SOL-ExecBench's examples need its repository (a bare git dir is enough); the
 default is /work/.mirror/NVIDIA+SOL-ExecBench/repo. Without it, their definitions already here
-are traced again.
+are traced again. Named cases alone are regenerated; by default, every case.
 """
 
 import copy
@@ -77,15 +77,16 @@ def cases(repo):
         "inputs": {"x": {"shape": ["batch", "rows", "cols"], "dtype": "float32"}},
         "outputs": {"output": {"shape": ["batch", "cols"], "dtype": "float32"}},
         "reference": header(["x"]) + "    return x.sum(dim=1)\n"}
-    linear_bias = {
-        "name": "linear_bias", "op_type": "gemm",
-        "axes": {"M": {"type": "var"}, "N": {"type": "const", "value": 256},
-                 "K": {"type": "const", "value": 128}},
-        "inputs": {"x": {"shape": ["M", "K"], "dtype": "bfloat16"},
-                   "weight": {"shape": ["N", "K"], "dtype": "bfloat16"},
-                   "bias": {"shape": ["N"], "dtype": "bfloat16"}},
-        "outputs": {"output": {"shape": ["M", "N"], "dtype": "bfloat16"}},
-        "reference": header(["x", "weight", "bias"]) + "    return F.linear(x, weight, bias)\n"}
+    def linear(name, body="    return F.linear(x, weight, bias)\n"):
+        return {
+            "name": name, "op_type": "gemm",
+            "axes": {"M": {"type": "var"}, "N": {"type": "const", "value": 256},
+                     "K": {"type": "const", "value": 128}},
+            "inputs": {"x": {"shape": ["M", "K"], "dtype": "bfloat16"},
+                       "weight": {"shape": ["N", "K"], "dtype": "bfloat16"},
+                       "bias": {"shape": ["N"], "dtype": "bfloat16"}},
+            "outputs": {"output": {"shape": ["M", "N"], "dtype": "bfloat16"}},
+            "reference": header(["x", "weight", "bias"]) + body}
     # A square weight (an attention output projection): K and N are one axis name.
     linear_square = {
         "name": "linear_square", "op_type": "gemm",
@@ -136,13 +137,37 @@ def cases(repo):
         "silu_and_mul": problem("cuda/silu_and_mul_bf16"),
         "gelu": problem("cuda/gelu_tanh_bf16_i14336"),
         "gemm_mm": sol_example(repo, "cutlass/gemm") if repo else None,
-        "gemm_linear_bias": linear_bias,
+        "gemm_linear_bias": linear("linear_bias"),
+        "gemm_scale_leaky_relu": linear(
+            "linear_scale_leaky",
+            "    return F.leaky_relu(F.linear(x, weight, bias) * 2.0, 0.1)\n"),
+        # KernelBench's Matmul_Mish_Mish.
+        "gemm_mish_mish": linear(
+            "linear_mish_mish", "    return F.mish(F.mish(F.linear(x, weight, bias)))\n"),
+        # torch.where over the product, one side a softplus of its own beta and threshold.
+        "gemm_where_softplus": linear(
+            "linear_where_softplus",
+            "    y = F.linear(x, weight, bias)\n"
+            "    return torch.where(y < 0, F.softplus(y, 2.0, 10.0), 0.5 * y)\n"),
         "gemm_bias_gelu": problem("cuda/gemm_bias_gelu_bf16_n14336_k4096"),
         "gemm_square": linear_square,
         "olmo3_post_norm": sol_example(repo, "triton/olmo3_post_norm") if repo else None,
         "nemotron_rms_norm": sol_example(repo, "triton/nemotron_rms_norm") if repo else None,
         "middle_sum": middle,
         "conv": conv,
+        "piecewise_activations": with_reference(
+            rows("float32"),
+            "    y = F.hardswish(F.elu(x, 0.5)) + F.hardtanh(x, -2.0, 3.0)\n"
+            "    return F.relu6(F.leaky_relu(y, 1.5)) + F.hardsigmoid(F.selu(x))\n"),
+        "select_activations": with_reference(
+            rows("float32"),
+            "    y = F.softplus(x) + F.mish(x) * F.threshold(x, -1.0, 2.0)\n"
+            "    z = F.hardshrink(y, 0.25) + x * (x != 1.0) - (x >= y).float()\n"
+            "    return z.masked_fill(x < -3.0, 0.5)\n"),
+        "where_mask_input": with_reference(
+            rows("float32", extra={"mask": {"shape": ["batch_size", "hidden_size"],
+                                            "dtype": "bool"}}),
+            "    return torch.where(mask, x, 0.5 * x)\n"),
         "in_place_write": with_reference(
             rows("float32"),
             "    y = x.clone()\n"
@@ -186,7 +211,14 @@ def job_for(definition):
 def main():
     repo = sys.argv[1] if len(sys.argv) > 1 else "/work/.mirror/NVIDIA+SOL-ExecBench/repo"
     repo = repo if os.path.isdir(repo) else None
-    for name, definition in cases(repo).items():
+    chosen = cases(repo)
+    named = sys.argv[2:]
+    unknown = [name for name in named if name not in chosen]
+    if unknown:
+        sys.exit(f"unknown cases: {', '.join(unknown)} (known: {', '.join(chosen)})")
+    for name, definition in chosen.items():
+        if named and name not in named:
+            continue
         directory = os.path.join(HERE, name)
         if definition is None:
             with open(os.path.join(directory, "definition.json")) as file:
