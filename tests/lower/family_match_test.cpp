@@ -177,6 +177,12 @@ TEST(FamilyMatch, AWhereOnABooleanInputIsNoExpression) {
                  "elementwise: a where selects on the input `mask`, not on a comparison");
 }
 
+// x * ((x > 0) + (x > 1)): the booleans' sum is their `or`, which where(c, 1, 0) + where(d, 1, 0)
+// would make 2 above 1.
+TEST(FamilyMatch, ArithmeticOnBooleansIsNoExpression) {
+  expect_refusal("boolean_arithmetic", "needs aten.add.Tensor on booleans");
+}
+
 TEST(FamilyMatch, GemmFromTorchMm) {
   expect_match("gemm_mm", "gemm", operands("A", "mk", "B", "kn"));
 }

@@ -168,6 +168,9 @@ def cases(repo):
             rows("float32", extra={"mask": {"shape": ["batch_size", "hidden_size"],
                                             "dtype": "bool"}}),
             "    return torch.where(mask, x, 0.5 * x)\n"),
+        # True + True is True: the sum is logic, not 2.
+        "boolean_arithmetic": with_reference(
+            rows("float32"), "    return x * ((x > 0.0) + (x > 1.0))\n"),
         "in_place_write": with_reference(
             rows("float32"),
             "    y = x.clone()\n"
