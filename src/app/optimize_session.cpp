@@ -239,17 +239,23 @@ std::string OptimizeSession::description() const {
 OptimizeSummary OptimizeSession::run(Workspace& workspace, ProgressSink& progress,
                                      std::optional<int64_t> resume_id,
                                      const std::atomic<int>* stop) {
-  // The reference's draws (minutes a workload on GPU-sized shapes) are told as they go. The
-  // lines stop with this run: `progress` may not outlive it.
-  const std::vector<Oracle*> oracles = {&search_->oracle(), &final_guard_->oracle()};
-  for (Oracle* oracle : oracles)
+  // The reference's draws (minutes a workload on GPU-sized shapes) are told as they go, and a
+  // stop request ends one under way, on every device's oracle. Both hooks end with this run:
+  // `progress` and `stop` may not outlive it.
+  const std::vector<Oracle*> told = {&search_->oracle(), &final_guard_->oracle()};
+  std::vector<Oracle*> stoppable = told;
+  for (const auto& guard : device_guards_) stoppable.push_back(&guard->oracle());
+  for (Oracle* oracle : told)
     oracle->report_progress([&progress](const std::string& line) { progress.message(line); });
+  for (Oracle* oracle : stoppable) oracle->stop_on(stop);
   struct Unhook {
-    const std::vector<Oracle*>& oracles;
+    const std::vector<Oracle*>& told;
+    const std::vector<Oracle*>& stoppable;
     ~Unhook() {
-      for (Oracle* oracle : oracles) oracle->report_progress({});
+      for (Oracle* oracle : told) oracle->report_progress({});
+      for (Oracle* oracle : stoppable) oracle->stop_on(nullptr);
     }
-  } unhook{oracles};
+  } unhook{told, stoppable};
   Orchestrator orchestrator(target_, *evaluator_, *pool_, workspace, options_, progress);
   if (stop) orchestrator.stop_on(*stop);
   return resume_id ? orchestrator.resume(*resume_id) : orchestrator.run();

@@ -1,5 +1,6 @@
 // Ctrl-C and SIGTERM during `kernelarc optimize`'s search: the first asks the search to stop
-// after the candidates in flight and to leave its run stopped, to be resumed; the handler then
+// after the candidates in flight (a draw of the PyTorch reference under way ends at once: the
+// oracles read the flag too) and to leave its run stopped, to be resumed; the handler then
 // steps aside, so that a second one ends the process at once.
 #pragma once
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -130,7 +131,8 @@ std::optional<EvaluationPool::Done> RedisEvaluationPool::next_within(
     if (left.count() <= 0) return std::nullopt;
     read_results(static_cast<int>(std::min<int64_t>(left.count(), kReadBlockMs)));
     const std::lock_guard lock(mutex_);
-    if (local_error_) std::rethrow_exception(local_error_);
+    // Once: after an Interrupted the orchestrator goes on receiving the other jobs in flight.
+    if (local_error_) std::rethrow_exception(std::exchange(local_error_, nullptr));
   }
   Done done = std::move(ready_.front());
   ready_.pop_front();

@@ -13,6 +13,8 @@
 
 namespace kernelarc {
 
+/// Any call may throw Interrupted when a stop request cut its work short (the reference's
+/// draws, on a guard whose oracle has the stop flag): the orchestrator then stops the run.
 class CandidateEvaluator {
  public:
   virtual ~CandidateEvaluator() = default;

@@ -1,7 +1,5 @@
 #include "optimize/optimize_run.h"
 
-#include <signal.h>
-
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -84,23 +82,24 @@ void OptimizeRun::start_agents() {
 OptimizeSummary OptimizeRun::execute() {
   // Baseline first: it is what speedups are measured against.
   if (target_.baseline)
-    measure_baseline();
+    uninterrupted([this] { measure_baseline(); });
   else
     progress_.message(
         "no baseline solution: the speedups below are relative to the first passing candidate, "
         "not to PyTorch");
-  const std::string stop_reason = search();
+  std::string stop_reason;
+  if (stop_signal() == 0) stop_reason = search();
   for (const auto& agent : agents_) db_.save_agent_state(run_id_, agent->name(), agent->summary());
-  if (stop_signal() != 0) {
-    OptimizeSummary summary = search_summary(stop_reason);
-    summary.interrupted_by = stop_signal();
-    db_.finish_run(run_id_, RunStatus::Stopped);
-    return summary;
+  std::optional<OptimizeSummary> summary;
+  if (stop_signal() == 0 && uninterrupted([&] { summary = summarize(stop_reason); })) {
+    db_.save_agent_state(run_id_, "orchestrator", summary_to_json(*summary));
+    db_.finish_run(run_id_, RunStatus::Finished);
+    return std::move(*summary);
   }
-  OptimizeSummary summary = summarize(stop_reason);
-  db_.save_agent_state(run_id_, "orchestrator", summary_to_json(summary));
-  db_.finish_run(run_id_, RunStatus::Finished);
-  return summary;
+  summary = search_summary(interruption_text(stop_signal()));
+  summary->interrupted_by = stop_signal();
+  db_.finish_run(run_id_, RunStatus::Stopped);
+  return std::move(*summary);
 }
 
 void OptimizeRun::post(BoardKind kind, const std::string& agent, const std::string& text,
@@ -185,14 +184,11 @@ std::string OptimizeRun::search() {
   const auto started = std::chrono::steady_clock::now();
   std::string stop_reason = fmt::format("budget: {} candidates evaluated", options_.budget);
   bool proposing = true;
-  evaluator_.prepare();
+  uninterrupted([this] { evaluator_.prepare(); });
   if (options_.build_ahead > 0) builds_ = std::make_unique<TaskPool>(usable_cpus().size());
   const auto window = static_cast<std::size_t>(options_.window(code_space_ != nullptr));
   while (true) {
-    if (const int signal = stop_signal()) {
-      const char* name = sigabbrev_np(signal);
-      stop_reason = name ? fmt::format("interrupted by SIG{}", name)
-                         : fmt::format("interrupted by signal {}", signal);
+    if (stop_signal() != 0) {
       finish_in_flight();
       break;
     }
@@ -226,13 +222,25 @@ std::string OptimizeRun::search() {
 }
 
 int OptimizeRun::stop_signal() const {
+  if (interrupted_ != 0) return interrupted_;
   return stop_ != nullptr ? stop_->load(std::memory_order_relaxed) : 0;
 }
 
+bool OptimizeRun::uninterrupted(const std::function<void()>& step) {
+  try {
+    step();
+    return true;
+  } catch (const Interrupted& interrupted) {
+    interrupted_ = interrupted.signal();
+    return false;
+  }
+}
+
 // What is in flight is measured already, or nearly: it is kept. The queued candidates that were
-// never submitted stay proposed in the store, and a resume measures them.
+// never submitted, and those whose evaluation the stop cut short, stay proposed in the store,
+// and a resume measures them.
 void OptimizeRun::finish_in_flight() {
-  while (in_flight_ > 0) receive(pool_.next());
+  while (in_flight_ > 0) take_from_pool();
   while (!queue_.empty() && queue_.front().measurement) {
     complete(queue_.front());
     queue_.pop_front();

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -49,7 +50,9 @@ class OptimizeRun {
 
   /// Measures the baseline, searches until a stop condition, re-measures the finalists and
   /// finishes the run in the store. Asked to stop, it skips the finalists and leaves the run
-  /// stopped, to be resumed.
+  /// stopped, to be resumed: between candidates, or sooner when an evaluation (the baseline's, a
+  /// candidate's, a finalist's) throws Interrupted; that one is not recorded, and a resume
+  /// measures it again.
   OptimizeSummary execute();
 
  private:
@@ -114,8 +117,12 @@ class OptimizeRun {
                          const std::vector<Trace>& traces, const std::string& where = "");
   /// Why the search stopped.
   std::string search();
-  /// The signal that asked the run to stop; 0 while none has.
+  /// The signal that asked the run to stop (by the flag, or by an Interrupted caught); 0 while
+  /// none has.
   int stop_signal() const;
+  /// Runs `step`; an Interrupted it throws is noted as the stop it stands for. Whether `step`
+  /// ran to its end.
+  bool uninterrupted(const std::function<void()>& step);
   /// Receives and stores the evaluations in flight, and applies those next in order.
   void finish_in_flight();
   /// Why proposing must stop now, or nullopt.
@@ -153,6 +160,9 @@ class OptimizeRun {
   void submit_ready();
   /// Waits for the pool's next finished evaluation, or briefly while programs are being written.
   void wait_for_work();
+  /// Stores the pool's next finished evaluation (nothing when none finishes within `wait`, when
+  /// given). One cut short by a stop request leaves its candidate proposed and unmeasured.
+  void take_from_pool(std::optional<std::chrono::milliseconds> wait = std::nullopt);
   /// Stores a finished evaluation with its queued candidate.
   void receive(EvaluationPool::Done done);
   /// Applies a measured candidate's result to the trees, the bandit and the board.
@@ -198,6 +208,7 @@ class OptimizeRun {
   ProgressSink& progress_;
   const int64_t run_id_;
   const std::atomic<int>* stop_;
+  int interrupted_ = 0;  ///< the signal of an Interrupted an evaluation threw
 
   std::vector<Candidate> stored_;  ///< the run's stored candidates, replayed on --resume
   std::size_t board_stored_ = 0;

@@ -114,12 +114,20 @@ void OptimizeRun::wait_for_work() {
                                     [](const Pending& pending) { return pending.program.valid(); });
   if (writing == queue_.end()) {
     if (in_flight_ == 0) throw std::logic_error("OptimizeRun: nothing in flight or being written");
-    receive(pool_.next());
+    take_from_pool();
   } else if (in_flight_ == 0) {
     writing->program.wait_for(kWritingPoll);
-  } else if (auto done = pool_.next_within(kWritingPoll)) {
-    receive(std::move(*done));
+  } else {
+    take_from_pool(kWritingPoll);
   }
+}
+
+void OptimizeRun::take_from_pool(std::optional<std::chrono::milliseconds> wait) {
+  std::optional<EvaluationPool::Done> done;
+  // An interrupted evaluation comes back as an exception, without its ticket: its candidate
+  // stays submitted and unmeasured, and the search loop, seeing the stop, receives the others.
+  if (!uninterrupted([&] { done = wait ? pool_.next_within(*wait) : pool_.next(); })) --in_flight_;
+  if (done) receive(std::move(*done));
 }
 
 void OptimizeRun::receive(EvaluationPool::Done done) {

@@ -226,7 +226,8 @@ class Orchestrator {
   /// process that is gone, or one stopped. Refuses a run whose process still runs.
   OptimizeSummary resume(int64_t run_id);
   /// The search stops, after the evaluations in flight, once `signal` holds a signal number
-  /// (set by a signal handler: checking it is all the orchestrator does).
+  /// (set by a signal handler: checking it is all the orchestrator does). An evaluation that
+  /// throws Interrupted stops it the same way, with or without this flag.
   void stop_on(const std::atomic<int>& signal) { stop_ = &signal; }
 
  private:

@@ -605,6 +605,10 @@ std::string Oracle::description() const {
   return python.empty() ? "native reference" : python + "; native reference";
 }
 
+void Oracle::stop_on(const std::atomic<int>* stop) {
+  python_->stop_on(stop);
+}
+
 int Oracle::python_runs() const {
   return python_->runs();
 }

@@ -18,6 +18,7 @@
 // inputs() always returns every input.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -160,6 +161,11 @@ class Oracle {
   /// Where prepare() says, a workload at a time, what the PyTorch reference draws and how long
   /// that took (oracle/draw_progress.h); empty: nowhere.
   void report_progress(ProgressLines lines) { progress_ = std::move(lines); }
+  /// Where the PyTorch reference's draws and timings look for a stop request (cli/interrupt.h):
+  /// once `stop` holds a signal number, the Python process at work is ended and the call throws
+  /// Interrupted. What it cut short is neither cached nor recorded as the reference's failure,
+  /// so the next call draws it again; what was drawn before stays cached. nullptr: never.
+  void stop_on(const std::atomic<int>* stop);
 
  private:
   struct Entry;

@@ -222,6 +222,10 @@ std::vector<std::string> PythonBridge::candidates(std::string& origin) const {
   return python_candidates(python_, origin);
 }
 
+int PythonBridge::stop_signal() const {
+  return stop_ != nullptr ? stop_->load(std::memory_order_relaxed) : 0;
+}
+
 OracleServer& PythonBridge::server_for(const std::string& interpreter, const std::string& problem,
                                        const std::filesystem::path& log_dir) {
   const bool reusable = server_ != nullptr && server_->alive() &&
@@ -243,14 +247,17 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
                                                const std::filesystem::path& log,
                                                const std::optional<std::string>& served_problem,
                                                const std::function<void()>& on_poll) {
+  if (const int signal = stop_signal()) throw Interrupted(signal);
   std::error_code ignored;
   std::filesystem::remove(results, ignored);
   std::filesystem::remove(log, ignored);
 
-  // The watchdog measures progress by the results file growing (one line per job started/done).
+  // The watchdog measures progress by the results file growing (one line per job started/done);
+  // a stop request ends the interpreter at once, without waiting for the job at work.
   std::uintmax_t last_size = 0;
   auto last_change = std::chrono::steady_clock::now();
   auto keep_going = [&] {
+    if (stop_signal() != 0) return false;
     std::error_code error;
     std::uintmax_t size = std::filesystem::file_size(results, error);
     auto now = std::chrono::steady_clock::now();
@@ -275,6 +282,10 @@ PythonBridge::Launch PythonBridge::launch_with(const std::string& interpreter,
   }
   launch.events = read_events(results);
   if (environment_event(launch.events) != nullptr) ++runs_;
+  // The jobs it finished wrote their files atomically; the one it cut short wrote none, and is
+  // not the reference's failure.
+  if (launch.process.stopped)
+    if (const int signal = stop_signal()) throw Interrupted(signal);
   if (launch.process.exited_with(kExitNoDevice)) {
     throw InputError("oracle device '" + device_ + "' is unusable with " + interpreter + ": " +
                      launch.log_tail);

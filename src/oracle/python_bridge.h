@@ -8,6 +8,7 @@
 // `axes` holds every resolved axis value, so the script never evaluates axis expressions.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -87,13 +88,19 @@ class PythonBridge {
   /// an interpreter kept for this bridge's later trial jobs of the same problem (OracleServer);
   /// timing jobs get fresh interpreters, as a baseline is timed in a process of its own. Throws
   /// InputError when no interpreter can import torch or the device is unavailable, InternalError
-  /// when the script fails outside any job. `scratch_dir` is created and removed. `observer`,
-  /// when given, hears of each job as the script starts and ends it.
+  /// when the script fails outside any job, Interrupted when a stop request (stop_on) ended the
+  /// interpreter. `scratch_dir` is created and removed. `observer`, when given, hears of each job
+  /// as the script starts and ends it.
   std::map<std::string, PythonJobOutcome> run(const Problem& problem,
                                               const std::vector<PythonTrialJob>& trials,
                                               const std::vector<PythonTimingJob>& timings,
                                               const std::filesystem::path& scratch_dir,
                                               JobObserver* observer = nullptr);
+
+  /// Once `stop` holds a signal number, the watchdog ends the interpreter at work as it ends one
+  /// that made no progress, and run() and description() throw Interrupted instead of reporting
+  /// the jobs it cut short; none is started after that. nullptr: never.
+  void stop_on(const std::atomic<int>* stop) { stop_ = stop; }
 
   /// "python 3.11.2, torch 1.13.0 (cpu)"; starts the interpreter once if none ran yet (throws
   /// InputError like run).
@@ -121,10 +128,13 @@ class PythonBridge {
   OracleServer& server_for(const std::string& interpreter, const std::string& problem,
                            const std::filesystem::path& log_dir);
   std::vector<std::string> candidates(std::string& origin) const;
+  /// The signal stop_on's flag holds; 0 while none.
+  int stop_signal() const;
 
   std::string python_;
   std::string device_;
   std::chrono::seconds job_timeout_;
+  const std::atomic<int>* stop_ = nullptr;
   std::string interpreter_;  ///< the one that worked, once known
   std::string environment_;  ///< its description, once known
   int runs_ = 0;

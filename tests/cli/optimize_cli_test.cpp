@@ -2,8 +2,9 @@
 // synthesizer: on each built-in CPU problem a budget of 12 is spent in full, the winner is the
 // fittest finalist of the side-by-side re-measurement and its speedup interval is reported, a run
 // killed with SIGKILL resumes without losing or repeating an evaluation (on two CPU workers too),
-// and bad flags get one-line errors. How fast the winners are is measured by tools/optimize_bench,
-// never asserted here: on a loaded 2-core machine timings are not a property of the code.
+// a SIGINT stops it resumable, during the reference's draw too, and bad flags get one-line
+// errors. How fast the winners are is measured by tools/optimize_bench, never asserted here: on
+// a loaded 2-core machine timings are not a property of the code.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <set>
 #include <thread>
 
@@ -193,6 +195,82 @@ TEST_F(OptimizeCli, KilledMidRunAndResumedLosesNoEvaluation) {
 // one does.
 TEST_F(OptimizeCli, InterruptedMidRunStopsAndResumesLosingNoEvaluation) {
   interrupt_and_resume(dir_, "", SIGINT);
+}
+
+// Ctrl-C during the reference's draw (minutes a workload on GPU-sized shapes) stops the run at
+// once: the draw is cut, nothing is measured or recorded as failed, and the resume draws again.
+TEST_F(OptimizeCli, InterruptedDuringTheReferenceDrawStopsAtOnceAndResumes) {
+  // silu_and_mul_f32 under the same name, its reference sleeping while `hold` exists.
+  const fs::path problem = dir_ / "sleeping_silu_and_mul";
+  fs::copy(kSource / "problems/cpu/silu_and_mul_f32", problem, fs::copy_options::recursive);
+  const fs::path hold = dir_ / "hold";
+  std::ofstream(hold) << "sleep\n";
+  auto definition = nlohmann::json::parse(std::ifstream(problem / "definition.json"));
+  definition["reference"] =
+      "import os\nimport time\n\nimport torch\n\n\ndef run(x):\n    if os.path.exists(" +
+      nlohmann::json(hold.string()).dump() +
+      "):\n        time.sleep(600)\n    d = x.shape[-1] // 2\n"
+      "    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]\n";
+  std::ofstream(problem / "definition.json") << definition.dump(2);
+  const fs::path workspace = dir_ / "ws";
+  const fs::path log = dir_ / "optimize.log";
+  const std::string workspace_flag = " --workspace " + workspace.string();
+  const std::string command = std::string(KERNELARC_BINARY) + " optimize " + problem.string() +
+                              " --budget 2 --workloads 9a7d2c84" + workspace_flag + kQuickChecks;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    execl("/bin/sh", "sh", "-c", ("exec " + command + " > " + log.string() + " 2>&1").c_str(),
+          nullptr);
+    _exit(127);
+  }
+  auto output = [&] {
+    std::ifstream file(log);
+    return std::string(std::istreambuf_iterator<char>(file), {});
+  };
+  // The baseline's draw is under way once its line comes.
+  const std::string drawing = "reference: workload 9a7d2c84-silu-33 (";
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  while (output().find(drawing) == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_NE(output().find(drawing), std::string::npos) << output();
+  kill(child, SIGINT);
+  // Not a timing: a draw left to run would hold the process for the reference's whole sleep.
+  int status = 0;
+  pid_t ended = 0;
+  deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while ((ended = waitpid(child, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (ended != child) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "still running 2 minutes after SIGINT: " << output();
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status << ": " << output();
+  EXPECT_NE(output().find("run 1 stopped (interrupted by SIGINT): 0 candidates evaluated, 0 "
+                          "passed; no final re-measurement. `kernelarc optimize " +
+                          problem.string() + " --resume 1" + workspace_flag + "` continues it"),
+            std::string::npos)
+      << output();
+  {
+    kernelarc::Workspace store(workspace);
+    const auto run = store.database().list_runs().front();
+    EXPECT_EQ(run.status, kernelarc::RunStatus::Stopped);
+    EXPECT_EQ(store.database().budget_of(run.id).used, 0) << "the baseline was not measured";
+  }
+  const auto listed = run("runs" + workspace_flag);
+  EXPECT_NE(listed.output.find(" stopped "), std::string::npos) << listed.output;
+
+  fs::remove(hold);
+  const auto resumed =
+      run("optimize " + problem.string() + " --resume" + workspace_flag + " --plain");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  kernelarc::Workspace store(workspace);
+  const auto run_row = store.database().list_runs().front();
+  EXPECT_EQ(run_row.status, kernelarc::RunStatus::Finished);
+  EXPECT_EQ(store.database().budget_of(run_row.id).used, 3);
+  EXPECT_TRUE(store.database().unevaluated_candidates(run_row.id).empty());
 }
 
 // Two CPU workers, each on its own cores, measure at once; killed with evaluations in flight,

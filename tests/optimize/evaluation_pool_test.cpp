@@ -18,6 +18,7 @@ using testing::kProblem;
 using testing::LandscapeEvaluator;
 using testing::Proposed;
 using testing::ReorderingPool;
+using testing::run_orchestrator;
 using testing::sequence;
 using testing::SilentProgress;
 using testing::TempDir;
@@ -30,13 +31,8 @@ class EvaluationPoolTest : public ::testing::Test {
   OptimizeSummary optimize(Workspace& workspace, const OptimizeOptions& options,
                            LandscapeEvaluator& evaluator, EvaluationPool* pool,
                            std::optional<int64_t> resume = {}) {
-    const OptimizeTarget target = setup_.target(setup_.problem().workloads);
-    std::optional<Orchestrator> orchestrator;
-    if (pool)
-      orchestrator.emplace(target, evaluator, *pool, workspace, options, progress_);
-    else
-      orchestrator.emplace(target, evaluator, workspace, options, progress_);
-    return resume ? orchestrator->resume(*resume) : orchestrator->run();
+    return run_orchestrator(setup_.target(setup_.problem().workloads), evaluator, pool, workspace,
+                            options, progress_, resume);
   }
 
   SearchSetup setup_;

@@ -1,10 +1,11 @@
 // The orchestrator tests' stand-ins: a deterministic evaluator (times are a fixed function of
-// the knob point, or of a program's sources), a pool over it that finishes evaluations in a
-// seeded order, a progress sink that keeps what it is told, and the candidate sequence of a
-// stored run.
+// the knob point, or of a program's sources; it crashes or is interrupted on cue), a pool over
+// it that finishes evaluations in a seeded order, a progress sink that keeps what it is told,
+// and the candidate sequence of a stored run.
 #pragma once
 
 #include <algorithm>
+#include <csignal>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -18,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "core/hash.h"
 #include "eval/solution_variants.h"
 #include "eval/stats.h"
@@ -37,6 +39,10 @@ class LandscapeEvaluator : public CandidateEvaluator {
 
   std::vector<Trace> evaluate(const Solution& solution) override {
     if (crash_after_ && calls_ == *crash_after_) throw std::runtime_error("simulated crash");
+    if (interrupt_at_ && calls_ == *interrupt_at_) {
+      interrupt_at_.reset();
+      throw Interrupted(SIGINT);
+    }
     ++calls_;
     evaluated_.insert(fingerprint(solution));
     double ms = baseline_ms_;
@@ -78,6 +84,9 @@ class LandscapeEvaluator : public CandidateEvaluator {
     return evaluate(solution);
   }
   std::string device_name() const override { return "landscape"; }
+  void prepare() override {
+    if (interrupt_prepare_) throw Interrupted(SIGINT);
+  }
   void prebuild(const Solution& solution) override {
     const std::lock_guard lock(prebuilt_mutex_);
     prebuilt_.push_back(fingerprint(solution));
@@ -99,8 +108,12 @@ class LandscapeEvaluator : public CandidateEvaluator {
   /// point (whether a point fails does not).
   bool shape_dependent_ = false;
   std::optional<int> crash_after_;
-  double baseline_ms_ = 10;  ///< what a solution without knobs (the baseline) takes
-  std::string bottleneck_;   ///< the diagnosis of every passed trace ("" for none)
+  /// When set, the evaluation after this many (0: the first) is cut short once, as a stop
+  /// request cuts a reference's draw: Interrupted(SIGINT), and no call counted.
+  std::optional<int> interrupt_at_;
+  bool interrupt_prepare_ = false;  ///< prepare() throws Interrupted(SIGINT)
+  double baseline_ms_ = 10;         ///< what a solution without knobs (the baseline) takes
+  std::string bottleneck_;          ///< the diagnosis of every passed trace ("" for none)
   OrderedJson suggestions_ = OrderedJson::array();  ///< and its knob suggestions
 
  private:
@@ -158,6 +171,20 @@ class ReorderingPool : public EvaluationPool {
   std::mt19937_64 rng_;
   std::vector<std::pair<uint64_t, Solution>> submitted_;
 };
+
+/// A new run, or the stored `resume` continued, through `pool` when given, else through the
+/// evaluator alone.
+inline OptimizeSummary run_orchestrator(const OptimizeTarget& target, CandidateEvaluator& evaluator,
+                                        EvaluationPool* pool, Workspace& workspace,
+                                        const OptimizeOptions& options, ProgressSink& progress,
+                                        std::optional<int64_t> resume = {}) {
+  std::optional<Orchestrator> orchestrator;
+  if (pool)
+    orchestrator.emplace(target, evaluator, *pool, workspace, options, progress);
+  else
+    orchestrator.emplace(target, evaluator, workspace, options, progress);
+  return resume ? orchestrator->resume(*resume) : orchestrator->run();
+}
 
 class SilentProgress : public ProgressSink {
  public:
