@@ -6,6 +6,7 @@ import ctypes
 import json
 import math
 import os
+import socket
 import struct
 
 # definition.json dtype -> (torch attribute, safetensors name)
@@ -89,8 +90,40 @@ def tensor_bytes(tensor):
     return memoryview(view).cast("B")
 
 
+def process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def remove_dead_writers_temporaries(prefix):
+    """Removes the temporaries `prefix` + pid whose writer is gone: an interpreter killed mid-write
+    (a stop request, the watchdog, the out-of-memory killer) leaves one, gigabytes for a GPU-sized
+    draw. Only this host's are named by `prefix`; a pid alive here may be another writer of the
+    same file, and is left alone."""
+    directory, name = os.path.split(prefix)
+    try:
+        entries = os.listdir(directory or ".")
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry[len(name):]
+        if not entry.startswith(name) or not pid.isdigit() or process_alive(int(pid)):
+            continue
+        try:
+            os.unlink(os.path.join(directory, entry))
+        except OSError:
+            pass  # another writer removed it first
+
+
 def write_atomically(path, chunks):
-    temporary = f"{path}.tmp-{os.getpid()}"
+    prefix = f"{path}.tmp-{socket.gethostname()}-"
+    remove_dead_writers_temporaries(prefix)
+    temporary = f"{prefix}{os.getpid()}"
     try:
         with open(temporary, "wb") as file:
             for chunk in chunks:

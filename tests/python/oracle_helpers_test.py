@@ -3,7 +3,10 @@ baseline's note says it ran, how many calls it times, its warm-up limit. argv[1]
 repository root."""
 
 import os
+import socket
+import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -11,6 +14,7 @@ ROOT = sys.argv.pop(1) if len(sys.argv) > 1 else os.getcwd()
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import kernelarc_oracle  # noqa: E402
+import kernelarc_oracle_tensors  # noqa: E402
 
 
 class KernelSummary(unittest.TestCase):
@@ -64,6 +68,31 @@ class TimeLimit(unittest.TestCase):
     def test_zero_is_no_limit(self):
         with kernelarc_oracle.time_limit(0):
             time.sleep(0.05)
+
+
+class WriteAtomically(unittest.TestCase):
+    def test_a_dead_writers_temporary_goes_when_the_file_is_written_again(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "entry.safetensors")
+            here = f"{path}.tmp-{socket.gethostname()}-"
+            finished = subprocess.Popen([sys.executable, "-c", "pass"])
+            finished.wait()
+            dead = f"{here}{finished.pid}"
+            alive = f"{here}{os.getppid()}"
+            elsewhere = f"{path}.tmp-another-host-{finished.pid}"
+            other_entry = os.path.join(directory, f"other.safetensors.tmp-{socket.gethostname()}-"
+                                                  f"{finished.pid}")
+            for name in (dead, alive, elsewhere, other_entry):
+                with open(name, "wb") as file:
+                    file.write(b"partial")
+            kernelarc_oracle_tensors.write_atomically(path, [b"whole"])
+            with open(path, "rb") as file:
+                self.assertEqual(file.read(), b"whole")
+            self.assertFalse(os.path.exists(dead))
+            self.assertTrue(os.path.exists(alive))
+            self.assertTrue(os.path.exists(elsewhere))
+            self.assertTrue(os.path.exists(other_entry))
+            self.assertFalse(any(name.endswith(f"-{os.getpid()}") for name in os.listdir(directory)))
 
 
 if __name__ == "__main__":
