@@ -83,9 +83,6 @@ class ExpressionWriter {
                                                               : cond.op);
       return std::nullopt;
     }
-    static const std::map<std::string, const char*, std::less<>> symbols = {
-        {"lt", " < "},  {"le", " <= "}, {"gt", " > "},
-        {"ge", " >= "}, {"eq", " == "}, {"ne", " != "}};
     std::string text = "where(";
     // A comparison binds more loosely than any operator, so its sides need no parentheses.
     const auto add = [&](const Term& operand, const char* separator) {
@@ -93,7 +90,8 @@ class ExpressionWriter {
       if (written) text += written->text + separator;
       return written.has_value();
     };
-    if (!add(*cond.args[0], symbols.at(cond.op)) || !add(*cond.args[1], ", ")) return std::nullopt;
+    const std::string compare = fmt::format(" {} ", comparison_symbol(cond.op));
+    if (!add(*cond.args[0], compare.c_str()) || !add(*cond.args[1], ", ")) return std::nullopt;
     if (comparison) return Written{text + "1, 0)", Precedence::atom};
     if (!add(*term.args[1], ", ") || !add(*term.args[2], ")")) return std::nullopt;
     return Written{text, Precedence::atom};

@@ -493,8 +493,15 @@ bool is_elementwise_op(const std::string& op) {
   return ops.count(op) > 0 || is_comparison_op(op);
 }
 
+const char* comparison_symbol(std::string_view op) {
+  static const std::map<std::string, const char*, std::less<>> symbols = {
+      {"lt", "<"}, {"le", "<="}, {"gt", ">"}, {"ge", ">="}, {"eq", "=="}, {"ne", "!="}};
+  const auto found = symbols.find(op);
+  return found == symbols.end() ? nullptr : found->second;
+}
+
 bool is_comparison_op(std::string_view op) {
-  return op == "lt" || op == "le" || op == "gt" || op == "ge" || op == "eq" || op == "ne";
+  return comparison_symbol(op) != nullptr;
 }
 
 std::string shape_string(const std::vector<SymSize>& shape) {

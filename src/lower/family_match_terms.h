@@ -90,6 +90,8 @@ bool is_elementwise_op(const std::string& op);
 
 /// Whether `op` is a comparison (lt le gt ge eq ne), which gives a boolean.
 bool is_comparison_op(std::string_view op);
+/// A comparison's operator in the expression language ("<" for lt); nullptr for another op.
+const char* comparison_symbol(std::string_view op);
 
 /// How an element-wise operand reads its input at output element (rows..., c) of an output of
 /// shape `out_shape`; see classify_leaf.
