@@ -91,6 +91,9 @@ std::string problem_line(const BenchProblem& problem) {
                   number_cell(problem.sol_score(), 3));
   if (!problem.recognition.empty()) line += "; " + problem.recognition;
   if (!problem.solution.empty()) line += "; kernelarc: " + problem.solution;
+  if (!problem.accuracy_trades.empty())
+    line += fmt::format(" (trades accuracy, so not like for like: {})",
+                        fmt::join(problem.accuracy_trades, "; "));
   if (problem.run_id)
     line += fmt::format(" (run {}, {} candidates evaluated)", *problem.run_id, problem.evaluated);
   if (problem.seconds > 0)
@@ -105,7 +108,9 @@ Rows suite_rows(const BenchReport& report) {
   for (const BenchProblem& problem : report.problems)
     rows.push_back({problem.name, std::string(bench_status_name(problem.status)),
                     speedup_cell(problem.speedup()), number_cell(problem.sol_score(), 3),
-                    problem.solution.empty() ? "-" : problem.solution});
+                    problem.solution.empty()          ? "-"
+                    : problem.accuracy_trades.empty() ? problem.solution
+                                                      : problem.solution + " [trades accuracy]"});
   return rows;
 }
 
@@ -120,6 +125,14 @@ std::vector<std::string> summary_lines(const BenchReport& report) {
       fmt::format("fast_1.0: {:.3f}  fast_1.2: {:.3f}", s.fast_1_0, s.fast_1_2),
       fmt::format("mean SOL score: {} (over {} problems with a score)",
                   number_cell(s.mean_sol_score, 3), s.sol_scored)};
+  if (report.keep_accuracy) {
+    lines.push_back("like for like: --keep-accuracy searched no knob value that trades accuracy");
+  } else if (s.trading_accuracy > 0) {
+    lines.push_back(fmt::format(
+        "not like for like: {} winner(s) trade accuracy the reference keeps (marked [trades "
+        "accuracy]); --keep-accuracy benches without them",
+        s.trading_accuracy));
+  }
   if (!report.remaining.empty())
     lines.push_back(fmt::format("remaining: {} problem(s) not benched yet: {}",
                                 report.remaining.size(), fmt::join(report.remaining, ", ")));
@@ -213,6 +226,7 @@ OrderedJson problem_json(const BenchProblem& problem) {
       {"status", std::string(bench_status_name(problem.status))},
       {"note", problem.note},
       {"solution", problem.solution},
+      {"accuracy_trades", problem.accuracy_trades},
       {"run_id", problem.run_id ? OrderedJson(*problem.run_id) : OrderedJson(nullptr)},
       {"evaluated", problem.evaluated},
       {"seconds", problem.seconds},
@@ -242,6 +256,8 @@ BenchProblem problem_from_json(const OrderedJson& json) {
   problem.status = status_from_name(json.at("status").get<std::string>());
   problem.note = json.at("note").get<std::string>();
   problem.solution = json.at("solution").get<std::string>();
+  problem.accuracy_trades =  // absent before it existed
+      json.value("accuracy_trades", std::vector<std::string>{});
   if (!json.at("run_id").is_null()) problem.run_id = json.at("run_id").get<int64_t>();
   problem.evaluated = json.at("evaluated").get<int64_t>();
   problem.seconds = json.at("seconds").get<double>();
@@ -373,6 +389,7 @@ BenchSummary summarize_bench(const std::vector<BenchProblem>& problems) {
         ++s.failed;
         break;
     }
+    s.trading_accuracy += !problem.accuracy_trades.empty();
     // Correct = kernelarc passed everywhere with a baseline to compare: the speedup exists.
     const bool served =
         problem.status != BenchStatus::NoTemplate && problem.status != BenchStatus::NotServed;
@@ -409,6 +426,7 @@ OrderedJson bench_to_json(const BenchReport& report) {
                       {"budget", report.budget},
                       {"rounds", report.rounds},
                       {"workloads", report.workloads},
+                      {"keep_accuracy", report.keep_accuracy},
                       {"summary",
                        {{"problems", s.problems},
                         {"won", s.won},
@@ -422,7 +440,8 @@ OrderedJson bench_to_json(const BenchReport& report) {
                         {"fast_1.0", s.fast_1_0},
                         {"fast_1.2", s.fast_1_2},
                         {"mean_sol_score", optional_number(s.mean_sol_score)},
-                        {"sol_scored", s.sol_scored}}},
+                        {"sol_scored", s.sol_scored},
+                        {"trading_accuracy", s.trading_accuracy}}},
                       {"remaining", report.remaining},
                       {"problems", OrderedJson::array()}};
   for (const BenchProblem& problem : report.problems)
@@ -444,6 +463,7 @@ BenchReport bench_from_json(const OrderedJson& json, const std::string& where) {
     report.budget = json.at("budget").get<int64_t>();
     report.rounds = json.at("rounds").get<int>();
     report.workloads = json.at("workloads").get<std::vector<std::string>>();
+    report.keep_accuracy = json.value("keep_accuracy", false);  // absent before it existed
     report.remaining = json.at("remaining").get<std::vector<std::string>>();
     for (const OrderedJson& problem : json.at("problems"))
       report.problems.push_back(problem_from_json(problem));
@@ -467,9 +487,10 @@ std::string bench_markdown(const BenchReport& report) {
   out << fmt::format("- started: {}; updated: {}\n- command: `{}`\n", report.started,
                      report.updated, report.command);
   out << fmt::format(
-      "- budget: {} candidates per problem; {} interleaved rounds; workloads: {}\n", report.budget,
-      report.rounds,
-      report.workloads.empty() ? "all" : fmt::format("{}", fmt::join(report.workloads, " ")));
+      "- budget: {} candidates per problem; {} interleaved rounds; workloads: {}{}\n",
+      report.budget, report.rounds,
+      report.workloads.empty() ? "all" : fmt::format("{}", fmt::join(report.workloads, " ")),
+      report.keep_accuracy ? "; --keep-accuracy" : "");
   out << "\nTimes in ms: median (95% interval) pooled over the rounds. Speedup: the faster of "
          "PyTorch eager and torch.compile over kernelarc. SOL score: 1 / (1 + (T_k - T_SOL) / "
          "(T_b - T_SOL)).\n\n## Summary\n\n";

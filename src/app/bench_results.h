@@ -66,6 +66,9 @@ struct BenchProblem {
   BenchStatus status = BenchStatus::Failed;
   std::string note;      ///< why it failed, or where kernelarc's solution came from
   std::string solution;  ///< kernelarc's winner in words (template and point)
+  /// "KNOB=value: what is given up" for each knob value of the winner that trades accuracy the
+  /// reference keeps (synth/knob.h): its speedup is then not like for like.
+  std::vector<std::string> accuracy_trades;
   std::optional<int64_t> run_id;
   int64_t evaluated = 0;  ///< candidates the run evaluated
   double seconds = 0;     ///< this problem's share of the bench, search included
@@ -99,6 +102,7 @@ struct BenchSummary {
   double fast_1_2 = 0;                    ///< and > 1.2
   std::optional<double> mean_sol_score;   ///< over the problems with a score
   int sol_scored = 0;
+  int trading_accuracy = 0;  ///< problems whose winner trades accuracy
 };
 
 BenchSummary summarize_bench(const std::vector<BenchProblem>& problems);
@@ -115,6 +119,7 @@ struct BenchReport {
   int64_t budget = 0;
   int rounds = 0;
   std::vector<std::string> workloads;  ///< --workloads (empty: all)
+  bool keep_accuracy = false;          ///< --keep-accuracy: no winner trades accuracy
   std::vector<BenchProblem> problems;  ///< finished ones, in suite order
   std::vector<std::string> remaining;  ///< not yet benched (a --wall-time stop)
 };

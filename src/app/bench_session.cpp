@@ -57,7 +57,8 @@ std::optional<Run> matching_run(Database& db, const OptimizeSession& session) {
     if (stored.value("options", nlohmann::json()) == options &&
         stored.value("guard", nlohmann::json()) == config["guard"] &&
         stored.value("workloads", nlohmann::json()) == config["workloads"] &&
-        stored.value("baseline", nlohmann::json()) == config["baseline"])
+        stored.value("baseline", nlohmann::json()) == config["baseline"] &&
+        stored.value("keep_accuracy", false) == config.value("keep_accuracy", false))
       return *run;
   }
   return std::nullopt;
@@ -161,6 +162,7 @@ class ProblemBench {
       // A bench measures the search from a cold start: no skills in, none recorded.
       optimize.no_skills = true;
       optimize.allow_no_template = true;
+      optimize.keep_accuracy = options_.keep_accuracy;
       optimize.guard = options_.guard;
       // The side-by-side rounds below time PyTorch afresh; timing it in the search's finals
       // too would cost a second torch.compile per problem for figures nobody reads.
@@ -176,6 +178,7 @@ class ProblemBench {
         result.run_id = winner.run_id;
         result.evaluated = winner.evaluated;
         result.solution = winner.label;
+        if (winner.solution) result.accuracy_trades = solution_accuracy_trades(*winner.solution);
         result.note = winner.solution ? winner.how : winner.how + ": no candidate passed the guard";
       }
       // A problem no template serves has nothing of kernelarc's to compare the baselines with:
@@ -326,12 +329,13 @@ BenchReport resumed_report(const std::filesystem::path& path, const BenchOptions
   text << file.rdbuf();
   BenchReport report = bench_from_json(parse_json_text(text.str(), path.string()), path.string());
   if (report.device != options.guard.device || report.budget != options.budget ||
-      report.rounds != options.rounds || report.workloads != options.guard.workloads)
+      report.rounds != options.rounds || report.workloads != options.guard.workloads ||
+      report.keep_accuracy != options.keep_accuracy)
     throw InputError(fmt::format(
-        "--resume: {} was benched on {} with budget {}, {} rounds and workloads [{}]; rerun with "
-        "those or without --resume to start over",
+        "--resume: {} was benched on {} with budget {}, {} rounds, workloads [{}] and {} "
+        "--keep-accuracy; rerun with those or without --resume to start over",
         path.string(), report.device, report.budget, report.rounds,
-        fmt::join(report.workloads, " ")));
+        fmt::join(report.workloads, " "), report.keep_accuracy ? "with" : "without"));
   return report;
 }
 
@@ -382,6 +386,7 @@ BenchOutcome run_bench_session(const BenchOptions& options, const BenchOutput& o
   report.budget = options.budget;
   report.rounds = options.rounds;
   report.workloads = options.guard.workloads;
+  report.keep_accuracy = options.keep_accuracy;
 
   std::vector<const SuiteProblem*> todo;
   for (const SuiteProblem& problem : suite) {

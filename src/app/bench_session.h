@@ -33,6 +33,7 @@ struct BenchOptions {
   std::optional<double> wall_time_s;  ///< start no new problem after this (one is benched)
   int rounds = 3;                     ///< interleaved side-by-side rounds (and the search's)
   bool baselines_always = false;      ///< time PyTorch for unserved problems too
+  bool keep_accuracy = false;         ///< search no knob value that trades accuracy
   std::string command;                ///< the invocation, as the report records it
   GuardFlags guard;
 };

@@ -84,6 +84,7 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
                        flags_.search_trials, resumed->id);
     flags_.guard.workloads = resumed->config.value("workloads", std::vector<std::string>{});
     flags_.baseline = resumed->config.value("baseline", std::string());
+    flags_.keep_accuracy = resumed->config.value("keep_accuracy", false);
   }
   devices_ = search_devices(flags_.devices.empty() ? flags_.guard.device : flags_.devices,
                             flags_.cpu_workers);
@@ -97,6 +98,7 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
   setup_options.extra_files = read_extra_files(flags_.files);
   setup_options.baseline = flags_.baseline;
   setup_options.require_templates = synth.code.empty() && !flags_.allow_no_template;
+  setup_options.keep_accuracy = flags_.keep_accuracy;
   if (setup_options.require_templates && !recognition_.served())
     throw InputError(
         fmt::format("{}: nothing to search: {}", flags_.problem_dir, recognition_.reason));
@@ -148,6 +150,7 @@ OptimizeSession::OptimizeSession(OptimizeFlags flags, const Run* resumed,
       {"guard", guard_config(flags_.guard, flags_.search_trials)},
       {"workloads", flags_.guard.workloads.empty() ? std::vector<std::string>{} : uuids},
       {"baseline", flags_.baseline},
+      {"keep_accuracy", flags_.keep_accuracy},
       {"skill_hints", skill_hints_to_json(target_.skill_hints)}};
   evaluator_ = std::make_unique<GuardEvaluator>(search_->guard(), final_guard_->guard(), problem,
                                                 workloads_, hardware);

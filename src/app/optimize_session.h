@@ -58,6 +58,8 @@ struct OptimizeFlags {
   int final_rounds = OptimizeOptions{}.final_rounds;
   int search_trials = 3;
   bool no_skills = false;
+  /// Leave out knob values that trade accuracy the reference keeps (SearchSetupOptions).
+  bool keep_accuracy = false;
   double wall_time_s = 0;
   std::string out;
   std::string baseline;

@@ -164,10 +164,11 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
     }
     const auto& latency = *trace.latency_ms;
     const auto baseline = trace.baseline_ms();
+    const bool trades = !winner.bound->space().space().accuracy_trades(winner.point).empty();
     std::vector<std::string> row{
         format_axes(axes),
         winner.template_name,
-        format_knob_point(winner.point),
+        format_knob_point(winner.point) + (trades ? " [trades accuracy]" : ""),
         fmt::format("{:.4f}", latency.median),
         fmt::format("{:.4f}-{:.4f}", latency.ci_low, latency.ci_high),
         ms(trace.sol_ms),
@@ -192,8 +193,9 @@ bool sweep_problem(const std::string& dir, const std::vector<KernelTemplate>& li
 }  // namespace
 
 int run_template_sweep(const SweepFlags& flags) {
-  const auto library = load_template_library(
-      flags.root.empty() ? default_template_root() : std::filesystem::path(flags.root));
+  auto library = load_template_library(flags.root.empty() ? default_template_root()
+                                                          : std::filesystem::path(flags.root));
+  if (flags.keep_accuracy) keep_accuracy(library);
   GuardFlags fast_flags = flags.guard;
   fast_flags.no_baseline = true;
   fast_flags.json_path.clear();

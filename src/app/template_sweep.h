@@ -26,6 +26,7 @@ struct SweepFlags {
   KnobPoint pinned;
   int random_points = 8;
   uint64_t seed = 1;
+  bool keep_accuracy = false;  ///< no knob value that trades accuracy
   GuardFlags guard;
 };
 

@@ -79,6 +79,9 @@ CommandRunner add_bench_command(CLI::App& app) {
   cmd->add_flag("--plain", flags->plain, "line output even on a terminal");
   cmd->add_flag("--baselines-always", options.baselines_always,
                 "time PyTorch even for a problem that no family or template serves");
+  cmd->add_flag("--keep-accuracy", options.keep_accuracy,
+                "search no knob value that gives up accuracy the reference keeps (fast FP8 "
+                "accumulation): like-for-like speedups");
   add_guard_flags(*cmd, options.guard);
   // Bench writes its own files and always times the baselines.
   cmd->remove_option(cmd->get_option("--json"));

@@ -114,6 +114,11 @@ void print_summary(const OptimizeSummary& summary, const Problem& problem, std::
   }
   out << fmt::format("winner: candidate {} ({}, found by {})\n", winner.candidate_id, winner.label,
                      winner.agent);
+  if (const auto trades = solution_accuracy_trades(winner.solution); !trades.empty())
+    out << fmt::format(
+        "the winner trades accuracy the reference keeps, so its speed is not like for like: {} "
+        "(--keep-accuracy searches without such values)\n",
+        fmt::join(trades, "; "));
   table.print(out);
   if (bound_beaten) out << "the winner is " << kSolBoundBeatenAdvice << '\n';
   const std::string largest_uuid = largest_workload(problem.workloads).uuid;
@@ -253,6 +258,9 @@ CommandRunner add_optimize_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--no-skills", flags->no_skills,
                 "neither start from the skills of earlier runs nor record this run's");
+  cmd->add_flag("--keep-accuracy", flags->keep_accuracy,
+                "search no knob value that gives up accuracy the reference keeps (fast FP8 "
+                "accumulation), so that the winner's speed is like for like");
   cmd->add_option("--wall-time", flags->wall_time_s, "stop proposing after this many seconds");
   cmd->add_option("--out", flags->out, "where the winner goes (default WORKSPACE/runs/ID)");
   cmd->add_option("--baseline,--parent", flags->baseline,

@@ -154,6 +154,9 @@ int run_try(const TemplatesFlags& flags) {
   }
   const Solution solution = bound.instantiate(point, read_extra_files(flags.files));
   std::cout << fmt::format("template {} at {}\n", kernel->name, format_knob_point(point));
+  for (const std::string& trade : solution_accuracy_trades(solution))
+    std::cout << "this point trades accuracy the reference keeps (not like for like): " << trade
+              << '\n';
   if (!flags.export_dir.empty()) {
     std::filesystem::create_directories(flags.export_dir);
     const auto path = std::filesystem::path(flags.export_dir) / "solution.json";
@@ -216,6 +219,8 @@ CommandRunner add_templates_command(CLI::App& app) {
   sweep_cmd->add_option(
       "--knobs", *pinned_text,
       "K=V,...: only points with these values, the other knobs swept around them");
+  sweep_cmd->add_flag("--keep-accuracy", sweep->keep_accuracy,
+                      "no knob value that gives up accuracy the reference keeps");
   add_guard_flags(*sweep_cmd, sweep->guard);
   return [flags, sweep, list, sweep_cmd, pinned_text] {
     if (list->parsed()) return run_list(*flags);

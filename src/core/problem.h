@@ -165,6 +165,9 @@ Solution parse_solution(const OrderedJson& json, const std::string& where,
                         const std::filesystem::path& base_dir);
 /// SOL-ExecBench form, sources inline.
 OrderedJson solution_to_json(const Solution& solution);
+/// kernelarc.trades_accuracy: "KNOB=value: what is given up" for each knob value of a template
+/// solution that gives up accuracy the reference keeps (synth/knob.h); empty for most.
+std::vector<std::string> solution_accuracy_trades(const Solution& solution);
 
 /// Every axis value for a workload: const, var (from the workload) and expr (evaluated in
 /// dependency order). Throws InputError on a missing or negative value, a cyclic or failing

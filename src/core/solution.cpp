@@ -64,6 +64,8 @@ void check_extension(const OrderedJson& ext, std::string_view where) {
   if (const OrderedJson* workspace = find_optional(ext, "workspace_bytes")) {
     check_size_expr(*workspace, where, "kernelarc.workspace_bytes");
   }
+  if (const OrderedJson* trades = find_optional(ext, "trades_accuracy"))
+    expect_string_list(*trades, where, "kernelarc.trades_accuracy");
   const OrderedJson* launch = find_optional(ext, "launch");
   if (launch == nullptr) return;
   expect_object(*launch, where, "kernelarc.launch");
@@ -229,6 +231,13 @@ OrderedJson solution_to_json(const Solution& solution) {
   json["sources"] = std::move(sources);
   if (solution.ext.is_object() && !solution.ext.empty()) json["kernelarc"] = solution.ext;
   return json;
+}
+
+std::vector<std::string> solution_accuracy_trades(const Solution& solution) {
+  if (!solution.ext.is_object()) return {};
+  const auto trades = solution.ext.find("trades_accuracy");
+  if (trades == solution.ext.end()) return {};
+  return trades->get<std::vector<std::string>>();
 }
 
 }  // namespace kernelarc

@@ -26,6 +26,7 @@ SearchSetup::SearchSetup(Problem problem, SearchSetupOptions options)
   const std::filesystem::path& problem_dir = problem_.dir;
   library_ = load_template_library(options_.template_root.empty() ? default_template_root()
                                                                   : options_.template_root);
+  if (options_.keep_accuracy) keep_accuracy(library_);
   const DeviceKind target = backend_for(options_.device).kind();
   matches_ = match_templates(library_, problem_, target);
   const bool any = std::any_of(matches_.begin(), matches_.end(),

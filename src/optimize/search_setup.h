@@ -25,6 +25,9 @@ struct SearchSetupOptions {
   /// false when a code synthesizer writes programs: a problem no template serves is then
   /// searched too.
   bool require_templates = true;
+  /// Leave out the knob values that trade accuracy the reference keeps (synth/knob.h), so that
+  /// the winner's speed is like for like with the baselines'.
+  bool keep_accuracy = false;
 };
 
 /// The bundled solution a problem is measured against: `choice` when given ("none" = none),

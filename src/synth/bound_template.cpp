@@ -237,6 +237,9 @@ Solution BoundTemplate::instantiate(const KnobPoint& point,
   OrderedJson ext = OrderedJson::object();
   const std::map<std::string, int64_t> defines = knob_defines(point);
   ext["knobs"] = defines;
+  // Carried with the solution, so that every report of it (bench rows, exports) can say so.
+  if (auto trades = space_.space().accuracy_trades(point); !trades.empty())
+    ext["trades_accuracy"] = std::move(trades);
   if (!launch_.is_null()) ext["launch"] = launch_;
   if (!kernel_->arch.empty()) ext["arch"] = kernel_->arch;
   if (kernel_->workspace_bytes.is_string()) {

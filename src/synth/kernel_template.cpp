@@ -131,6 +131,10 @@ std::vector<KernelTemplate> load_template_library(const fs::path& root) {
   return templates;
 }
 
+void keep_accuracy(std::vector<KernelTemplate>& library) {
+  for (KernelTemplate& kernel : library) kernel.knobs = kernel.knobs.keeping_accuracy();
+}
+
 fs::path default_template_root() {
   if (const char* root = std::getenv("KERNELARC_TEMPLATES"); root && *root) return root;
   return data_dir() / "templates";

@@ -68,6 +68,10 @@ KernelTemplate load_template(const std::filesystem::path& dir,
 /// shared files. InputError on a malformed template or a duplicate name.
 std::vector<KernelTemplate> load_template_library(const std::filesystem::path& root);
 
+/// Leaves out of every template's space the knob values that trade accuracy the reference keeps
+/// (KnobSpace::keeping_accuracy): `--keep-accuracy`.
+void keep_accuracy(std::vector<KernelTemplate>& library);
+
 /// The bundled library: $KERNELARC_TEMPLATES, else data_dir()/templates (core/paths.h).
 std::filesystem::path default_template_root();
 

@@ -266,4 +266,32 @@ Knob& Knob::with_roles(std::vector<std::string> roles) {
   return *this;
 }
 
+bool Knob::trades_accuracy_at(uint64_t index) const {
+  return std::binary_search(accuracy_trades_.begin(), accuracy_trades_.end(), index);
+}
+
+Knob& Knob::with_accuracy_trades(const std::vector<KnobValue>& values, std::string note) {
+  std::vector<uint64_t> indices;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::string field = "values[" + std::to_string(i) + "]";
+    const std::optional<uint64_t> index = index_of(values[i]);
+    if (!index) {
+      throw KnobDomainError(
+          field, "expected " + describe_domain() + ", got " + knob_value_text(values[i]));
+    }
+    if (std::find(indices.begin(), indices.end(), *index) != indices.end())
+      throw KnobDomainError(field, "duplicate value " + knob_value_text(values[i]));
+    if (*index == default_index_) {
+      throw KnobDomainError("values", "the default " + knob_value_text(values[i]) +
+                                          " cannot trade accuracy: the default point is the "
+                                          "like-for-like one");
+    }
+    indices.push_back(*index);
+  }
+  std::sort(indices.begin(), indices.end());
+  accuracy_trades_ = std::move(indices);
+  accuracy_note_ = std::move(note);
+  return *this;
+}
+
 }  // namespace kernelarc

@@ -5,7 +5,10 @@
 // previous/next index is the previous/next value; an enum keeps its declaration order.
 //
 // A knob may also name its roles, the kinds of optimisation it tunes (knob_role_names()), so
-// that a strategy-specialised search agent can be limited to, say, the memory knobs.
+// that a strategy-specialised search agent can be limited to, say, the memory knobs, and the
+// values at which it gives up accuracy the PyTorch reference keeps (fast FP8 accumulation): such
+// a point passes the guard's tolerance, yet its speed is not like for like with the baselines',
+// so every report names it and `--keep-accuracy` leaves it out of the search.
 #pragma once
 
 #include <cstdint>
@@ -85,6 +88,17 @@ class Knob {
   /// knob_role_names() or one given twice; the knob is unchanged then.
   Knob& with_roles(std::vector<std::string> roles);
 
+  /// Whether the value at `index` gives up accuracy the reference keeps.
+  bool trades_accuracy_at(uint64_t index) const;
+  /// Domain indices of the values that trade accuracy, ascending; empty for most knobs.
+  const std::vector<uint64_t>& accuracy_trades() const { return accuracy_trades_; }
+  /// What is given up there, in words ("FP8 partial sums never promoted to float32").
+  const std::string& accuracy_note() const { return accuracy_note_; }
+  /// Marks `values` as trading accuracy, with `note` saying how. KnobDomainError on field
+  /// "values[i]" for a value outside the domain or given twice, and on "values" for the default
+  /// (the default point is the like-for-like one); the knob is unchanged then.
+  Knob& with_accuracy_trades(const std::vector<KnobValue>& values, std::string note);
+
  private:
   Knob(std::string name, KnobType type) : name_(std::move(name)), type_(type) {}
   void set_default(const std::optional<KnobValue>& value);
@@ -98,6 +112,8 @@ class Knob {
   std::vector<std::string> labels_;  // Enum
   uint64_t default_index_ = 0;
   std::vector<std::string> roles_;
+  std::vector<uint64_t> accuracy_trades_;
+  std::string accuracy_note_;
 };
 
 }  // namespace kernelarc

@@ -62,6 +62,28 @@ KnobPoint KnobSpace::default_with(const KnobPoint& values) const {
   return point;
 }
 
+std::vector<std::string> KnobSpace::accuracy_trades(const KnobPoint& point) const {
+  std::vector<std::string> trades;
+  for (const Knob& knob : knobs_) {
+    const auto found = point.find(knob.name());
+    if (found == point.end()) continue;
+    const std::optional<uint64_t> index = knob.index_of(found->second);
+    if (index && knob.trades_accuracy_at(*index)) {
+      trades.push_back(knob.name() + "=" + knob_value_text(found->second) + ": " +
+                       knob.accuracy_note());
+    }
+  }
+  return trades;
+}
+
+KnobSpace KnobSpace::keeping_accuracy() const {
+  std::vector<std::string> constraints = constraints_;
+  for (const Knob& knob : knobs_)
+    for (const uint64_t index : knob.accuracy_trades())
+      constraints.push_back(knob.name() + " != " + std::to_string(knob.expr_value_at(index)));
+  return KnobSpace(knobs_, std::move(constraints));
+}
+
 KnobPoint KnobSpace::point_at(const KnobCoords& coords) const {
   KnobPoint point;
   for (std::size_t i = 0; i < knobs_.size(); ++i)

@@ -5,8 +5,13 @@
 //              "VEC": {"type": "int_set", "values": [1, 2, 4]},
 //              "TILE_K": {"type": "int_range", "min": 8, "max": 64, "step": 8},
 //              "LAYOUT": {"type": "enum", "values": ["row", "col"], "default": "row"},
-//              "UNROLL": {"type": "bool", "default": true}},
+//              "UNROLL": {"type": "bool", "default": true},
+//              "FAST_ACCUM": {"type": "bool", "default": false,
+//                             "trades_accuracy": {"values": [true], "note": "..."}}},
 //    "constraints": ["BLOCK_THREADS * VEC <= 4096", "N % (BLOCK_THREADS * VEC) == 0"]}
+//
+// "trades_accuracy" names the values at which a knob gives up accuracy the reference keeps, and
+// says what in "note" (synth/knob.h); never the default.
 //
 // Constraints use core/expr.h; a knob appears in them as its integer value, an enum as its index
 // and a bool as 0/1. Anything else an expression names must be a problem axis.
@@ -60,6 +65,13 @@ class KnobSpace {
   /// The variables constraints see at `coords` (knob values as in the header comment) on top
   /// of `axes`.
   AxisValues expr_variables_at(const KnobCoords& coords, const AxisValues& axes) const;
+
+  /// "KNOB=value: note" for each knob whose value in `point` trades accuracy (in knob order);
+  /// empty for a like-for-like point. Knobs the point lacks are skipped.
+  std::vector<std::string> accuracy_trades(const KnobPoint& point) const;
+  /// This space less every value that trades accuracy (as constraints, so that a point naming
+  /// one is reported as failing "FAST_ACCUM != 1").
+  KnobSpace keeping_accuracy() const;
 
  private:
   std::vector<Knob> knobs_;

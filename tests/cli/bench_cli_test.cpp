@@ -2,7 +2,8 @@
 // says how many remain, --resume finishes the rest and a further --resume measures nothing;
 // bench.json carries every per-workload, per-problem and summary field; a rerun without
 // --resume reuses the finished optimize runs instead of searching again, and refuses a report
-// whose rows another machine measured; an unknown --problems name is an input error naming it.
+// whose rows another machine measured or whose --keep-accuracy differs; an unknown --problems name
+// is an input error naming it.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -95,6 +96,13 @@ TEST_F(BenchCli, WallTimeChunkThenResumeCompletesAndRerunReusesTheRuns) {
   EXPECT_NE(refused.output.find("benched on Another Processor (64 cores)"), std::string::npos)
       << refused.output;
   std::ofstream(dir_ / "out" / "bench.json") << json.dump();
+  // Nor are rows searched with accuracy trades allowed continued like for like (or back).
+  EXPECT_EQ(json["keep_accuracy"], false);
+  const auto like_for_like = bench(" --resume --keep-accuracy");
+  EXPECT_NE(like_for_like.exit_code, 0);
+  EXPECT_NE(like_for_like.output.find("and without --keep-accuracy; rerun with those"),
+            std::string::npos)
+      << like_for_like.output;
 
   const auto second = bench(" --resume");
   ASSERT_EQ(second.exit_code, 0) << second.output;
@@ -150,6 +158,7 @@ TEST_F(BenchCli, WallTimeChunkThenResumeCompletesAndRerunReusesTheRuns) {
     EXPECT_GT(problem["search_seconds"].get<double>(), 0);
     EXPECT_LT(problem["search_seconds"].get<double>(), problem["seconds"].get<double>());
     EXPECT_FALSE(problem["solution"].get<std::string>().empty());
+    EXPECT_EQ(problem["accuracy_trades"], nlohmann::json::array());  // no CPU knob trades any
     EXPECT_TRUE(problem["speedup"]["value"].is_number());
     EXPECT_TRUE(problem.contains("sol_score"));
     ASSERT_EQ(problem["workloads"].size(), 1u);

@@ -216,7 +216,8 @@ TEST_F(OptimizeCli, InterruptedDuringTheReferenceDrawStopsAtOnceAndResumes) {
   const fs::path log = dir_ / "optimize.log";
   const std::string workspace_flag = " --workspace " + workspace.string();
   const std::string command = std::string(KERNELARC_BINARY) + " optimize " + problem.string() +
-                              " --budget 2 --workloads 9a7d2c84" + workspace_flag + kQuickChecks;
+                              " --budget 2 --workloads 9a7d2c84 --keep-accuracy" + workspace_flag +
+                              kQuickChecks;
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -271,6 +272,8 @@ TEST_F(OptimizeCli, InterruptedDuringTheReferenceDrawStopsAtOnceAndResumes) {
   EXPECT_EQ(run_row.status, kernelarc::RunStatus::Finished);
   EXPECT_EQ(store.database().budget_of(run_row.id).used, 3);
   EXPECT_TRUE(store.database().unevaluated_candidates(run_row.id).empty());
+  // The resume, given no --keep-accuracy, kept the run's.
+  EXPECT_EQ(run_row.config.value("keep_accuracy", false), true) << run_row.config.dump();
 }
 
 // Two CPU workers, each on its own cores, measure at once; killed with evaluations in flight,

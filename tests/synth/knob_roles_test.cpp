@@ -101,7 +101,8 @@ TEST(KnobRoles, SpecErrorsNameTheField) {
   EXPECT_EQ(error_of(R"({"knobs": {"B": {"type": "bool", "roles": [1]}}})"),
             "k.json: knobs.B.roles[0]: expected string, got integer 1");
   EXPECT_EQ(error_of(R"({"knobs": {"B": {"type": "bool", "role": ["memory"]}}})"),
-            "k.json: knobs.B.role: unknown field (expected one of type, default, roles)");
+            "k.json: knobs.B.role: unknown field (expected one of type, default, roles, "
+            "trades_accuracy)");
 }
 
 TEST(KnobRoles, EveryShippedKnobHasItsRoles) {

@@ -304,8 +304,10 @@ TEST(KnobSpec, MalformedFilesNameTheFileAndField) {
             where + "knobs.B.type: missing required field");
   EXPECT_EQ(error_of(R"({"knobs": {"N": {"type": "bool"}}})", std::set<std::string>{"N"}),
             where + "knobs.N: a knob cannot be named like the problem axis 'N'");
-  EXPECT_EQ(error_of(R"({"knobs": {"B": {"type": "bool", "step": 2}}})"),
-            where + "knobs.B.step: unknown field (expected one of type, default, roles)");
+  EXPECT_EQ(
+      error_of(R"({"knobs": {"B": {"type": "bool", "step": 2}}})"),
+      where +
+          "knobs.B.step: unknown field (expected one of type, default, roles, trades_accuracy)");
   EXPECT_NE(error_of(R"({"knobs": {}, "constraints": ["1 +"]})").find(where + "constraints[0]: "),
             std::string::npos);
   EXPECT_NE(error_of(R"({"knobs": )").find(where + "invalid JSON"), std::string::npos);
