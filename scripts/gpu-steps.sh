@@ -17,7 +17,9 @@
 #                                        KNOBS), best first
 #   bench:P1,P2,...:BUDGET:SECONDS       kernelarc bench problems/cuda --problems ... --budget
 #                                        BUDGET --workloads largest, resumed from $BENCH_FROM
-#                                        (a bench.json of an earlier call) when it is set
+#                                        (a bench.json of an earlier call) when it is set;
+#                                        BENCH_ARGS adds flags (e.g. --keep-accuracy), and
+#                                        BENCH_OUT names the results folder (default bench)
 # GPU tests run at the templates' default points (KERNELARC_TEMPLATE_POINTS=default) unless the
 # environment says otherwise. BENCH_WALL (default 330) stops starting new bench problems;
 # BASELINE_WARMUP_LIMIT (default 120) is the bench's --baseline-warmup-limit.
@@ -64,7 +66,7 @@ for step in "$@"; do
       status=$?
       excerpt=$(tail -30 "$log") ;;
     bench)
-      results=$out/bench
+      results=$out/${BENCH_OUT:-bench}
       mkdir -p "$results"
       if [ -n "${BENCH_FROM:-}" ] && [ -f "$BENCH_FROM" ] && [ ! -f "$results/bench.json" ]; then
         cp "$BENCH_FROM" "$results/bench.json"
@@ -72,10 +74,12 @@ for step in "$@"; do
       resume=()
       [ -f "$results/bench.json" ] && resume=(--resume)
       log=$results/bench-$began.log
+      # shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
       timeout "$third" "$build/kernelarc" bench problems/cuda --problems "$first" \
         --budget "$second" --workloads largest --device cuda:0 --workspace "$workspace" \
         --out "$results" --plain --wall-time "${BENCH_WALL:-330}" \
-        --baseline-warmup-limit "${BASELINE_WARMUP_LIMIT:-120}" "${resume[@]}" > "$log" 2>&1
+        --baseline-warmup-limit "${BASELINE_WARMUP_LIMIT:-120}" "${resume[@]}" ${BENCH_ARGS:-} \
+        > "$log" 2>&1
       status=$?
       excerpt=$(tail -30 "$log") ;;
     *)
