@@ -46,6 +46,9 @@ inline constexpr double kLaunchSlackUs = 3.0;
 inline constexpr double kLaunchBoundShare = 0.5;
 /// A launch share worth a fusion hint.
 inline constexpr double kLaunchNoticeShare = 0.2;
+/// A measured gap between a call's kernels this many launch latencies long is host work between
+/// the launches (a library call's setup, a synchronisation), which fusing would not remove.
+inline constexpr double kHostGapLaunches = 4.0;
 inline constexpr double kLowOccupancy = 0.5;
 /// A kernel with less of the call's kernel time than this is not the one to blame: a router
 /// or a combine step beside a grouped GEMM may have poor occupancy and cost nothing.

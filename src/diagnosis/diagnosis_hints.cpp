@@ -171,20 +171,29 @@ void add_latency_hints(AdviceBuilder& advice, const Diagnosis& d,
   }
 }
 
-// No template has a knob that merges kernels or launches, so these rules suggest none.
+// No template has a knob that merges kernels or launches, so these rules suggest none. Gaps far
+// longer than a launch are host time between the launches, which fusing would not remove.
 void add_launch_hints(AdviceBuilder& advice, const Diagnosis& d) {
   const bool launch_matters =
       d.bottleneck == Bottleneck::Launch || d.launch_share.value_or(0) >= kLaunchNoticeShare;
   if (!launch_matters) return;
   if (d.kernels_per_call > 1) {
     const int saved = d.kernels_per_call - 1;
+    const double gaps_us = d.launch_share.value_or(0) * *d.median_us;
+    if (!d.launch_share_estimated && gaps_us / saved >= kHostGapLaunches * kLaunchLatencyUs) {
+      advice.hint(fmt::format(
+          "{} kernels per call with ~{:.3g} us of the {:.4g} us span between them (~{:.3g} us a "
+          "gap, where a launch costs ~{:.3g} us): the GPU waits for host work between the "
+          "launches (a library call's setup, a synchronisation) or for copies and memsets; do "
+          "the host work before the first launch, or capture the call in a CUDA graph",
+          d.kernels_per_call, gaps_us, *d.median_us, gaps_us / saved, kLaunchLatencyUs));
+      return;
+    }
     advice.hint(
         fmt::format("{} kernels per call: fusing them saves ~{} launch{} (~{:.3g} us "
                     "of {:.4g} us)",
                     d.kernels_per_call, saved, saved == 1 ? "" : "es",
-                    d.launch_share_estimated ? saved * kLaunchLatencyUs
-                                             : d.launch_share.value_or(0) * *d.median_us,
-                    *d.median_us));
+                    d.launch_share_estimated ? saved * kLaunchLatencyUs : gaps_us, *d.median_us));
   } else if (d.kernels_per_call == 1 && d.bottleneck == Bottleneck::Launch) {
     advice.hint(
         fmt::format("one launch of {:.3g} us costs about a launch's fixed overhead: "

@@ -115,6 +115,35 @@ TEST(Diagnosis, LaunchShareMeasuredWhenKernelTimesAreRecorded) {
   EXPECT_NEAR(*d.launch_share, 0.3, 1e-9);
 }
 
+TEST(Diagnosis, LongMeasuredGapsAreHostWorkNotLaunches) {
+  // Two kernels busy 100 us together in a 200 us CUPTI span: one gap of 100 us, forty launch
+  // latencies, is host work between the launches (a library call), which fusing cannot save.
+  OrderedJson transpose = kernel_record("transpose_scales", 256, 256, 16, 1.0);
+  OrderedJson gemm_kernel = kernel_record("nvjet", 132, 384, 168, 0.19, "registers");
+  transpose["busy_us"] = 2.0;
+  gemm_kernel["busy_us"] = 98.0;
+  const Diagnosis host =
+      diagnose(rmsnorm(), rows(64), gpu_trace(0.200, {transpose, gemm_kernel}), gpu_calibration());
+  EXPECT_FALSE(host.launch_share_estimated);
+  EXPECT_NEAR(*host.launch_share, 0.5, 1e-9);
+  EXPECT_TRUE(has_hint(host,
+                       "2 kernels per call with ~100 us of the 200 us span between them "
+                       "(~100 us a gap, where a launch costs ~2.5 us): the GPU waits for "
+                       "host work"))
+      << all_hints(host);
+  EXPECT_FALSE(has_hint(host, "fusing them saves")) << all_hints(host);
+
+  // Gaps of about a launch each are launches: fusing is the advice.
+  transpose["busy_us"] = 5.0;
+  gemm_kernel["busy_us"] = 5.0;
+  const Diagnosis launches =
+      diagnose(rmsnorm(), rows(64), gpu_trace(0.013, {transpose, gemm_kernel}), gpu_calibration());
+  EXPECT_TRUE(
+      has_hint(launches, "2 kernels per call: fusing them saves ~1 launch (~3 us of 13 us)"))
+      << all_hints(launches);
+  EXPECT_FALSE(has_hint(launches, "host work")) << all_hints(launches);
+}
+
 TEST(Diagnosis, OccupancyLimitedKernel) {
   const double median = median_ms_at_bandwidth(rmsnorm_bytes(4096), 0.3, 4000);
   const Trace trace =
