@@ -101,7 +101,7 @@ void add_kernel_facts(Diagnosis& diagnosis, const std::vector<KernelRecord>& rec
       continue;
     }
     diagnosis.lowest_occupancy =
-        OccupancyLimit{record.name,
+        OccupancyLimit{readable_kernel_name(record.name),
                        *record.occupancy,
                        record.occupancy_limited_by,
                        record.registers_per_thread,
@@ -292,6 +292,9 @@ Diagnosis diagnose(const Definition& def, const AxisValues& axes, const Trace& t
   }
   add_kernel_facts(diagnosis, records);
   add_launch_share(diagnosis, trace, records);
+  // CUPTI's span is the call's GPU time; CUDA events also enclose the host's first launch.
+  diagnosis.kernels = kernels_summary(
+      records, trace.clock == "cupti" ? diagnosis.median_us : std::optional<double>());
   if (diagnosis.median_us && calibration) add_rates(diagnosis, def, *calibration);
   classify(diagnosis, trace, calibration, knobs);
   Advice advice = diagnosis_advice(diagnosis, def, calibration, knobs);
@@ -322,6 +325,7 @@ std::string diagnosis_text(const Diagnosis& diagnosis) {
                          : std::string(bottleneck_name(diagnosis.bottleneck)) + "-bound";
   if (!diagnosis.cause.empty()) text += " (" + diagnosis.cause + ")";
   text += ": " + diagnosis.reason;
+  if (!diagnosis.kernels.empty()) text += "\n  kernels: " + diagnosis.kernels;
   for (const std::string& hint : diagnosis.hints) text += "\n  hint: " + hint;
   for (const KnobSuggestion& suggestion : diagnosis.suggestions)
     text += "\n  suggestion: " + suggestion_text(suggestion);

@@ -132,6 +132,8 @@ struct Diagnosis {
   int64_t max_local_bytes_per_thread = 0;  ///< spills or a local array when > 0
   std::optional<double> launch_share;      ///< of the median lost to launches and gaps
   bool launch_share_estimated = false;     ///< from kernel count x kLaunchLatencyUs
+  /// What ran, slowest first (kernels_summary); empty without kernel records.
+  std::string kernels;
 
   OrderedJson to_json() const;
   /// Throws InputError "<where>: <field>: ..." on a missing or mistyped field. "suggestions"

@@ -128,7 +128,8 @@ OrderedJson Diagnosis::to_json() const {
           {"lowest_occupancy", occupancy_to_json(lowest_occupancy)},
           {"max_local_bytes_per_thread", max_local_bytes_per_thread},
           {"launch_share", optional_number(launch_share)},
-          {"launch_share_estimated", launch_share_estimated}};
+          {"launch_share_estimated", launch_share_estimated},
+          {"kernels", kernels}};
 }
 
 Diagnosis Diagnosis::from_json(const OrderedJson& json, const std::string& where) {
@@ -170,6 +171,8 @@ Diagnosis Diagnosis::from_json(const OrderedJson& json, const std::string& where
   d.launch_share = read_optional_number(json, "launch_share", where);
   d.launch_share_estimated =
       expect_bool(member("launch_share_estimated"), where, "launch_share_estimated");
+  if (const OrderedJson* kernels = find_member(json, "kernels"))  // absent before it existed
+    d.kernels = expect_string(*kernels, where, "kernels");
   return d;
 }
 

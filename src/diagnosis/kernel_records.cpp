@@ -1,6 +1,11 @@
 #include "diagnosis/kernel_records.h"
 
+#include <cxxabi.h>
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 
 #include "core/error.h"
 #include "core/json_fields.h"
@@ -75,6 +80,57 @@ std::vector<KernelRecord> kernel_records(const OrderedJson& extra, const std::st
     records.push_back(read_record((*kernels)[i], where, field_index("kernels", i)));
   }
   return records;
+}
+
+std::string readable_kernel_name(const std::string& name, std::size_t max_chars) {
+  int status = 0;
+  const std::unique_ptr<char, decltype(&std::free)> demangled(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
+  std::string text = status == 0 && demangled ? std::string(demangled.get()) : name;
+  // "ns::kernel<128, 64>(KaArgs, ...)": the template arguments say which instance; the
+  // parameters are every instance's.
+  if (status == 0 && !text.empty() && text.back() == ')') {
+    int depth = 0;
+    for (std::size_t i = text.size(); i-- > 0;) {
+      depth += text[i] == ')' ? 1 : text[i] == '(' ? -1 : 0;
+      if (depth == 0) {
+        text.resize(i);
+        break;
+      }
+    }
+  }
+  // A function template's demangled name begins with its return type, a kernel's is void.
+  if (status == 0 && text.starts_with("void ")) text.erase(0, 5);
+  if (text.size() > max_chars) text = text.substr(0, max_chars - 3) + "...";
+  return text;
+}
+
+std::string kernels_summary(const std::vector<KernelRecord>& records, std::optional<double> span_us,
+                            std::size_t listed) {
+  std::vector<const KernelRecord*> order;
+  for (const KernelRecord& record : records) order.push_back(&record);
+  std::stable_sort(order.begin(), order.end(), [](const KernelRecord* a, const KernelRecord* b) {
+    return a->busy_us.value_or(0) > b->busy_us.value_or(0);
+  });
+  std::string text;
+  double busy_us = 0;
+  bool all_busy = true;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const KernelRecord& record = *order[i];
+    all_busy = all_busy && record.busy_us.has_value();
+    busy_us += record.busy_us.value_or(0);
+    if (i == listed) {
+      text += fmt::format(", {} more", order.size() - listed);
+    } else if (i < listed) {
+      text += fmt::format("{}{} x{}", text.empty() ? "" : ", ", readable_kernel_name(record.name),
+                          record.launches);
+      if (record.busy_us) text += fmt::format(" {:.1f} us", *record.busy_us);
+    }
+  }
+  if (all_busy && span_us && !records.empty())
+    text += fmt::format("; idle between them {:.3g} us of {:.4g} us",
+                        std::max(*span_us - busy_us, 0.0), *span_us);
+  return text;
 }
 
 }  // namespace kernelarc

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "diagnosis/kernel_records.h"
 #include "diagnosis_test_support.h"
 #include "eval/speed_of_light.h"
 
@@ -142,6 +143,36 @@ TEST(Diagnosis, LongMeasuredGapsAreHostWorkNotLaunches) {
       has_hint(launches, "2 kernels per call: fusing them saves ~1 launch (~3 us of 13 us)"))
       << all_hints(launches);
   EXPECT_FALSE(has_hint(launches, "host work")) << all_hints(launches);
+}
+
+TEST(KernelRecords, ReadableNamesAndTheCallsSummary) {
+  EXPECT_EQ(
+      readable_kernel_name(
+          "_ZN6ka_moe16dgrad_act_kernelILi128ELi64ELi64ELi2ELi4ELi3ELi1EEEv6KaArgsNS_9WorkspaceEi"),
+      "ka_moe::dgrad_act_kernel<128, 64, 64, 2, 4, 3, 1>");
+  EXPECT_EQ(readable_kernel_name("_Z20ka_attention_prefill6KaArgs"), "ka_attention_prefill");
+  EXPECT_EQ(readable_kernel_name("nvjet_sm90_qqtst_128x128"), "nvjet_sm90_qqtst_128x128");
+  EXPECT_EQ(readable_kernel_name(std::string(120, 'k'), 20), std::string(17, 'k') + "...");
+
+  OrderedJson transpose = kernel_record("_Z16transpose_scalesPKfPfxi", 256, 256, 16, 1.0);
+  OrderedJson gemm_kernel = kernel_record("nvjet", 132, 384, 168, 0.19, "registers");
+  transpose["busy_us"] = 2.0;
+  gemm_kernel["busy_us"] = 98.0;
+  const Diagnosis d =
+      diagnose(rmsnorm(), rows(64), gpu_trace(0.200, {transpose, gemm_kernel}), gpu_calibration());
+  // Slowest first, the idle time from the CUPTI span, and in the text a person reads.
+  EXPECT_EQ(d.kernels,
+            "nvjet x1 98.0 us, transpose_scales x1 2.0 us; idle between them 100 us of 200 us");
+  EXPECT_NE(diagnosis_text(d).find("\n  kernels: nvjet x1 98.0 us"), std::string::npos)
+      << diagnosis_text(d);
+  EXPECT_EQ(Diagnosis::from_json(d.to_json()).kernels, d.kernels);
+  OrderedJson stored = d.to_json();
+  stored.erase("kernels");  // diagnoses stored before the field existed
+  EXPECT_EQ(Diagnosis::from_json(stored).kernels, "");
+
+  // Without busy times no idle figure; past `listed` kernels, a count.
+  const std::vector<KernelRecord> records(6, KernelRecord{.name = "k"});
+  EXPECT_EQ(kernels_summary(records, 50.0, 4), "k x1, k x1, k x1, k x1, 2 more");
 }
 
 TEST(Diagnosis, OccupancyLimitedKernel) {
