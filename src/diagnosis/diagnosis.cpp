@@ -292,9 +292,14 @@ Diagnosis diagnose(const Definition& def, const AxisValues& axes, const Trace& t
   }
   add_kernel_facts(diagnosis, records);
   add_launch_share(diagnosis, trace, records);
-  // CUPTI's span is the call's GPU time; CUDA events also enclose the host's first launch.
-  diagnosis.kernels = kernels_summary(
-      records, trace.clock == "cupti" ? diagnosis.median_us : std::optional<double>());
+  diagnosis.kernels = kernels_summary(records);
+  // The measured gaps, where the span is the call's GPU time (CUDA events also enclose the
+  // host's first launch).
+  if (!diagnosis.kernels.empty() && trace.clock == "cupti" && diagnosis.launch_share &&
+      !diagnosis.launch_share_estimated)
+    diagnosis.kernels +=
+        fmt::format("; idle between them {:.3g} us of {:.4g} us",
+                    *diagnosis.launch_share * *diagnosis.median_us, *diagnosis.median_us);
   if (diagnosis.median_us && calibration) add_rates(diagnosis, def, *calibration);
   classify(diagnosis, trace, calibration, knobs);
   Advice advice = diagnosis_advice(diagnosis, def, calibration, knobs);

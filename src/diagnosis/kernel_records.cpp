@@ -105,31 +105,19 @@ std::string readable_kernel_name(const std::string& name, std::size_t max_chars)
   return text;
 }
 
-std::string kernels_summary(const std::vector<KernelRecord>& records, std::optional<double> span_us,
-                            std::size_t listed) {
+std::string kernels_summary(const std::vector<KernelRecord>& records, std::size_t listed) {
   std::vector<const KernelRecord*> order;
   for (const KernelRecord& record : records) order.push_back(&record);
   std::stable_sort(order.begin(), order.end(), [](const KernelRecord* a, const KernelRecord* b) {
     return a->busy_us.value_or(0) > b->busy_us.value_or(0);
   });
   std::string text;
-  double busy_us = 0;
-  bool all_busy = true;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const KernelRecord& record = *order[i];
-    all_busy = all_busy && record.busy_us.has_value();
-    busy_us += record.busy_us.value_or(0);
-    if (i == listed) {
-      text += fmt::format(", {} more", order.size() - listed);
-    } else if (i < listed) {
-      text += fmt::format("{}{} x{}", text.empty() ? "" : ", ", readable_kernel_name(record.name),
-                          record.launches);
-      if (record.busy_us) text += fmt::format(" {:.1f} us", *record.busy_us);
-    }
+  for (std::size_t i = 0; i < std::min(listed, order.size()); ++i) {
+    text += fmt::format("{}{} x{}", i == 0 ? "" : ", ", readable_kernel_name(order[i]->name),
+                        order[i]->launches);
+    if (order[i]->busy_us) text += fmt::format(" {:.1f} us", *order[i]->busy_us);
   }
-  if (all_busy && span_us && !records.empty())
-    text += fmt::format("; idle between them {:.3g} us of {:.4g} us",
-                        std::max(*span_us - busy_us, 0.0), *span_us);
+  if (order.size() > listed) text += fmt::format(", {} more", order.size() - listed);
   return text;
 }
 

@@ -31,10 +31,8 @@ struct KernelRecord {
 std::string readable_kernel_name(const std::string& name, std::size_t max_chars = 96);
 
 /// What ran in one call, slowest first: "nvjet_sm90_... x1 98.0 us, transpose_scales x1 2.0 us"
-/// (GPU time per call, when recorded), at most `listed` kernels and then how many more; and,
-/// with every busy time recorded and a span given, "; idle between them 100 us of 200 us".
-std::string kernels_summary(const std::vector<KernelRecord>& records, std::optional<double> span_us,
-                            std::size_t listed = 4);
+/// (GPU time per call, when recorded), at most `listed` kernels and then how many more.
+std::string kernels_summary(const std::vector<KernelRecord>& records, std::size_t listed = 4);
 
 /// The records of extra["kernels"]; empty when there are none (CPU traces, the CUDA events
 /// clock). A record that is not an object, or a field of the wrong type, is an InputError
